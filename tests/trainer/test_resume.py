@@ -1,0 +1,90 @@
+"""Checkpoints and --resume: a resumed run computes exactly the steps an uninterrupted one would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from tests.trainer.loop_helpers import tiny_config
+from trainer.checkpoint import latest_checkpoint, list_checkpoints
+from trainer.errors import CheckpointError
+from trainer.loop import train
+from trainer.sinks import JsonlSink, StepReport
+
+
+class Steps:
+    def __init__(self) -> None:
+        self.reports: list[StepReport] = []
+
+    def on_start(self, info: object) -> None: ...
+    def on_step(self, report: StepReport) -> None:
+        self.reports.append(report)
+    def on_checkpoint(self, step: int, path: str) -> None: ...
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None: ...
+    def on_error(self, message: str, traceback_text: str) -> None: ...
+
+
+def comparable(report: StepReport) -> dict[str, float]:
+    return {k: v for k, v in report.metrics.items() if not k.startswith("perf/")}
+
+
+def test_resumed_run_matches_an_uninterrupted_one(random_model_dir: Path, tmp_path: Path) -> None:
+    straight = Steps()
+    train(tiny_config(random_model_dir, tmp_path / "a", training={"max_steps": 4}), sink=straight, log=lambda m: None)
+
+    first, second = Steps(), Steps()
+    train(tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 2}), sink=first, log=lambda m: None)
+    train(tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 4}), sink=second,
+          resume_from=tmp_path / "b", log=lambda m: None)
+
+    assert [r.step for r in second.reports] == [3, 4]
+    resumed = first.reports + second.reports
+    for a, b in zip(straight.reports, resumed, strict=True):
+        assert comparable(a) == pytest.approx(comparable(b), rel=1e-5, abs=1e-6)
+        assert [r.completion for r in a.rollouts] == [r.completion for r in b.rollouts]
+    wa = AutoModelForCausalLM.from_pretrained(latest_checkpoint(tmp_path / "a")).state_dict()
+    wb = AutoModelForCausalLM.from_pretrained(latest_checkpoint(tmp_path / "b")).state_dict()
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+
+
+def test_checkpoints_are_pruned_to_the_limit(random_model_dir: Path, tmp_path: Path) -> None:
+    cfg = tiny_config(random_model_dir, tmp_path, training={"max_steps": 4},
+                      checkpoint={"save_steps": 1, "save_total_limit": 2})
+    train(cfg, log=lambda m: None)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000003", "step-000004"]
+
+
+def test_resume_refuses_a_config_that_changes_training(random_model_dir: Path, tmp_path: Path) -> None:
+    train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}), log=lambda m: None)
+    changed = tiny_config(random_model_dir, tmp_path, training={"max_steps": 3, "learning_rate": 0.5})
+    with pytest.raises(CheckpointError, match=r"training\.learning_rate"):
+        train(changed, resume_from=tmp_path, log=lambda m: None)
+
+
+def test_resume_from_an_empty_directory_says_what_to_do(random_model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="no complete checkpoint"):
+        train(tiny_config(random_model_dir, tmp_path), resume_from=tmp_path, log=lambda m: None)
+
+
+def test_a_half_written_checkpoint_is_ignored(random_model_dir: Path, tmp_path: Path) -> None:
+    train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}), log=lambda m: None)
+    (tmp_path / "checkpoints" / ".tmp-step-000002").mkdir()
+    (tmp_path / "checkpoints" / "step-000009").mkdir()  # no COMPLETE marker: a crash mid-write
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoints" / "step-000001"
+
+
+def test_jsonl_sink_drops_steps_after_the_resumed_checkpoint(random_model_dir: Path, tmp_path: Path) -> None:
+    import json
+
+    cfg = tiny_config(random_model_dir, tmp_path, training={"max_steps": 3}, checkpoint={"save_steps": 2})
+    train(cfg, sink=JsonlSink(tmp_path), log=lambda m: None)
+    # Pretend the run crashed after step 3 but before its final checkpoint: resume from step 2.
+    import shutil
+
+    shutil.rmtree(tmp_path / "checkpoints" / "step-000003")
+    train(cfg, sink=JsonlSink(tmp_path), resume_from=tmp_path, log=lambda m: None)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]

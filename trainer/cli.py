@@ -1,0 +1,175 @@
+"""The ``rlvr`` command's trainer subcommands: train, demo, init-model, config-schema.
+
+Imports only the trainer layer. User-facing errors (``RLVRError``) are printed as one clear message with
+exit code 2; anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from trainer.errors import RLVRError
+
+
+def _cmd_config_schema(args: argparse.Namespace) -> int:
+    from trainer.config import config_schema
+
+    print(json.dumps(config_schema(), indent=2))
+    return 0
+
+
+def _cmd_init_model(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from trainer.tiny_model import ensure_tiny_model, tiny_model_path
+
+    if (tiny_model_path() / "config.json").exists() and not args.force:
+        print(tiny_model_path())
+        return 0
+    if args.force:
+        import shutil
+
+        shutil.rmtree(tiny_model_path(), ignore_errors=True)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("warm-start SFT", total=args.sft_steps)
+        path = ensure_tiny_model(
+            sft_steps=args.sft_steps,
+            on_progress=lambda step, loss: progress.update(task, completed=step, description=f"SFT loss {loss:.3f}"),
+            log=progress.console.print,
+        )
+    print(path)
+    return 0
+
+
+def _run_training(config_dict: dict, args: argparse.Namespace, source: str) -> int:  # type: ignore[type-arg]
+    from trainer.config import config_from_dict
+    from trainer.loop import train
+    from trainer.sinks import ConsoleSink, JsonlSink, MultiSink
+
+    for override in args.set or []:
+        _apply_override(config_dict, override)
+    if args.output_dir:
+        config_dict.setdefault("checkpoint", {})["output_dir"] = args.output_dir
+    config = config_from_dict(config_dict, source=source)
+    sink = MultiSink([ConsoleSink(log_every=args.log_every), JsonlSink(config.checkpoint.output_dir)])
+    result = train(config, sink=sink, resume_from=args.resume, overwrite_output_dir=args.overwrite)
+    m = result.final_metrics
+    print(
+        f"{result.status}: {result.steps_done} steps, final reward {m.get('rollout/reward_mean', float('nan')):.3f}; "
+        f"metrics and rollouts in {result.output_dir}"
+    )
+    return 0
+
+
+def _apply_override(config: dict, override: str) -> None:  # type: ignore[type-arg]
+    """``--set training.max_steps=20``: dotted path = YAML value."""
+    import yaml
+
+    from trainer.errors import ConfigError
+
+    if "=" not in override:
+        raise ConfigError(f"--set expects section.field=value, got {override!r}")
+    path, raw = override.split("=", 1)
+    keys = path.split(".")
+    node = config
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = yaml.safe_load(raw)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import yaml
+
+    from trainer.config import load_config
+
+    load_config(args.config)  # validates and gives file-located errors before overrides
+    data = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
+    return _run_training(data, args, source=str(args.config))
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from trainer.presets import preset
+
+    print("RLVR Studio demo: GRPO on a tiny model learning 2-digit addition (CPU is fine).")
+    _cmd_init_model(argparse.Namespace(force=False, sft_steps=args.sft_steps))
+    data = preset("demo")
+    if not args.resume:
+        args.overwrite = True  # the demo always starts over in its own directory
+    if args.steps:
+        data["training"]["max_steps"] = args.steps
+    code = _run_training(data, args, source="preset demo")
+    _report_demo_accuracy(data["model"]["name_or_path"], data["checkpoint"]["output_dir"])
+    return code
+
+
+def _report_demo_accuracy(base_model: str, output_dir: str) -> None:
+    """Greedy accuracy on 500 fresh problems before and after: the demo's headline number."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.checkpoint import latest_checkpoint
+    from trainer.tiny_model import greedy_addition_accuracy, resolve_model_path
+
+    final = latest_checkpoint(output_dir)
+    if final is None:
+        return
+    accuracy = [
+        greedy_addition_accuracy(AutoModelForCausalLM.from_pretrained(d), AutoTokenizer.from_pretrained(d), n=500)
+        for d in (resolve_model_path(base_model), str(final))
+    ]
+    print(f"greedy accuracy on 500 held-out additions: {accuracy[0]:.3f} before GRPO -> {accuracy[1]:.3f} after")
+
+
+def _add_training_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", metavar="DIR", help="continue from a checkpoint (a run directory or step-NNNNNN)")
+    p.add_argument("--output-dir", help="override checkpoint.output_dir")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field, e.g. training.max_steps=20")
+    p.add_argument("--log-every", type=int, default=10, help="print a summary line every N steps")
+    p.add_argument("--overwrite", action="store_true", help="delete checkpoints of an earlier run in the output dir")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trainer.tiny_model import DEFAULT_SFT_STEPS
+
+    parser = argparse.ArgumentParser(prog="rlvr", description="RLVR Studio: RL with verifiable rewards for LMs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train from a YAML/JSON experiment file")
+    p.add_argument("config", help="experiment file (.yaml, .yml or .json)")
+    _add_training_flags(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("demo", help="build the tiny model and train it with GRPO on 2-digit addition")
+    p.add_argument("--steps", type=int, default=0, help="training steps (default: the preset's 200)")
+    p.add_argument("--sft-steps", type=int, default=DEFAULT_SFT_STEPS, help="warm-start SFT steps if the model is built")
+    _add_training_flags(p)
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("init-model", help="build and warm-start the built-in tiny model (cached)")
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p.add_argument("--sft-steps", type=int, default=DEFAULT_SFT_STEPS, help="warm-start SFT steps")
+    p.set_defaults(func=_cmd_init_model)
+
+    p = sub.add_parser("config-schema", help="print the experiment config's JSON schema")
+    p.set_defaults(func=_cmd_config_schema)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RLVRError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; resume with --resume <output_dir>", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Turn loaded values into plain JSON types before they go into ``Sample.meta``.
+
+``meta`` travels into checkpoints, rollout records and the webapp's JSON columns, so it must survive
+``json.dumps``: tuples become lists, dates ISO strings, numpy/arrow scalars Python numbers, and anything
+else its ``str``. Non-finite floats become strings because PostgreSQL's jsonb refuses NaN and Infinity.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def to_jsonable(value: Any) -> Any:
+    """A copy of ``value`` built only from dict (str keys), list, str, int, float, bool and None."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((to_jsonable(v) for v in value), key=repr)
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    item = getattr(value, "item", None)  # numpy scalars (and 1-element arrays) know their Python value
+    if callable(item):
+        try:
+            return to_jsonable(item())
+        except (TypeError, ValueError):
+            pass
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if callable(tolist):
+        return to_jsonable(tolist())
+    return str(value)

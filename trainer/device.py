@@ -1,0 +1,28 @@
+"""Device and dtype selection: the only module that names CUDA (STYLE.md habit 6)."""
+
+from __future__ import annotations
+
+import torch
+
+from trainer.errors import ConfigError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' -> the first CUDA GPU if present, else CPU. Asking for 'cuda' without one is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("model.device is 'cuda' but no CUDA GPU is visible: use 'auto' or 'cpu'")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    return _DTYPES[name]
+
+
+def describe(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return f"cpu ({torch.get_num_threads()} threads)"

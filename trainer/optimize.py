@@ -1,0 +1,125 @@
+"""One optimizer step over a batch of rollouts, in micro-batches with gradient accumulation.
+
+Per micro-batch: training forward -> per-token logprobs -> policy loss (+ beta * KL) -> aggregation ->
+backward. Memory is bounded by ``micro_batch_size`` whatever the step's size; each micro-batch is
+trimmed to its own longest prompt and completion, so padding costs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+from transformers import PreTrainedModel
+
+from trainer.algorithms import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
+from trainer.config import ExperimentConfig
+from trainer.logprobs import completion_logprobs
+from trainer.rollout import RolloutBatch
+
+
+@dataclass
+class UpdateBatch:
+    """What the update needs, all [N, T] aligned with the rollout batch."""
+
+    rollouts: RolloutBatch
+    advantages: Tensor  # [N, T] per-token advantages (token credit applied)
+    loss_mask: Tensor  # [N, T]
+    old_logprobs: Tensor | None  # [N, T]; None: on-policy, use the current logprobs detached
+    ref_logprobs: Tensor | None  # [N, T]; None when beta == 0
+
+
+@dataclass
+class UpdateStats:
+    loss: float
+    pg_loss: float
+    kl: float
+    entropy: float
+    clip_frac: float
+    grad_norm: float
+    logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
+
+
+def _slices(n: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _trim(rows: slice, batch: RolloutBatch) -> tuple[slice, slice]:
+    """Column ranges that hold real tokens for these rows: (prompt columns, completion columns)."""
+    p_used = batch.prompt_mask[rows].any(0).nonzero()
+    c_used = batch.completion_mask[rows].any(0).nonzero()
+    p_start = int(p_used[0]) if len(p_used) else batch.prompt_mask.shape[1] - 1
+    c_end = int(c_used[-1]) + 1 if len(c_used) else 1
+    return slice(p_start, None), slice(0, c_end)
+
+
+@torch.no_grad()
+def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float) -> Tensor:
+    """Logprobs of the batch's completions under ``model`` (old-policy or reference), [N, T]."""
+    out = torch.zeros_like(batch.logprobs)
+    for rows in _slices(len(batch), micro_batch_size):
+        pc, cc = _trim(rows, batch)
+        logp, _ = completion_logprobs(
+            model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
+            batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
+        )
+        out[rows, cc] = logp
+    return out
+
+
+def policy_update(
+    model: PreTrainedModel, optimizer: torch.optim.Optimizer, data: UpdateBatch, config: ExperimentConfig
+) -> UpdateStats:
+    """Accumulate gradients over micro-batches, clip, and take one optimizer step."""
+    alg, batch = config.algorithm, data.rollouts
+    loss_fn = POLICY_LOSSES.get(alg.importance_sampling_level)
+    aggregate = AGGREGATIONS.get(alg.loss_type)
+    kl_fn = KL_ESTIMATORS.get(alg.kl_estimator)
+    slices = _slices(len(batch), config.training.micro_batch_size)
+    ctx = AggregationContext(
+        sequences_in_step=len(batch),
+        tokens_in_step=int(data.loss_mask.sum()),
+        max_completion_length=config.rollout.max_completion_length,
+        num_micro_batches=len(slices),
+    )
+    tokens = max(int(data.loss_mask.sum()), 1)
+    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0}
+    new_logprobs = torch.zeros_like(batch.logprobs)
+    optimizer.zero_grad(set_to_none=True)
+    for rows in slices:
+        pc, cc = _trim(rows, batch)
+        mask = data.loss_mask[rows, cc].float()  # [n, t]
+        logp, entropy = completion_logprobs(
+            model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
+            batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], config.rollout.temperature,
+        )  # [n, t]
+        old = logp.detach() if data.old_logprobs is None else data.old_logprobs[rows, cc]
+        out = loss_fn(logp, old, data.advantages[rows, cc], mask, alg)
+        pg_loss = aggregate(out.per_token_loss, mask, ctx)
+        loss = pg_loss
+        if data.ref_logprobs is not None:
+            kl = kl_fn(logp, data.ref_logprobs[rows, cc])  # [n, t]
+            # Aggregation is linear, so this equals aggregating (per-token loss + beta * kl) as TRL does.
+            loss = pg_loss + alg.beta * aggregate(kl, mask, ctx)
+            sums["kl"] += float((kl.detach() * mask).sum())
+        loss.backward()
+        sums["loss"] += float(loss.detach())
+        sums["pg_loss"] += float(pg_loss.detach())
+        sums["entropy"] += float((entropy.detach() * mask).sum())
+        sums["clipped"] += float((out.clipped.float() * mask).sum())
+        new_logprobs[rows, cc] = logp.detach()
+    max_norm = config.training.max_grad_norm
+    params = [p for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return UpdateStats(
+        loss=sums["loss"],
+        pg_loss=sums["pg_loss"],
+        kl=sums["kl"] / tokens,
+        entropy=sums["entropy"] / tokens,
+        clip_frac=sums["clipped"] / tokens,
+        grad_norm=float(grad_norm),
+        logprobs=new_logprobs,
+    )

@@ -1,0 +1,74 @@
+"""The rollout-engine seam and the tensors it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_new_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    batch_size: int = 256  # completions generated together
+
+
+@dataclass
+class RolloutBatch:
+    """N completions, right-padded to the longest one (T tokens).
+
+    ``logprobs`` and ``entropies`` are taken under the temperature-scaled full-vocabulary distribution
+    (the distribution the loss trains), even when top_p / top_k truncate what is sampled.
+    """
+
+    prompt_ids: Tensor  # [N, Lp] left-padded
+    prompt_mask: Tensor  # [N, Lp]
+    completion_ids: Tensor  # [N, T] right-padded with the pad id
+    completion_mask: Tensor  # [N, T] 1 up to and including the EOS token
+    logprobs: Tensor  # [N, T] sampled tokens' logprobs (0 on padding)
+    entropies: Tensor  # [N, T] policy entropy at each position (0 on padding)
+    finish_reasons: list[str]  # "eos" | "length"
+    texts: list[str]  # decoded completions, special tokens removed
+
+    @property
+    def lengths(self) -> Tensor:
+        return self.completion_mask.sum(-1)  # [N]
+
+    def __len__(self) -> int:
+        return int(self.completion_ids.shape[0])
+
+    @staticmethod
+    def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
+        """Join batches generated in chunks: prompts re-left-padded, completions re-right-padded."""
+        if len(batches) == 1:
+            return batches[0]
+
+        def pad(tensors: list[Tensor], value: float, left: bool) -> Tensor:
+            width = max(t.shape[1] for t in tensors)
+            out = []
+            for t in tensors:
+                fill = torch.full((t.shape[0], width - t.shape[1]), value, dtype=t.dtype, device=t.device)
+                out.append(torch.cat([fill, t] if left else [t, fill], dim=1))
+            return torch.cat(out, dim=0)
+
+        return RolloutBatch(
+            prompt_ids=pad([b.prompt_ids for b in batches], pad_id, left=True),
+            prompt_mask=pad([b.prompt_mask for b in batches], 0, left=True),
+            completion_ids=pad([b.completion_ids for b in batches], pad_id, left=False),
+            completion_mask=pad([b.completion_mask for b in batches], 0, left=False),
+            logprobs=pad([b.logprobs for b in batches], 0.0, left=False),
+            entropies=pad([b.entropies for b in batches], 0.0, left=False),
+            finish_reasons=[r for b in batches for r in b.finish_reasons],
+            texts=[t for b in batches for t in b.texts],
+        )
+
+
+class RolloutEngine(Protocol):
+    """Generates completions for already-rendered prompt strings."""
+
+    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch: ...

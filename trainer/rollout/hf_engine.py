@@ -1,0 +1,128 @@
+"""The ``hf`` rollout engine: batched sampling with transformers models, on CPU or GPU.
+
+A plain KV-cached decoding loop instead of ``model.generate``: it yields the sampled tokens' logprobs and
+the policy entropy at every position in the same pass (``generate`` would need ``output_scores`` and a
+second pass), stops as soon as every sequence has finished, and carries little per-token overhead,
+which dominates on small models. Sampling uses an explicit ``torch.Generator``, so a seeded run is
+reproducible on CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from trainer.logprobs import positions_from_mask
+from trainer.rollout.base import RolloutBatch, SamplingParams
+
+
+def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
+    """Mask logits outside the top-k / nucleus set with -inf (sampling only; logprobs use full logits)."""
+    if top_k > 0 and top_k < logits.shape[-1]:
+        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # [B, 1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+        cum = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
+        drop_sorted = cum - torch.softmax(sorted_logits, dim=-1) >= top_p  # keep the first token always
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+class HFRolloutEngine:
+    """Samples completions from a live policy model (the same object the optimizer updates)."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.pad_id = int(tokenizer.pad_token_id)  # type: ignore[arg-type]
+        eos = tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+        gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        if gen_eos is not None:
+            self.eos_ids |= set(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+        chunks = [prompts[i : i + params.batch_size] for i in range(0, len(prompts), params.batch_size)]
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.no_grad():
+                batches = [self._generate_chunk(chunk, params, generator) for chunk in chunks]
+        finally:
+            self.model.train(was_training)
+        return RolloutBatch.concat(batches, self.pad_id)
+
+    def _generate_chunk(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+        enc = self.tokenizer(
+            prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        )
+        prompt_ids = enc["input_ids"].to(self.device)  # [B, Lp]
+        prompt_mask = enc["attention_mask"].to(self.device)
+        B = prompt_ids.shape[0]
+        eos_ids = torch.tensor(sorted(self.eos_ids), device=self.device, dtype=torch.long)
+
+        attn = prompt_mask
+        out = self.model(
+            input_ids=prompt_ids,
+            attention_mask=attn,
+            position_ids=positions_from_mask(attn),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        past = out.cache
+        next_pos = attn.sum(-1, keepdim=True)  # [B, 1] position of the first completion token
+        logits = out.logits[:, -1, :]  # [B, V]
+
+        tokens: list[Tensor] = []
+        logps: list[Tensor] = []
+        ents: list[Tensor] = []
+        alive = torch.ones(B, dtype=torch.bool, device=self.device)
+        alive_steps: list[Tensor] = []
+        for t in range(params.max_new_tokens):
+            logp_all = torch.log_softmax(logits.float() / params.temperature, dim=-1)  # [B, V]
+            sample_logits = _filter_logits(logp_all, params.top_k, params.top_p)
+            probs = torch.softmax(sample_logits, dim=-1)
+            tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # [B]
+            tok = torch.where(alive, tok, torch.full_like(tok, self.pad_id))
+            alive_steps.append(alive.clone())
+            tokens.append(tok)
+            logps.append(logp_all.gather(-1, tok[:, None]).squeeze(-1) * alive)
+            ents.append(-(logp_all.exp() * logp_all).sum(-1) * alive)
+            alive = alive & ~torch.isin(tok, eos_ids)
+            if not alive.any() or t == params.max_new_tokens - 1:
+                break
+            attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
+            out = self.model(
+                input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos + t,
+                cache=past, use_cache=True,
+            )
+            past = out.cache
+            logits = out.logits[:, -1, :]
+
+        completion_ids = torch.stack(tokens, dim=1)  # [B, T]
+        completion_mask = torch.stack(alive_steps, dim=1).long()  # [B, T]
+        finished_eos = torch.isin(completion_ids, eos_ids) & completion_mask.bool()
+        finish_reasons = ["eos" if f else "length" for f in finished_eos.any(-1).tolist()]
+        texts = self.tokenizer.batch_decode(
+            [ids[: int(n)] for ids, n in zip(completion_ids.tolist(), completion_mask.sum(-1).tolist(), strict=True)],
+            skip_special_tokens=True,
+        )
+        return RolloutBatch(
+            prompt_ids=prompt_ids,
+            prompt_mask=prompt_mask,
+            completion_ids=completion_ids,
+            completion_mask=completion_mask,
+            logprobs=torch.stack(logps, dim=1),
+            entropies=torch.stack(ents, dim=1),
+            finish_reasons=finish_reasons,
+            texts=texts,
+        )

@@ -1,0 +1,287 @@
+"""Where a run reports to: the ``EventSink`` protocol and the console / JSONL / null sinks.
+
+The trainer knows nothing about who listens. The web side adds its own sink (workers' DjangoRunSink)
+that writes to the database and pushes to the browser; the CLI uses the console and JSONL sinks.
+
+A ``RolloutRecord`` is the unit the dashboard browses (DESIGN.md, "Stable names"): one completion with
+its reward breakdown and per-token arrays. Per-token arrays are plain Python lists of equal length
+(one entry per completion token); ``pack_token_arrays`` turns them into compact bytes for storage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+# Per-token float channels, in the order they are packed. A channel absent for a rollout is all-NaN.
+TOKEN_CHANNELS: tuple[str, ...] = (
+    "logprob",  # log pi_old(y_t) as sampled (temperature applied)
+    "old_logprob",  # the behaviour logprob used in the ratio
+    "ref_logprob",  # reference model (KL) or teacher logprob, NaN when absent
+    "entropy",  # policy entropy at the position (nats)
+    "advantage",  # final per-token advantage after token credit
+    "loss_mask",  # 1.0 if the token is in the loss
+)
+
+
+@dataclass
+class RolloutRecord:
+    """One completion of one step, with everything the rollout browser shows."""
+
+    step: int
+    prompt_id: str
+    group: int  # index of the prompt within the step
+    sample_index: int  # index of the completion within its group
+    prompt: str
+    completion: str
+    finish_reason: str  # "eos" | "length"
+    reward: float
+    rewards: dict[str, float]  # per verifier key, raw (before reward_weights)
+    correct: bool
+    details: dict[str, dict[str, Any]]  # verifier key -> detail record
+    advantage: float  # scalar (sequence-level) advantage before token credit
+    token_ids: list[int]
+    tokens: list[str]
+    token_values: dict[str, list[float]] = field(default_factory=dict)  # channel -> per-token floats
+    answer: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """A short JSON-friendly digest for realtime events (no per-token arrays)."""
+        return {
+            "prompt_id": self.prompt_id,
+            "group": self.group,
+            "sample_index": self.sample_index,
+            "reward": self.reward,
+            "correct": self.correct,
+            "advantage": self.advantage,
+            "finish_reason": self.finish_reason,
+            "length": len(self.token_ids),
+            "completion": self.completion[:200],
+        }
+
+
+def pack_token_arrays(record: RolloutRecord) -> bytes:
+    """Pack token ids and every channel into one little-endian blob: ``n`` (u32), ids (i32 x n), then
+    one float32 x n block per channel of TOKEN_CHANNELS (NaN where absent). ~24 bytes/token."""
+    n = len(record.token_ids)
+    parts = [struct.pack("<I", n), struct.pack(f"<{n}i", *record.token_ids)]
+    nan_block = [math.nan] * n
+    for channel in TOKEN_CHANNELS:
+        values = record.token_values.get(channel, nan_block)
+        if len(values) != n:
+            raise ValueError(f"channel {channel!r} has {len(values)} values for {n} tokens")
+        parts.append(struct.pack(f"<{n}f", *values))
+    return b"".join(parts)
+
+
+def unpack_token_arrays(blob: bytes) -> tuple[list[int], dict[str, list[float]]]:
+    """Inverse of ``pack_token_arrays``: (token ids, channel -> values)."""
+    (n,) = struct.unpack_from("<I", blob, 0)
+    offset = 4
+    ids = list(struct.unpack_from(f"<{n}i", blob, offset))
+    offset += 4 * n
+    channels: dict[str, list[float]] = {}
+    for channel in TOKEN_CHANNELS:
+        channels[channel] = list(struct.unpack_from(f"<{n}f", blob, offset))
+        offset += 4 * n
+    return ids, channels
+
+
+@dataclass
+class StepReport:
+    """What one training step produced."""
+
+    step: int  # 1-based
+    max_steps: int
+    metrics: dict[str, float]  # stable namespaced keys, e.g. rollout/reward_mean, actor/pg_loss
+    rollouts: list[RolloutRecord]
+    elapsed_s: float
+
+
+@dataclass
+class RunInfo:
+    """Sent once when the run starts (or resumes)."""
+
+    name: str
+    max_steps: int
+    start_step: int  # 0 for a fresh run, the checkpoint's step when resuming
+    config: dict[str, Any]
+    num_parameters: int
+    device: str
+
+
+class EventSink(Protocol):
+    """Receives a run's events. Implementations must not raise for display problems."""
+
+    def on_start(self, info: RunInfo) -> None: ...
+
+    def on_step(self, report: StepReport) -> None: ...
+
+    def on_checkpoint(self, step: int, path: str) -> None: ...
+
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None: ...
+
+    def on_error(self, message: str, traceback_text: str) -> None: ...
+
+
+class NullSink:
+    """Discards everything (tests, library use)."""
+
+    def on_start(self, info: RunInfo) -> None:
+        pass
+
+    def on_step(self, report: StepReport) -> None:
+        pass
+
+    def on_checkpoint(self, step: int, path: str) -> None:
+        pass
+
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
+        pass
+
+    def on_error(self, message: str, traceback_text: str) -> None:
+        pass
+
+
+class MultiSink:
+    """Fans events out to several sinks in order."""
+
+    def __init__(self, sinks: Sequence[EventSink]) -> None:
+        self.sinks = list(sinks)
+
+    def on_start(self, info: RunInfo) -> None:
+        for s in self.sinks:
+            s.on_start(info)
+
+    def on_step(self, report: StepReport) -> None:
+        for s in self.sinks:
+            s.on_step(report)
+
+    def on_checkpoint(self, step: int, path: str) -> None:
+        for s in self.sinks:
+            s.on_checkpoint(step, path)
+
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
+        for s in self.sinks:
+            s.on_end(status, final_metrics)
+
+    def on_error(self, message: str, traceback_text: str) -> None:
+        for s in self.sinks:
+            s.on_error(message, traceback_text)
+
+
+class JsonlSink:
+    """Appends metrics to ``metrics.jsonl`` and rollouts to ``rollouts.jsonl`` in the run directory.
+
+    On resume, lines of steps after the resumed checkpoint are dropped first, so a crashed run's
+    partial tail never duplicates steps.
+    """
+
+    def __init__(self, run_dir: str | Path, write_rollouts: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        self.write_rollouts = write_rollouts
+
+    def _truncate_after(self, name: str, step: int) -> None:
+        path = self.run_dir / name
+        if not path.exists():
+            return
+        kept = [
+            line for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= step
+        ]
+        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+    def _append(self, name: str, rows: list[dict[str, Any]]) -> None:
+        with open(self.run_dir / name, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, allow_nan=True) + "\n")
+
+    def on_start(self, info: RunInfo) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("metrics.jsonl", "rollouts.jsonl", "events.jsonl"):
+            self._truncate_after(name, info.start_step)
+        self._append("events.jsonl", [{"step": info.start_step, "event": "start", "time": time.time()}])
+
+    def on_step(self, report: StepReport) -> None:
+        self._append("metrics.jsonl", [{"step": report.step, **report.metrics}])
+        if self.write_rollouts:
+            self._append("rollouts.jsonl", [asdict(r) for r in report.rollouts])
+
+    def on_checkpoint(self, step: int, path: str) -> None:
+        self._append("events.jsonl", [{"step": step, "event": "checkpoint", "path": path}])
+
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
+        self._append("events.jsonl", [{"step": 10**12, "event": "end", "status": status}])
+
+    def on_error(self, message: str, traceback_text: str) -> None:
+        self._append("events.jsonl", [{"step": 10**12, "event": "error", "message": message}])
+
+
+class ConsoleSink:
+    """A rich progress bar with the live reward, plus a one-line summary every ``log_every`` steps."""
+
+    def __init__(self, log_every: int = 10, stream: IO[str] | None = None) -> None:
+        from rich.console import Console
+
+        self.log_every = max(1, log_every)
+        self.console = Console(file=stream or sys.stderr)
+        self._progress: Any = None
+        self._task: Any = None
+
+    def on_start(self, info: RunInfo) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.console.print(
+            f"[bold]{info.name}[/bold]: {info.num_parameters / 1e6:.2f}M parameters on {info.device}, "
+            f"steps {info.start_step + 1}..{info.max_steps}"
+        )
+        self._progress = Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task("training", total=info.max_steps, completed=info.start_step, status="")
+
+    def on_step(self, report: StepReport) -> None:
+        m = report.metrics
+        status = (
+            f"reward {m.get('rollout/reward_mean', float('nan')):.3f} "
+            f"acc {m.get('rollout/accuracy', float('nan')):.3f} "
+            f"{m.get('perf/step_s', float('nan')):.2f}s/step"
+        )
+        if self._progress is not None:
+            self._progress.update(self._task, completed=report.step, status=status)
+        if report.step % self.log_every == 0 or report.step == report.max_steps:
+            self.console.print(
+                f"step {report.step:>5}  reward {m.get('rollout/reward_mean', 0):.3f}  "
+                f"acc {m.get('rollout/accuracy', 0):.3f}  loss {m.get('actor/pg_loss', 0):+.4f}  "
+                f"len {m.get('rollout/response_len_mean', 0):.1f}  zero_std {m.get('rollout/zero_std_frac', 0):.2f}"
+            )
+
+    def on_checkpoint(self, step: int, path: str) -> None:
+        self.console.print(f"[dim]checkpoint step {step} -> {path}[/dim]")
+
+    def _stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
+        self._stop()
+        self.console.print(f"[bold]run {status}[/bold]")
+
+    def on_error(self, message: str, traceback_text: str) -> None:
+        self._stop()
+        self.console.print(f"[bold red]error:[/bold red] {message}")
