@@ -28,3 +28,19 @@ def test_trainer_never_imports_the_web_or_worker_layers() -> None:
 
 def test_the_scan_finds_trainer_modules() -> None:
     assert len(list(TRAINER.rglob("*.py"))) > 10
+
+
+def test_validating_a_config_does_not_load_torch() -> None:
+    """The web process validates configs with trainer.config and must never import torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from trainer.config import config_from_dict, config_schema; "
+        "config_from_dict({'verifiers': [{'name': 'math'}], 'algorithm': {'advantage_estimator': 'rloo'}}); "
+        "config_schema(); "
+        "bad = [m for m in ('torch', 'transformers', 'datasets') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=TRAINER.parent)
+    assert result.returncode == 0, result.stderr

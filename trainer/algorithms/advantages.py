@@ -8,14 +8,16 @@ Completions of the same prompt share a group id; a group whose rewards are all e
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from trainer.algorithms.group_stats import group_mean, group_sizes, group_std
 from trainer.config import AlgorithmConfig
 from trainer.registry import Registry
 
-AdvantageFn = Callable[[Tensor, Tensor, AlgorithmConfig], Tensor]
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
+
+AdvantageFn = Callable[["Tensor", "Tensor", AlgorithmConfig], "Tensor"]
 ADVANTAGES: Registry[AdvantageFn] = Registry("advantage estimator")
 
 

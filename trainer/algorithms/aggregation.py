@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from trainer.registry import Registry
+
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class AggregationContext:
     num_micro_batches: int
 
 
-AggregationFn = Callable[[Tensor, Tensor, AggregationContext], Tensor]
+AggregationFn = Callable[["Tensor", "Tensor", AggregationContext], "Tensor"]
 AGGREGATIONS: Registry[AggregationFn] = Registry("loss aggregation")
 
 

@@ -6,12 +6,17 @@ scatter over ``group_ids`` rather than a reshape to [P, G].
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
+
 
 
 def group_mean(values: Tensor, group_ids: Tensor) -> Tensor:
     """Mean of each completion's group, broadcast back to the completion. [N] -> [N]."""
+    import torch
+
     num_groups = int(group_ids.max().item()) + 1
     sums = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(0, group_ids, values)
     counts = torch.bincount(group_ids, minlength=num_groups).to(values.dtype)
@@ -23,6 +28,8 @@ def group_std(values: Tensor, group_ids: Tensor) -> Tensor:
 
     A group of one completion has std 0 (no spread can be measured).
     """
+    import torch
+
     num_groups = int(group_ids.max().item()) + 1
     centred = values - group_mean(values, group_ids)
     sq = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(0, group_ids, centred**2)
@@ -33,4 +40,6 @@ def group_std(values: Tensor, group_ids: Tensor) -> Tensor:
 
 def group_sizes(group_ids: Tensor) -> Tensor:
     """Size of each completion's group. [N] -> [N]."""
+    import torch
+
     return torch.bincount(group_ids)[group_ids]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from trainer.config import AlgorithmConfig
 from trainer.registry import Registry
+
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
 
 
 @dataclass
@@ -24,11 +25,13 @@ class PolicyLossOutput:
     clipped: Tensor  # [n, T] bool: the clipped branch was active (for actor/clip_frac)
 
 
-PolicyLossFn = Callable[[Tensor, Tensor, Tensor, Tensor, AlgorithmConfig], PolicyLossOutput]
+PolicyLossFn = Callable[["Tensor", "Tensor", "Tensor", "Tensor", AlgorithmConfig], PolicyLossOutput]
 POLICY_LOSSES: Registry[PolicyLossFn] = Registry("policy loss")
 
 
 def _clipped_surrogate(log_ratio: Tensor, adv: Tensor, cfg: AlgorithmConfig) -> PolicyLossOutput:
+    import torch
+
     ratio = torch.exp(log_ratio)
     clipped_ratio = torch.clamp(ratio, 1.0 - cfg.epsilon, 1.0 + cfg.clip_high)
     loss_unclipped = ratio * adv

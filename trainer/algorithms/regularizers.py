@@ -7,19 +7,22 @@ per-token loss before aggregation, as TRL and the GRPO paper do.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from trainer.registry import Registry
 
-KLFn = Callable[[Tensor, Tensor], Tensor]
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
+
+KLFn = Callable[["Tensor", "Tensor"], "Tensor"]
 KL_ESTIMATORS: Registry[KLFn] = Registry("KL estimator")
 
 
 @KL_ESTIMATORS.register("k3")
 def kl_k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
     """k3 = exp(ref - logp) - (ref - logp) - 1: unbiased for KL(pi || ref), non-negative (GRPO's choice)."""
+    import torch
+
     diff = ref_logp - logp
     return torch.exp(diff) - diff - 1.0
 

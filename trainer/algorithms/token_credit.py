@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import torch
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from trainer.config import AlgorithmConfig
 from trainer.registry import Registry
+
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
 
 
 @dataclass
@@ -25,7 +26,7 @@ class CreditInputs:
     logprob: Tensor  # [N, T] sampled tokens' logprobs at sampling time
 
 
-TokenCreditFn = Callable[[Tensor, CreditInputs, AlgorithmConfig], Tensor]
+TokenCreditFn = Callable[["Tensor", CreditInputs, AlgorithmConfig], "Tensor"]
 TOKEN_CREDIT: Registry[TokenCreditFn] = Registry("token credit")
 
 
@@ -37,6 +38,8 @@ def uniform(advantages: Tensor, inputs: CreditInputs, cfg: AlgorithmConfig) -> T
 
 def high_entropy_mask(entropy: Tensor, mask: Tensor, quantile: float) -> Tensor:
     """1 for tokens whose entropy is at or above the (1 - quantile) quantile of the masked tokens."""
+    import torch
+
     active = entropy[mask.bool()]
     if active.numel() == 0:
         return torch.zeros_like(mask)
