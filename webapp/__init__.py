@@ -1,0 +1,1 @@
+"""RLVR Studio's web layer (Django). Importing this package alone loads neither Django nor torch."""
