@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.data.jsonable import to_jsonable
 from trainer.errors import DataError
+from trainer.jsonable import to_jsonable
 from trainer.samples import Sample
 
 FORMAT_BY_SUFFIX = {

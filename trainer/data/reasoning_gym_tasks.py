@@ -16,8 +16,8 @@ import dataclasses
 import difflib
 from typing import Any
 
-from trainer.data.jsonable import to_jsonable
 from trainer.errors import DataError
+from trainer.jsonable import to_jsonable
 from trainer.samples import Sample
 
 # Passed by us from data.size / data.data_seed; allowing them in task_config would give two sources of truth.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainer.errors import VerifierError
+from trainer.jsonable import to_jsonable
 from trainer.samples import Sample
 from trainer.verifiers.base import Verifier, VerifierResult, build_verifier, error_result
 from trainer.verifiers.timeout_pool import describe_error
@@ -80,7 +81,7 @@ def score_batch(
         per_verifier[key] = [r.reward for r in results]
         for i, result in enumerate(results):
             total[i] += weight * result.reward
-            details[i][key] = jsonable(result.detail)
+            details[i][key] = to_jsonable(result.detail)
             if position == 0:
                 correct[i] = result.correct
     return ScoreBatch(total=total, per_verifier=per_verifier, correct=correct, details=details)
@@ -109,21 +110,3 @@ def _run_one(
         except Exception as err:
             checked.append(error_result(f"invalid result: {describe_error(err)}"))
     return checked
-
-
-def jsonable(value: Any, depth: int = 0) -> Any:
-    """A copy of ``value`` that ``json.dumps`` (and a Postgres JSON column) accepts: str keys, no NaN/inf."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if depth > 20:
-        return str(value)[:300]
-    if isinstance(value, dict):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v, depth + 1) for v in value]
-    try:
-        return str(value)[:300]
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"

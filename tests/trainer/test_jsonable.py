@@ -2,7 +2,7 @@ import datetime as dt
 import json
 import math
 
-from trainer.data.jsonable import to_jsonable
+from trainer.jsonable import to_jsonable
 
 
 def test_tuples_and_sets_become_lists():
