@@ -1,0 +1,16 @@
+"""Every /api/ route: the apps' own lists plus token login, the OpenAPI schema and its docs page."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from webapp.api.auth import TokenApi
+from webapp.api.docs import ApiDocsView
+
+urlpatterns = [
+    path("auth/token/", TokenApi.as_view(), name="auth-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", ApiDocsView.as_view(), name="api-docs"),
+    path("", include("webapp.teams.urls")),
+    path("", include("webapp.experiments.urls")),
+    path("", include("webapp.datafiles.urls")),
+]

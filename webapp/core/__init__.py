@@ -1,0 +1,1 @@
+"""What every webapp app shares: the error types services raise (errors.py)."""

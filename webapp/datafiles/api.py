@@ -1,0 +1,74 @@
+"""Data files over HTTP: list a project's datasets, upload one (multipart)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.datafiles.models import Dataset
+from webapp.datafiles.selectors import datasets_for_project
+from webapp.datafiles.services import dataset_upload
+from webapp.teams.selectors import project_get_for_user
+
+
+class DatasetOut(serializers.ModelSerializer[Dataset]):
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    config_data = serializers.SerializerMethodField(help_text="The `data` section that trains on this file.")
+
+    class Meta:
+        model = Dataset
+        fields = (
+            "id", "name", "format", "rows", "fields", "prompt_field", "answer_field", "path",
+            "created_by", "created_at", "config_data",
+        )  # fmt: skip
+
+    def get_config_data(self, dataset: Dataset) -> dict[str, Any]:
+        return {
+            "source": "file",
+            "path": dataset.path,
+            "format": dataset.format,
+            "prompt_field": dataset.prompt_field,
+            "answer_field": dataset.answer_field or None,
+        }
+
+
+class DatasetUploadIn(serializers.Serializer[None]):
+    file = serializers.FileField(help_text="A .jsonl, .json, .csv or .parquet file.")
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    prompt_field = serializers.CharField(required=False, default="prompt", max_length=200)
+    answer_field = serializers.CharField(
+        required=False, default="answer", allow_blank=True, max_length=200, help_text="Blank for label-free data."
+    )
+
+
+class DatasetListApi(APIView):
+    parser_classes = (MultiPartParser, FormParser)
+
+    @extend_schema(responses=DatasetOut(many=True), summary="Data files of a project")
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        return Response(DatasetOut(datasets_for_project(project=project), many=True).data)
+
+    @extend_schema(request=DatasetUploadIn, responses={201: DatasetOut}, summary="Upload a data file")
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        data = DatasetUploadIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        dataset = dataset_upload(
+            project=project,
+            actor=request.user,
+            file=upload,
+            filename=upload.name or "data",
+            size=upload.size or 0,
+            name=data.validated_data["name"],
+            prompt_field=data.validated_data["prompt_field"],
+            answer_field=data.validated_data["answer_field"] or None,
+        )
+        return Response(DatasetOut(dataset).data, status=status.HTTP_201_CREATED)

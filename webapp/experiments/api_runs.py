@@ -1,0 +1,92 @@
+"""Runs over HTTP: list, launch (create = launch), read one, cancel, resume."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.api.pagination import page_of, paginated_response
+from webapp.api.query import parsed_query
+from webapp.experiments.selectors import (
+    experiment_get_for_user,
+    run_get_for_user,
+    runs_for_project,
+    runs_for_user,
+)
+from webapp.experiments.serializers import RunDetailOut, RunLaunchIn, RunListFilterIn, RunOut
+from webapp.experiments.services import run_cancel, run_launch, run_resume
+from webapp.teams.selectors import project_get_for_user
+
+
+class RunListApi(APIView):
+    @extend_schema(
+        operation_id="runs_list", parameters=[RunListFilterIn], responses=page_of(RunOut), summary="Runs of all your projects"
+    )
+    def get(self, request: Request) -> Response:
+        query = parsed_query(RunListFilterIn, request)
+        runs = runs_for_user(user=request.user, status=query.get("status"))
+        if "experiment" in query:
+            runs = runs.filter(experiment_id=query["experiment"])
+        return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
+
+    @extend_schema(request=RunLaunchIn, responses={201: RunDetailOut}, summary="Launch a run of an experiment")
+    def post(self, request: Request) -> Response:
+        data = RunLaunchIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        experiment = experiment_get_for_user(experiment_id=data.validated_data["experiment"], user=request.user)
+        run = run_launch(experiment=experiment, actor=request.user)
+        return Response(RunDetailOut(run).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectRunListApi(APIView):
+    @extend_schema(
+        operation_id="projects_runs_list", parameters=[RunListFilterIn], responses=page_of(RunOut), summary="Runs of a project"
+    )
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        query = parsed_query(RunListFilterIn, request)
+        runs = runs_for_project(project=project, experiment_id=query.get("experiment"), status=query.get("status"))
+        return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
+
+
+class ExperimentRunListApi(APIView):
+    @extend_schema(
+        operation_id="experiments_runs_list",
+        parameters=[RunListFilterIn],
+        responses=page_of(RunOut),
+        summary="Runs of an experiment",
+    )
+    def get(self, request: Request, experiment_id: int) -> Response:
+        experiment = experiment_get_for_user(experiment_id=experiment_id, user=request.user)
+        query = parsed_query(RunListFilterIn, request)
+        runs = runs_for_project(project=experiment.project, experiment_id=experiment.pk, status=query.get("status"))
+        return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
+
+    @extend_schema(request=None, responses={201: RunDetailOut}, summary="Launch a run of this experiment")
+    def post(self, request: Request, experiment_id: int) -> Response:
+        experiment = experiment_get_for_user(experiment_id=experiment_id, user=request.user)
+        run = run_launch(experiment=experiment, actor=request.user)
+        return Response(RunDetailOut(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunDetailOut)
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(RunDetailOut(run_get_for_user(run_id=run_id, user=request.user)).data)
+
+
+class RunCancelApi(APIView):
+    @extend_schema(request=None, responses=RunDetailOut, summary="Cancel (queued) or stop at the next step")
+    def post(self, request: Request, run_id: int) -> Response:
+        run = run_cancel(run=run_get_for_user(run_id=run_id, user=request.user), actor=request.user)
+        return Response(RunDetailOut(run).data)
+
+
+class RunResumeApi(APIView):
+    @extend_schema(request=None, responses=RunDetailOut, summary="Resume a failed or cancelled run")
+    def post(self, request: Request, run_id: int) -> Response:
+        run = run_resume(run=run_get_for_user(run_id=run_id, user=request.user), actor=request.user)
+        return Response(RunDetailOut(run).data)

@@ -1,0 +1,145 @@
+"""Experiments, their runs, and everything a run produces (metrics, rollouts, checkpoints, events).
+
+A Run keeps a snapshot of its experiment's config taken at launch: editing the experiment later never
+changes what a run trained with. Per-token arrays of a rollout live in one packed blob
+(trainer.sinks.pack_token_arrays, ~24 bytes per token), not in a row per token.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from webapp.teams.models import Project
+
+
+class Experiment(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="experiments")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    config = models.JSONField(help_text="A validated trainer.config.ExperimentConfig, with every default filled in.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = (models.UniqueConstraint(fields=["project", "name"], name="experiment_name_unique_in_project"),)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+FINISHED_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class Run(models.Model):
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    config = models.JSONField(help_text="The experiment's config as it was at launch.")
+    step = models.PositiveIntegerField(default=0, help_text="The last step whose results are stored.")
+    max_steps = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=255, blank=True, default="", help_text="Hostname of the last worker.")
+    error_message = models.TextField(blank=True, default="")
+    traceback = models.TextField(blank=True, default="", help_text="The last lines of the traceback.")
+    resume_from = models.CharField(max_length=1024, blank=True, default="", help_text="Checkpoint path.")
+    output_dir = models.CharField(max_length=1024, blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    attempts = models.PositiveIntegerField(default=0)
+    celery_task_id = models.CharField(max_length=255, blank=True, default="")
+    final_metrics = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.experiment_id} ({self.status})"
+
+
+class MetricPoint(models.Model):
+    """One metric value at one step. ``value`` is null where the trainer reported NaN or infinity."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metric_points")
+    step = models.PositiveIntegerField()
+    key = models.CharField(max_length=200)
+    value = models.FloatField(null=True)
+
+    class Meta:
+        indexes = (models.Index(fields=["run", "key", "step"], name="metric_run_key_step"),)
+        constraints = (models.UniqueConstraint(fields=["run", "step", "key"], name="one_metric_value_per_step"),)
+
+
+class Rollout(models.Model):
+    """One completion of one step (trainer.sinks.RolloutRecord)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollouts")
+    step = models.PositiveIntegerField()
+    prompt_id = models.CharField(max_length=255)
+    group = models.PositiveIntegerField()
+    sample_index = models.PositiveIntegerField()
+    prompt = models.TextField()
+    completion = models.TextField()
+    answer = models.TextField(null=True, blank=True, help_text="Reference answer; null for label-free data.")
+    finish_reason = models.CharField(max_length=32)
+    reward = models.FloatField(null=True)
+    rewards = models.JSONField(default=dict, help_text="Raw reward per verifier key.")
+    correct = models.BooleanField()
+    details = models.JSONField(default=dict, help_text="Verifier key -> detail record.")
+    advantage = models.FloatField(null=True)
+    length = models.PositiveIntegerField(help_text="Completion length in tokens.")
+    tokens = models.JSONField(default=list, help_text="The completion's token strings.")
+    token_data = models.BinaryField(help_text="trainer.sinks.pack_token_arrays: ids + per-token channels.")
+
+    class Meta:
+        indexes = (models.Index(fields=["run", "step"], name="rollout_run_step"),)
+        constraints = (
+            models.UniqueConstraint(fields=["run", "step", "group", "sample_index"], name="one_rollout_per_slot"),)
+        ordering = ("step", "group", "sample_index")
+
+
+class Checkpoint(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.PositiveIntegerField()
+    path = models.CharField(max_length=1024)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("step",)
+        constraints = (models.UniqueConstraint(fields=["run", "step"], name="one_checkpoint_per_step"),)
+
+
+class EventLevel(models.TextChoices):
+    INFO = "info", "Info"
+    WARNING = "warning", "Warning"
+    ERROR = "error", "Error"
+
+
+class RunEvent(models.Model):
+    """A line of a run's log: status changes, checkpoints, worker loss, errors."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    created_at = models.DateTimeField(auto_now_add=True)
+    level = models.CharField(max_length=16, choices=EventLevel.choices, default=EventLevel.INFO)
+    kind = models.CharField(max_length=64)
+    message = models.TextField()
+    step = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("id",)
+        indexes = (models.Index(fields=["run", "id"], name="run_event_run_id"),)

@@ -1,0 +1,216 @@
+"""Reads for experiments, runs and what runs produce.
+
+``*_for_user`` / ``*_get_for_user`` selectors check membership (outsiders get 404); the others trust
+their caller (the worker, or a view that already checked).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Min, Q, QuerySet
+from django.http import Http404
+
+from trainer.sinks import unpack_token_arrays
+from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Rollout, Run, RunEvent
+from webapp.teams.models import Project
+from webapp.teams.permissions import READ, require_role
+from webapp.teams.selectors import AnyUser
+
+MAX_METRIC_POINTS = 1000  # per key (about one per pixel of a chart); above this, steps are bucketed
+
+
+class MetricPointOut(TypedDict):
+    step: int  # the last step of the bucket
+    value: float | None  # the bucket's mean (the value itself when not downsampled); None: NaN reported
+    min: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class RolloutWithTokens:
+    """A rollout with its per-token arrays unpacked. A channel the trainer did not record is None."""
+
+    rollout: Rollout
+    token_ids: list[int]
+    channels: dict[str, list[float | None] | None]
+
+
+# --- for the worker --------------------------------------------------------------------------------
+
+
+def run_get(*, run_id: int) -> Run:
+    return Run.objects.select_related("experiment", "experiment__project").get(pk=run_id)
+
+
+def run_should_stop(*, run_id: int) -> bool:
+    """True once someone asked the run to stop (checked by the worker at each step boundary)."""
+    return Run.objects.filter(pk=run_id).filter(Q(cancel_requested=True) | Q(status="cancelled")).exists()
+
+
+def run_latest_checkpoint(*, run_id: int) -> Checkpoint | None:
+    return Checkpoint.objects.filter(run_id=run_id).order_by("-step").first()
+
+
+def run_status_payload(*, run: Run) -> dict[str, Any]:
+    """What a ``run.status`` realtime event carries (and what a websocket client is sent on connect)."""
+    return {
+        "status": run.status,
+        "step": run.step,
+        "max_steps": run.max_steps,
+        "cancel_requested": run.cancel_requested,
+        "attempts": run.attempts,
+        "worker": run.worker,
+        "error_message": run.error_message,
+        "resume_from": run.resume_from,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+    }
+
+
+# --- membership-checked lookups --------------------------------------------------------------------
+
+
+def experiment_get_for_user(*, experiment_id: int, user: AnyUser) -> Experiment:
+    experiment = Experiment.objects.select_related("project").filter(pk=experiment_id).first()
+    if experiment is None:
+        raise Http404("No such experiment.")
+    require_role(project=experiment.project, user=user, minimum=READ)
+    return experiment
+
+
+def run_get_for_user(*, run_id: int, user: AnyUser) -> Run:
+    run = Run.objects.select_related("experiment", "experiment__project").filter(pk=run_id).first()
+    if run is None:
+        raise Http404("No such run.")
+    require_role(project=run.experiment.project, user=user, minimum=READ)
+    return run
+
+
+def experiments_for_project(*, project: Project) -> QuerySet[Experiment]:
+    return Experiment.objects.filter(project=project).select_related("project")
+
+
+def runs_for_project(
+    *, project: Project, experiment_id: int | None = None, status: str | None = None
+) -> QuerySet[Run]:
+    runs = Run.objects.filter(experiment__project=project).select_related("experiment", "experiment__project")
+    if experiment_id is not None:
+        runs = runs.filter(experiment_id=experiment_id)
+    if status:
+        runs = runs.filter(status=status)
+    return runs
+
+
+def runs_for_user(*, user: AnyUser, status: str | None = None) -> QuerySet[Run]:
+    if not user.is_authenticated:
+        return Run.objects.none()
+    runs = Run.objects.filter(experiment__project__memberships__user=user)
+    if status:
+        runs = runs.filter(status=status)
+    return runs.select_related("experiment", "experiment__project")
+
+
+# --- what a run produced ---------------------------------------------------------------------------
+
+
+def metric_keys_for_run(*, run: Run) -> list[str]:
+    return list(MetricPoint.objects.filter(run=run).order_by("key").values_list("key", flat=True).distinct())
+
+
+def metrics_for_run(
+    *, run: Run, keys: list[str] | None = None, since_step: int | None = None, max_points: int = MAX_METRIC_POINTS
+) -> dict[str, list[MetricPointOut]]:
+    """Each key's points after ``since_step``, ordered by step, at most ``max_points`` per key.
+
+    A long run is downsampled in SQL: steps fall into buckets of ``width`` consecutive steps
+    (``(step - first) / width``, integer division, GROUP BY key and bucket); a bucket reports its last
+    step, mean, min and max, so a one-step spike survives as the bucket's max.
+    """
+    points = MetricPoint.objects.filter(run=run)
+    if keys:
+        points = points.filter(key__in=keys)
+    if since_step is not None:
+        points = points.filter(step__gt=since_step)
+    bounds = points.aggregate(first=Min("step"), last=Max("step"))
+    if bounds["first"] is None:
+        return {}
+    width = max(1, math.ceil((bounds["last"] - bounds["first"] + 1) / max(1, max_points)))
+    out: dict[str, list[MetricPointOut]] = {}
+    if width == 1:
+        for key, step, value in points.order_by("key", "step").values_list("key", "step", "value"):
+            out.setdefault(key, []).append({"step": step, "value": value, "min": value, "max": value})
+        return out
+    bucket = ExpressionWrapper((F("step") - bounds["first"]) / width, output_field=IntegerField())
+    rows = (
+        points.annotate(bucket=bucket)
+        .values("key", "bucket")
+        .annotate(last_step=Max("step"), mean=Avg("value"), low=Min("value"), high=Max("value"))
+        .values_list("key", "last_step", "mean", "low", "high")
+        .order_by()  # sorted below: sorting text keys in SQL costs more than sorting the result here
+    )
+    for key, step, mean, low, high in sorted(rows, key=lambda row: (row[0], row[1])):
+        out.setdefault(key, []).append({"step": step, "value": mean, "min": low, "max": high})
+    return out
+
+
+def rollouts_for_run(
+    *,
+    run: Run,
+    step: int | None = None,
+    reward_min: float | None = None,
+    reward_max: float | None = None,
+    correct: bool | None = None,
+    finish_reason: str | None = None,
+    search: str | None = None,
+) -> QuerySet[Rollout]:
+    """A run's rollouts, filtered, without the heavy per-token columns (see ``rollout_detail``)."""
+    rollouts = Rollout.objects.filter(run=run).defer("tokens", "token_data", "details")
+    if step is not None:
+        rollouts = rollouts.filter(step=step)
+    if reward_min is not None:
+        rollouts = rollouts.filter(reward__gte=reward_min)
+    if reward_max is not None:
+        rollouts = rollouts.filter(reward__lte=reward_max)
+    if correct is not None:
+        rollouts = rollouts.filter(correct=correct)
+    if finish_reason:
+        rollouts = rollouts.filter(finish_reason=finish_reason)
+    if search:
+        rollouts = rollouts.filter(
+            Q(completion__icontains=search) | Q(prompt__icontains=search) | Q(prompt_id=search)
+        )
+    return rollouts.order_by("step", "group", "sample_index")
+
+
+def rollout_detail(*, run: Run, rollout_id: int) -> RolloutWithTokens:
+    rollout = Rollout.objects.filter(run=run, pk=rollout_id).first()
+    if rollout is None:
+        raise Http404("No such rollout in this run.")
+    token_ids, channels = unpack_token_arrays(bytes(rollout.token_data))
+    return RolloutWithTokens(
+        rollout=rollout,
+        token_ids=token_ids,
+        channels={name: _channel_or_none(values) for name, values in channels.items()},
+    )
+
+
+def _channel_or_none(values: list[float]) -> list[float | None] | None:
+    """NaN and infinities -> None for JSON; an all-NaN channel (not recorded for this rollout) -> None."""
+    cleaned: list[float | None] = [v if math.isfinite(v) else None for v in values]
+    if values and all(v is None for v in cleaned):
+        return None
+    return cleaned
+
+
+def checkpoints_for_run(*, run: Run) -> QuerySet[Checkpoint]:
+    return Checkpoint.objects.filter(run=run).order_by("step")
+
+
+def events_for_run(*, run: Run, after_id: int | None = None) -> QuerySet[RunEvent]:
+    events = RunEvent.objects.filter(run=run)
+    if after_id is not None:
+        events = events.filter(pk__gt=after_id)
+    return events.order_by("id")

@@ -1,0 +1,157 @@
+"""Input and output shapes of the experiments API (views live in api_*.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from trainer.sinks import TOKEN_CHANNELS
+from webapp.experiments.models import Checkpoint, Experiment, Rollout, Run, RunEvent, RunStatus
+from webapp.experiments.selectors import MAX_METRIC_POINTS, RolloutWithTokens
+
+# --- experiments -----------------------------------------------------------------------------------
+
+
+class ExperimentOut(serializers.ModelSerializer[Experiment]):
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = Experiment
+        fields = ("id", "project", "name", "description", "config", "created_by", "created_at", "updated_at")
+
+
+class ExperimentIn(serializers.Serializer[None]):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    config = serializers.JSONField(help_text="An experiment config; see GET /api/config-schema/.")
+
+
+class ExperimentUpdateIn(serializers.Serializer[None]):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+    config = serializers.JSONField(required=False)
+
+
+# --- runs --------------------------------------------------------------------------------------------
+
+
+class RunOut(serializers.ModelSerializer[Run]):
+    experiment_name = serializers.CharField(source="experiment.name", read_only=True)
+    project = serializers.IntegerField(source="experiment.project_id", read_only=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = Run
+        fields: tuple[str, ...] = (
+            "id", "experiment", "experiment_name", "project", "status", "step", "max_steps",
+            "created_by", "created_at", "started_at", "finished_at", "worker", "error_message",
+            "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics",
+        )  # fmt: skip
+
+
+class RunDetailOut(RunOut):
+    class Meta(RunOut.Meta):
+        fields = (*RunOut.Meta.fields, "config", "traceback", "celery_task_id")
+
+
+class RunLaunchIn(serializers.Serializer[None]):
+    experiment = serializers.IntegerField(help_text="Id of the experiment to launch.")
+
+
+class RunListFilterIn(serializers.Serializer[None]):
+    status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
+    experiment = serializers.IntegerField(required=False)
+
+
+# --- what a run produced -----------------------------------------------------------------------------
+
+
+class MetricsFilterIn(serializers.Serializer[None]):
+    keys = serializers.CharField(required=False, help_text="Comma-separated metric keys; default: all.")
+    since_step = serializers.IntegerField(required=False, min_value=0, help_text="Only steps after this one.")
+    max_points = serializers.IntegerField(required=False, min_value=10, max_value=20000, default=MAX_METRIC_POINTS)
+
+    def validate_keys(self, value: str) -> list[str]:
+        return [key.strip() for key in value.split(",") if key.strip()]
+
+
+class MetricPointOut(serializers.Serializer[None]):
+    step = serializers.IntegerField()
+    value = serializers.FloatField(allow_null=True)
+    min = serializers.FloatField(allow_null=True)
+    max = serializers.FloatField(allow_null=True)
+
+
+class MetricsOut(serializers.Serializer[None]):
+    step = serializers.IntegerField(help_text="The run's last stored step: pass it as since_step next time.")
+    status = serializers.CharField()
+    metrics = serializers.DictField(child=MetricPointOut(many=True))
+
+
+class RolloutFilterIn(serializers.Serializer[None]):
+    step = serializers.IntegerField(required=False, min_value=0)
+    reward_min = serializers.FloatField(required=False)
+    reward_max = serializers.FloatField(required=False)
+    correct = serializers.BooleanField(required=False)
+    finish_reason = serializers.CharField(required=False)
+    search = serializers.CharField(required=False, help_text="Text in the prompt or completion, or a prompt id.")
+
+
+class RolloutOut(serializers.ModelSerializer[Rollout]):
+    class Meta:
+        model = Rollout
+        fields: tuple[str, ...] = (
+            "id", "step", "prompt_id", "group", "sample_index", "prompt", "completion", "answer",
+            "finish_reason", "reward", "rewards", "correct", "advantage", "length",
+        )  # fmt: skip
+
+
+class TokenChannelsOut(serializers.Serializer[None]):
+    """One list per channel (one float per token, null where NaN); null: not recorded for this rollout."""
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        return {
+            name: serializers.ListField(child=serializers.FloatField(allow_null=True), allow_null=True)
+            for name in TOKEN_CHANNELS
+        }
+
+
+class RolloutDetailOut(RolloutOut):
+    """The schema of one rollout with its token arrays; the data is built by ``rollout_detail_data``."""
+
+    details = serializers.JSONField()
+    tokens = serializers.ListField(child=serializers.CharField())
+    token_ids = serializers.ListField(child=serializers.IntegerField())
+    channels = TokenChannelsOut()
+
+    class Meta(RolloutOut.Meta):
+        fields = (*RolloutOut.Meta.fields, "details", "tokens", "token_ids", "channels")
+
+
+def rollout_detail_data(detail: RolloutWithTokens) -> dict[str, Any]:
+    """Built by hand: 8k tokens x 6 channels through per-item serializer fields would cost more than the
+    query itself (the target is well under 100 ms for one 8k-token rollout)."""
+    return {
+        **RolloutOut(detail.rollout).data,
+        "details": detail.rollout.details,
+        "tokens": detail.rollout.tokens,
+        "token_ids": detail.token_ids,
+        "channels": detail.channels,
+    }
+
+
+class CheckpointOut(serializers.ModelSerializer[Checkpoint]):
+    class Meta:
+        model = Checkpoint
+        fields = ("id", "step", "path", "created_at")
+
+
+class RunEventFilterIn(serializers.Serializer[None]):
+    after_id = serializers.IntegerField(required=False, min_value=0, help_text="Only events after this id.")
+
+
+class RunEventOut(serializers.ModelSerializer[RunEvent]):
+    class Meta:
+        model = RunEvent
+        fields = ("id", "created_at", "level", "kind", "message", "step")

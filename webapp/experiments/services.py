@@ -1,0 +1,364 @@
+"""Writes for experiments and runs.
+
+Two audiences: people (through the API: create experiments, launch, cancel, resume; each checks the
+actor's role) and the Celery worker (workers/tasks.py: ``run_mark_started`` ... ``run_fail``; these take
+ids, trust their caller and check nothing). Every state change leaves a RunEvent and publishes one
+realtime event after commit (webapp/realtime/publish.py).
+
+Run states::
+
+    queued --mark_started--> running --finish--> succeeded | cancelled
+       |                        |---fail------> failed
+       |                        '---worker lost--> queued (resume_from = last checkpoint)
+       '--cancel--> cancelled          failed | cancelled --resume--> queued
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback as tb
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from trainer.sinks import RolloutRecord, pack_token_arrays
+from webapp.core.errors import Conflict, InvalidInput
+from webapp.experiments.config_validation import validate_experiment_config
+from webapp.experiments.dispatch import enqueue_training
+from webapp.experiments.models import (
+    FINISHED_STATUSES,
+    Checkpoint,
+    EventLevel,
+    Experiment,
+    MetricPoint,
+    Rollout,
+    Run,
+    RunEvent,
+    RunStatus,
+)
+from webapp.experiments.selectors import run_latest_checkpoint, run_status_payload
+from webapp.experiments.storable import clean_json, clean_text, finite_or_none
+from webapp.realtime.publish import publish_run_event
+from webapp.teams.models import Project
+from webapp.teams.permissions import EDIT_EXPERIMENTS, OPERATE_RUNS, require_role
+from webapp.teams.selectors import AnyUser
+
+logger = logging.getLogger(__name__)
+
+TRACEBACK_LINES = 50  # how much of a failed run's traceback is kept
+SUMMARIES_PER_STEP = 32  # rollout summaries sent with each realtime step event
+
+
+# --- experiments -----------------------------------------------------------------------------------
+
+
+def experiment_create(
+    *, project: Project, actor: AnyUser, name: str, config: Any, description: str = ""
+) -> Experiment:
+    require_role(project=project, user=actor, minimum=EDIT_EXPERIMENTS)
+    name = _experiment_name(project=project, name=name)
+    validated = validate_experiment_config(config)
+    return Experiment.objects.create(
+        project=project,
+        name=name,
+        description=description,
+        config=validated,
+        created_by=actor if actor.is_authenticated else None,
+    )
+
+
+def experiment_update(
+    *,
+    experiment: Experiment,
+    actor: AnyUser,
+    name: str | None = None,
+    description: str | None = None,
+    config: Any = None,
+) -> Experiment:
+    """Change the given fields. Runs already launched keep the config they were launched with."""
+    require_role(project=experiment.project, user=actor, minimum=EDIT_EXPERIMENTS)
+    if name is not None:
+        experiment.name = _experiment_name(project=experiment.project, name=name, exclude_id=experiment.pk)
+    if description is not None:
+        experiment.description = description
+    if config is not None:
+        experiment.config = validate_experiment_config(config)
+    experiment.save()
+    return experiment
+
+
+def experiment_delete(*, experiment: Experiment, actor: AnyUser) -> None:
+    """Delete an experiment with its runs and their data; refused while one of its runs is active."""
+    require_role(project=experiment.project, user=actor, minimum=EDIT_EXPERIMENTS)
+    active = experiment.runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).count()
+    if active:
+        raise Conflict(f"Experiment {experiment.name!r} has {active} queued or running run(s): cancel them first.")
+    experiment.delete()
+
+
+def _experiment_name(*, project: Project, name: str, exclude_id: int | None = None) -> str:
+    name = name.strip()
+    if not name:
+        raise InvalidInput("An experiment needs a name.", {"name": ["This field may not be blank."]})
+    clash = Experiment.objects.filter(project=project, name=name)
+    if exclude_id is not None:
+        clash = clash.exclude(pk=exclude_id)
+    if clash.exists():
+        message = f"This project already has an experiment named {name!r}."
+        raise InvalidInput(message, {"name": [message]})
+    return name
+
+
+# --- runs, as people drive them --------------------------------------------------------------------
+
+
+def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
+    """Queue a run of the experiment's current config and send it to a training worker after commit."""
+    require_role(project=experiment.project, user=actor, minimum=OPERATE_RUNS)
+    config = validate_experiment_config(experiment.config)  # registries may have changed since it was saved
+    with transaction.atomic():
+        run = Run.objects.create(
+            experiment=experiment,
+            config=config,
+            status=RunStatus.QUEUED,
+            max_steps=config["training"]["max_steps"],
+            created_by=actor if actor.is_authenticated else None,
+        )
+        run.output_dir = str(settings.RLVR_RUNS_DIR / f"run-{run.pk}")
+        run.config["checkpoint"]["output_dir"] = run.output_dir  # every run writes to its own directory
+        run.save(update_fields=["output_dir", "config"])
+        _event(run.pk, EventLevel.INFO, "launched", f"Launched by {actor} ({run.max_steps} steps).")
+        _publish_status(run)
+        _enqueue_after_commit(run.pk)
+    return run
+
+
+def run_cancel(*, run: Run, actor: AnyUser) -> Run:
+    """A queued run is cancelled at once; a running one is asked to stop at its next step boundary."""
+    require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    with transaction.atomic():
+        run = _locked(run.pk)
+        if run.status == RunStatus.QUEUED:
+            run.status = RunStatus.CANCELLED
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "finished_at"])
+            _event(run.pk, EventLevel.INFO, "cancelled", f"Cancelled by {actor} before it started.")
+            _publish_status(run)
+        elif run.status == RunStatus.RUNNING:
+            if not run.cancel_requested:
+                run.cancel_requested = True
+                run.save(update_fields=["cancel_requested"])
+                _event(run.pk, EventLevel.INFO, "cancel_requested", f"{actor} asked the run to stop.", run.step)
+                _publish_status(run)
+        else:
+            raise Conflict(f"Run {run.pk} has already finished ({run.status}); there is nothing to cancel.")
+    return run
+
+
+def run_resume(*, run: Run, actor: AnyUser) -> Run:
+    """Queue a failed or cancelled run again, from its latest checkpoint (or from the start if none)."""
+    require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    with transaction.atomic():
+        run = _locked(run.pk)
+        if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+            raise Conflict(f"Run {run.pk} is {run.status}; only failed or cancelled runs can be resumed.")
+        checkpoint = _requeue(run)
+        where = f"checkpoint of step {checkpoint.step}" if checkpoint else "the start (no checkpoint)"
+        _event(run.pk, EventLevel.INFO, "resumed", f"Resumed by {actor} from {where}.", run.step)
+        _publish_status(run)
+        _enqueue_after_commit(run.pk)
+    return run
+
+
+def _requeue(run: Run) -> Checkpoint | None:
+    """Back to queued from the latest checkpoint; steps after it are dropped, as they will be redone."""
+    checkpoint = run_latest_checkpoint(run_id=run.pk)
+    start = checkpoint.step if checkpoint else 0
+    run_truncate_after(run_id=run.pk, step=start)
+    run.status = RunStatus.QUEUED
+    run.resume_from = checkpoint.path if checkpoint else ""
+    run.step = min(run.step, start)
+    run.cancel_requested = False
+    run.error_message = ""
+    run.traceback = ""
+    run.finished_at = None
+    run.save(
+        update_fields=[
+            "status", "resume_from", "step", "cancel_requested", "error_message", "traceback", "finished_at"
+        ]
+    )
+    return checkpoint
+
+
+def _enqueue_after_commit(run_id: int) -> None:
+    def send() -> None:
+        try:
+            enqueue_training(run_id)
+        except Exception as err:  # broker unreachable: say so on the run instead of leaving it queued forever
+            logger.exception("could not enqueue run %s", run_id)
+            run_fail(
+                run_id=run_id,
+                message=f"Could not send the run to a worker ({err}). Check that Redis is reachable at "
+                "REDIS_URL, then resume the run.",
+                traceback_text=tb.format_exc(),
+            )
+
+    transaction.on_commit(send)
+
+
+# --- runs, as the worker reports them --------------------------------------------------------------
+
+
+def run_mark_started(*, run_id: int, worker: str) -> Run:
+    """The worker took the run. A run that already finished (cancelled while queued) is returned unchanged:
+    the caller must check ``run.status == "running"`` before training."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status in FINISHED_STATUSES:
+            return run
+        restarted = run.status == RunStatus.RUNNING  # redelivered after a worker died without a requeue
+        run.status = RunStatus.RUNNING
+        run.started_at = run.started_at or timezone.now()
+        run.attempts += 1
+        run.worker = worker
+        run.save(update_fields=["status", "started_at", "attempts", "worker"])
+        origin = f"resuming from {run.resume_from}" if run.resume_from else "from the start"
+        level = EventLevel.WARNING if restarted else EventLevel.INFO
+        _event(run_id, level, "started", f"Attempt {run.attempts} on {worker}, {origin}.", run.step)
+        _publish_status(run)
+    return run
+
+
+def run_truncate_after(*, run_id: int, step: int) -> None:
+    """Delete metrics, rollouts and checkpoints of steps after ``step`` (before resuming from it)."""
+    with transaction.atomic():
+        MetricPoint.objects.filter(run_id=run_id, step__gt=step).delete()
+        Rollout.objects.filter(run_id=run_id, step__gt=step).delete()
+        Checkpoint.objects.filter(run_id=run_id, step__gt=step).delete()
+        Run.objects.filter(pk=run_id, step__gt=step).update(step=step)
+
+
+def run_record_step(
+    *, run_id: int, step: int, max_steps: int, metrics: dict[str, float], rollouts: list[RolloutRecord]
+) -> None:
+    """Store one step's metrics and rollouts in one transaction, replacing that step if it exists, then
+    publish ``run.step``. Bulk inserts only: a constant number of queries whatever the batch size."""
+    metric_rows = [MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()]
+    rollout_rows = [_rollout_row(run_id, step, record) for record in rollouts]
+    with transaction.atomic():
+        MetricPoint.objects.filter(run_id=run_id, step=step).delete()
+        Rollout.objects.filter(run_id=run_id, step=step).delete()
+        MetricPoint.objects.bulk_create(metric_rows)
+        Rollout.objects.bulk_create(rollout_rows, batch_size=128)
+        Run.objects.filter(pk=run_id).update(step=step, max_steps=max_steps)
+        payload = {
+            "step": step,
+            "max_steps": max_steps,
+            "metrics": {row.key: row.value for row in metric_rows},
+            "rollouts": [clean_json(r.summary()) for r in rollouts[:SUMMARIES_PER_STEP]],
+        }
+        publish_run_event(run_id=run_id, event="run.step", payload=payload)
+
+
+def _rollout_row(run_id: int, step: int, record: RolloutRecord) -> Rollout:
+    return Rollout(
+        run_id=run_id,
+        step=step,
+        prompt_id=clean_text(record.prompt_id),
+        group=record.group,
+        sample_index=record.sample_index,
+        prompt=clean_text(record.prompt),
+        completion=clean_text(record.completion),
+        answer=None if record.answer is None else clean_text(record.answer),
+        finish_reason=record.finish_reason,
+        reward=finite_or_none(record.reward),
+        rewards=clean_json(record.rewards),
+        correct=bool(record.correct),
+        details=clean_json(record.details),
+        advantage=finite_or_none(record.advantage),
+        length=len(record.token_ids),
+        tokens=[clean_text(t) for t in record.tokens],
+        token_data=pack_token_arrays(record),
+    )
+
+
+def run_record_checkpoint(*, run_id: int, step: int, path: str) -> None:
+    with transaction.atomic():
+        Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults={"path": path})
+        _event(run_id, EventLevel.INFO, "checkpoint", f"Checkpoint saved at step {step}: {path}", step)
+        publish_run_event(run_id=run_id, event="run.checkpoint", payload={"step": step, "path": path})
+
+
+def run_finish(*, run_id: int, status: str, final_metrics: dict[str, float]) -> None:
+    """The trainer returned: ``succeeded``, or ``cancelled`` when it stopped on a cancel request."""
+    if status not in (RunStatus.SUCCEEDED, RunStatus.CANCELLED):
+        raise ValueError(f"run_finish takes 'succeeded' or 'cancelled', got {status!r}; use run_fail for failures")
+    with transaction.atomic():
+        run = _locked(run_id)
+        run.status = status
+        run.finished_at = timezone.now()
+        run.final_metrics = clean_json(final_metrics)
+        run.save(update_fields=["status", "finished_at", "final_metrics"])
+        _event(run_id, EventLevel.INFO, status, f"Run {status} at step {run.step}.", run.step)
+        _publish_status(run)
+
+
+def run_fail(*, run_id: int, message: str, traceback_text: str) -> None:
+    with transaction.atomic():
+        run = _locked(run_id)
+        run.status = RunStatus.FAILED
+        run.finished_at = timezone.now()
+        run.error_message = clean_text(message)
+        run.traceback = clean_text("\n".join(traceback_text.rstrip().splitlines()[-TRACEBACK_LINES:]))
+        run.cancel_requested = False
+        run.save(update_fields=["status", "finished_at", "error_message", "traceback", "cancel_requested"])
+        _event(run_id, EventLevel.ERROR, "failed", run.error_message, run.step)
+        _publish_status(run)
+
+
+def run_requeue_after_worker_loss(*, run_id: int) -> None:
+    """A worker died mid-run: queue the run again from its last checkpoint (Celery redelivers the task,
+    acks_late + reject_on_worker_lost). A run whose cancel was requested is cancelled instead."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status != RunStatus.RUNNING:
+            return
+        if run.cancel_requested:
+            run.status = RunStatus.CANCELLED
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "finished_at"])
+            _event(run_id, EventLevel.WARNING, "cancelled", "The worker was lost while stopping; run cancelled.")
+        else:
+            checkpoint = _requeue(run)
+            where = f"the checkpoint of step {checkpoint.step}" if checkpoint else "the start (no checkpoint yet)"
+            _event(run_id, EventLevel.WARNING, "worker_lost", f"Worker {run.worker or '?'} was lost; re-queued from {where}.", run.step)
+        _publish_status(run)
+
+
+def run_log_event(*, run_id: int, level: str, kind: str, message: str, step: int | None = None) -> None:
+    if level not in EventLevel.values:
+        raise ValueError(f"level must be one of {', '.join(EventLevel.values)}, got {level!r}")
+    _event(run_id, EventLevel(level), kind, message, step)
+
+
+# --- shared ----------------------------------------------------------------------------------------
+
+
+def _locked(run_id: int) -> Run:
+    return Run.objects.select_for_update().get(pk=run_id)
+
+
+def _event(run_id: int, level: EventLevel, kind: str, message: str, step: int | None = None) -> RunEvent:
+    event = RunEvent.objects.create(run_id=run_id, level=level, kind=kind, message=clean_text(message), step=step)
+    publish_run_event(
+        run_id=run_id,
+        event="run.log",
+        payload={"id": event.pk, "level": level.value, "kind": kind, "message": event.message, "step": step},
+    )
+    return event
+
+
+def _publish_status(run: Run) -> None:
+    publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))

@@ -1,0 +1,242 @@
+"""Django settings for RLVR Studio, read from environment variables (see webapp/env.py).
+
+Embedded default: SQLite and run outputs under ``$RLVR_DATA_DIR`` (``<repo>/.rlvr-data``), Redis at
+``REDIS_URL``. Self-hosted: ``DATABASE_URL=postgres://...``, ``RLVR_SECRET_KEY``, ``RLVR_ALLOWED_HOSTS``.
+Every variable read here is listed in ``ENV_VARIABLES`` at the end, which the compose-file test checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
+
+from webapp.env import (
+    database_from_url,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_str,
+    sqlite_database,
+)
+
+django_stubs_ext.monkeypatch()  # lets Django's generic classes be subscripted at runtime (ModelAdmin[Run])
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("RLVR_DATA_DIR", str(REPO_DIR / ".rlvr-data"))).resolve()
+RLVR_RUNS_DIR = Path(env_str("RLVR_RUNS_DIR", str(DATA_DIR / "runs"))).resolve()
+RLVR_DATASETS_DIR = DATA_DIR / "datasets"
+
+DEBUG = env_bool("RLVR_DEBUG", False)
+
+# --- secret key ------------------------------------------------------------------------------------
+# Placeholders that must never sign sessions on a real server (.env.example ships the first one).
+PLACEHOLDER_SECRET_KEYS = frozenset({"change-me", "changeme", "secret", "insecure"})
+SECRET_KEY_HELP = (
+    "set RLVR_SECRET_KEY to a long random string, e.g. the output of "
+    "`python -c 'import secrets; print(secrets.token_urlsafe(50))'` (or set RLVR_DEBUG=1 on a "
+    "development machine to use a key generated into RLVR_DATA_DIR)"
+)
+
+
+def _development_secret_key(data_dir: Path) -> str:
+    """A random key generated once per data directory: good enough for one developer's machine."""
+    path = data_dir / "dev-secret-key"
+    if path.is_file():
+        return path.read_text(encoding="utf-8").strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    path.write_text(key, encoding="utf-8")
+    path.chmod(0o600)
+    return key
+
+
+_TESTING = "PYTEST_VERSION" in os.environ  # set by pytest itself while a test session runs
+SECRET_KEY = env_str("RLVR_SECRET_KEY", "")
+if SECRET_KEY.lower() in PLACEHOLDER_SECRET_KEYS and not DEBUG:
+    raise ImproperlyConfigured(f"RLVR_SECRET_KEY is the placeholder {SECRET_KEY!r}: {SECRET_KEY_HELP}")
+if not SECRET_KEY and (DEBUG or _TESTING):
+    SECRET_KEY = _development_secret_key(DATA_DIR)
+# Otherwise it stays empty: tools that sign nothing (migrate, mypy, collectstatic) still work, Django refuses
+# to sign a session or CSRF token with it, and the check in webapp/core/checks.py says what to set.
+RLVR_SECRET_KEY_MISSING = not SECRET_KEY
+
+ALLOWED_HOSTS = env_list("RLVR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("RLVR_CSRF_TRUSTED_ORIGINS", [])
+
+# --- applications --------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "daphne",  # first: its runserver serves ASGI (websockets) too
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "webapp.core",
+    "webapp.teams",
+    "webapp.experiments",
+    "webapp.datafiles",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+ASGI_APPLICATION = "webapp.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [REPO_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database ------------------------------------------------------------------------------------
+_DATABASE_URL = env_str("DATABASE_URL", "")
+DATABASES = {
+    "default": (
+        database_from_url(_DATABASE_URL, base_dir=REPO_DIR)
+        if _DATABASE_URL
+        else sqlite_database(DATA_DIR / "db.sqlite3")
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/api/projects/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- static files (whitenoise serves them from the web process; no CDN) ---------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [REPO_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from static/ and the apps, so the embedded mode works without collectstatic.
+WHITENOISE_USE_FINDERS = True
+with contextlib.suppress(OSError):  # whitenoise warns at each start while STATIC_ROOT is missing
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+# --- Redis, Channels, Celery ----------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+# "memory" is for unit tests of a single process only: it cannot reach a worker's events.
+_CHANNEL_LAYER = env_choice("RLVR_CHANNEL_LAYER", "redis", ("redis", "memory"))
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
+    "default": (
+        {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+        if _CHANNEL_LAYER == "memory"
+        else {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    )
+}
+
+# Read by workers/celery.py with namespace="CELERY".
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"workers.tasks.run_training": {"queue": "training"}}
+CELERY_TASK_TRACK_STARTED = True
+# With acks_late, Redis hands an unacknowledged task to another worker after this long. A training run
+# can take hours, so it must exceed the longest run, or a healthy run would be started twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("RLVR_TASK_VISIBILITY_TIMEOUT_S", 86400, minimum=60)
+}
+
+# False: launching a run stores it as queued but sends nothing to Celery (tests, a web-only process).
+RLVR_ENQUEUE = env_bool("RLVR_ENQUEUE", True)
+RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
+
+# --- REST API --------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first: an unauthenticated API call then answers 401 with "WWW-Authenticate: Token".
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "webapp.api.exception_handler.api_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "RLVR Studio API",
+    "DESCRIPTION": "Projects, experiments, runs, metrics and rollouts of RLVR Studio. "
+    "Errors have one shape: {message, extra: {fields: {path: [messages]}}}.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice("RLVR_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
+    },
+}
+
+# Every environment variable read above; tests check the compose file and .env.example against it.
+ENV_VARIABLES = (
+    "RLVR_DATA_DIR",
+    "RLVR_RUNS_DIR",
+    "RLVR_DEBUG",
+    "RLVR_SECRET_KEY",
+    "RLVR_ALLOWED_HOSTS",
+    "RLVR_CSRF_TRUSTED_ORIGINS",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "RLVR_CHANNEL_LAYER",
+    "RLVR_TASK_VISIBILITY_TIMEOUT_S",
+    "RLVR_ENQUEUE",
+    "RLVR_MAX_UPLOAD_MB",
+    "RLVR_LOG_LEVEL",
+)
