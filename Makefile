@@ -16,10 +16,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/rlvr demo
+	$(BIN)/rlvr stack --demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check trainer tests benchmarks
+	$(BIN)/ruff check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,153 @@
+"""docker-compose.yml, the Dockerfile and .env.example agree with the code (no Docker needed: parsed).
+
+Every service command names modules that exist; every variable the code reads is documented in
+.env.example; every variable compose or .env.example mentions is read by the code or by compose itself.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+APP_SERVICES = ("web", "worker", "worker-gpu")
+# Read from the environment but not configuration: set by our own entry points, by pytest, or the
+# user's desktop convention for where `rlvr login` keeps its token.
+NOT_CONFIGURATION = {"DJANGO_SETTINGS_MODULE", "PYTEST_VERSION", "XDG_CONFIG_HOME"}
+ENV_READ = re.compile(
+    r"""(?:env_(?:str|bool|int|list|choice)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""
+    r"""os\.environ\.setdefault\()\s*["']([A-Z][A-Z0-9_]*)["']|["']([A-Z][A-Z0-9_]*)["']\s+in\s+os\.environ"""
+)
+INTERPOLATION = re.compile(r"\$\{([A-Z][A-Z0-9_]*)")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.yml").read_text(encoding="utf-8"))
+    return data
+
+
+def command_words(service: dict[str, Any]) -> list[str]:
+    command = service["command"]
+    words = shlex.split(command) if isinstance(command, str) else list(command)
+    if words[:2] == ["sh", "-c"]:
+        words = shlex.split(words[2].replace("&&", " && "))
+    return words
+
+
+def variables_read_by_code() -> set[str]:
+    names: set[str] = set()
+    for package in ("webapp", "workers", "trainer"):
+        for path in (REPO / package).rglob("*.py"):
+            for match in ENV_READ.finditer(path.read_text(encoding="utf-8")):
+                names.add(match.group(1) or match.group(2))
+    return names - NOT_CONFIGURATION
+
+
+def documented_variables() -> set[str]:
+    names = set()
+    for line in (REPO / ".env.example").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^#?\s*([A-Z][A-Z0-9_]*)=", line)
+        if match:
+            names.add(match.group(1))
+    return names
+
+
+def interpolated_variables() -> set[str]:
+    return set(INTERPOLATION.findall((REPO / "docker-compose.yml").read_text(encoding="utf-8")))
+
+
+def module_file(module: str) -> Path:
+    base = REPO / module.replace(".", "/")
+    return base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+
+
+def test_the_stack_has_every_service_from_one_image(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert {"postgres", "redis", *APP_SERVICES} <= set(services)
+    assert {services[name]["image"] for name in APP_SERVICES} == {"rlvr-studio:latest"}
+    assert all(services[name]["build"]["context"] == "." for name in APP_SERVICES)
+    assert (REPO / "Dockerfile").read_text(encoding="utf-8").startswith("#") and "FROM python:3.11-slim" in (
+        REPO / "Dockerfile"
+    ).read_text(encoding="utf-8")
+
+
+def test_every_service_has_a_healthcheck(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+
+
+def test_the_database_and_runs_live_in_named_volumes(compose: dict[str, Any]) -> None:
+    volumes = set(compose["volumes"])
+    assert {"db", "runs", "data"} <= volumes
+    assert "db:/var/lib/postgresql/data" in compose["services"]["postgres"]["volumes"]
+    for name in APP_SERVICES:
+        mounts = compose["services"][name]["volumes"]
+        assert "runs:/runs" in mounts and "data:/data" in mounts
+        assert compose["services"][name]["environment"]["RLVR_RUNS_DIR"] == "/runs"
+
+
+def test_service_commands_name_modules_that_exist(compose: dict[str, Any]) -> None:
+    checked = 0
+    for name, service in compose["services"].items():
+        if "command" not in service or name in ("postgres", "redis"):
+            continue
+        words = command_words(service)
+        for i, word in enumerate(words):
+            if word == "-A":
+                assert module_file(words[i + 1]).is_file(), f"{name}: celery app {words[i + 1]} does not exist"
+                assert re.search(r"^app = Celery\(", module_file(words[i + 1]).read_text(encoding="utf-8"), re.M)
+                checked += 1
+            if word == "daphne":
+                module, attr = words[-1].split(":")
+                assert module_file(module).is_file(), f"{name}: {module} does not exist"
+                assert re.search(rf"^{attr} = ", module_file(module).read_text(encoding="utf-8"), re.M)
+                checked += 1
+            if word == "manage.py":
+                assert (REPO / "manage.py").is_file()
+    assert checked >= 4
+
+
+def test_the_gpu_worker_reserves_an_nvidia_gpu_and_takes_training_one_at_a_time(compose: dict[str, Any]) -> None:
+    service = compose["services"]["worker-gpu"]
+    words = command_words(service)
+    assert words[words.index("-Q") + 1] == "training"
+    assert words[words.index("-c") + 1] == "1"
+    assert words[words.index("--pool") + 1] == "prefork"  # its main process answers pings while training
+    devices = service["deploy"]["resources"]["reservations"]["devices"]
+    assert any(d["driver"] == "nvidia" and "gpu" in d["capabilities"] for d in devices)
+
+
+def test_the_general_worker_takes_the_default_and_eval_queues(compose: dict[str, Any]) -> None:
+    words = command_words(compose["services"]["worker"])
+    assert set(words[words.index("-Q") + 1].split(",")) == {"default", "eval"}
+
+
+def test_every_variable_the_code_reads_is_documented() -> None:
+    assert {"DATABASE_URL", "REDIS_URL", "RLVR_SECRET_KEY", "RLVR_HOME", "PORT"} <= variables_read_by_code()  # the scan works
+    missing = variables_read_by_code() - documented_variables()
+    assert not missing, f"read by the code but not in .env.example: {sorted(missing)}"
+
+
+def test_the_settings_own_list_of_variables_is_documented() -> None:
+    from webapp import settings
+
+    assert set(settings.ENV_VARIABLES) <= documented_variables()
+
+
+def test_every_documented_variable_is_read_by_the_code_or_by_compose() -> None:
+    unused = documented_variables() - variables_read_by_code() - interpolated_variables()
+    assert not unused, f".env.example documents variables nothing reads: {sorted(unused)}"
+
+
+def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_read(compose: dict[str, Any]) -> None:
+    assert interpolated_variables() <= documented_variables()
+    code = variables_read_by_code()
+    for name in APP_SERVICES:
+        passed = set(compose["services"][name]["environment"])
+        assert passed <= code, f"{name} sets variables nothing reads: {sorted(passed - code)}"

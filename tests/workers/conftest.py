@@ -1,0 +1,52 @@
+"""Fixtures for tests that run a real Celery worker against the test database and Redis."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from pytest_django import Settings
+
+from tests.workers.helpers import CeleryWorker, clear_queues, redis_reachable, redis_url, worker_env
+
+
+@pytest.fixture
+def runs_dir(settings: Settings, tmp_path: Path) -> Path:
+    """Run outputs go under the test's tmp dir, never into the repository's .rlvr-data."""
+    settings.RLVR_RUNS_DIR = tmp_path / "runs"
+    return tmp_path / "runs"
+
+
+@pytest.fixture
+def real_services(transactional_db: None, runs_dir: Path) -> None:
+    """A worker process must see the test's rows: PostgreSQL (SQLite's test database lives in memory)
+    with committed data (transactional tests), and a reachable Redis."""
+    # In CI (.ci/run sets RLVR_REQUIRE_SERVICES) a missing service fails instead of skipping silently.
+    missing = pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip
+    if connection.vendor != "postgresql":
+        missing("real-worker tests need DATABASE_URL=postgres://... (the worker must share the test database)")
+    if not redis_reachable(redis_url()):
+        missing(f"real-worker tests need Redis at REDIS_URL ({redis_url()})")
+
+
+@pytest.fixture
+def start_worker(real_services: None, tmp_path: Path) -> Iterator[Callable[..., CeleryWorker]]:
+    """``start(nodename, redis_url=None)``: a ``celery worker -Q training`` process (against the test Redis
+    unless another is given); all are stopped afterwards."""
+    workers: list[CeleryWorker] = []
+    env = worker_env(tmp_path / "data")
+    clear_queues(redis_url())
+
+    def start(nodename: str, redis_url: str | None = None) -> CeleryWorker:
+        own_env = env if redis_url is None else {**env, "REDIS_URL": redis_url}
+        worker = CeleryWorker(own_env, tmp_path / f"worker-{len(workers)}.log", nodename).start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()
+    clear_queues(redis_url())

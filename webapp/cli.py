@@ -1,0 +1,71 @@
+"""The one ``rlvr`` entry point: sends each subcommand to the layer it drives, imported only when used.
+
+- trainer commands (``train``, ``demo``, ``init-model``, ``config-schema``) -> ``trainer.cli``
+  (torch, no Django);
+- stack commands (``stack``/``serve``, ``createuser``) -> ``webapp.stack`` (Django, no torch in this
+  process: training happens in the worker it starts);
+- API client commands (``login``, ``runs``, ``launch``, ``tail``) -> ``webapp.client`` (HTTP only:
+  neither Django nor torch).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+TRAINER_COMMANDS = frozenset({"train", "demo", "init-model", "config-schema"})
+STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
+CLIENT_COMMANDS = frozenset({"login", "logout", "runs", "launch", "tail"})
+
+USAGE = """usage: rlvr <command> [options]     (rlvr <command> --help for its options)
+
+training (this machine, no server):
+  train CONFIG        train from a YAML/JSON experiment file
+  demo                build the tiny model and train it with GRPO on 2-digit addition
+  init-model          build and warm-start the built-in tiny model (cached)
+  config-schema       print the experiment config's JSON schema
+
+the platform (this machine):
+  stack [--demo]      start the web server, a worker and (unless REDIS_URL is set) Redis; Ctrl-C stops all
+  serve               same as stack
+  createuser NAME     create a user (and optionally add them to a project)
+
+API client (a running server):
+  login               get an API token and store it in ~/.config/rlvr-studio/credentials.json
+  logout              forget the stored token
+  runs                list runs
+  launch FILE         create an experiment from a YAML/JSON file and launch a run of it
+  tail RUN_ID         print a run's metrics as they arrive
+"""
+
+
+def _layer(command: str) -> Callable[[Sequence[str]], int] | None:
+    if command in TRAINER_COMMANDS:
+        from trainer.cli import main as trainer_main
+
+        return trainer_main
+    if command in STACK_COMMANDS:
+        from webapp.stack import main as stack_main
+
+        return stack_main
+    if command in CLIENT_COMMANDS:
+        from webapp.client import main as client_main
+
+        return client_main
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0
+    run = _layer(args[0])
+    if run is None:
+        print(f"rlvr: unknown command {args[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
+        return 2
+    return int(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Websocket URLs (webapp/asgi.py mounts them under the session + token auth stack)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from webapp.realtime.consumers import RunConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+]

@@ -1,0 +1,1 @@
+"""Celery tasks: the only place where webapp and trainer meet (see README.md)."""

@@ -1,0 +1,41 @@
+"""The Celery app ``rlvr``: configured from Django settings (``CELERY_*`` in webapp/settings.py), three queues.
+
+Queues: ``default`` (small jobs), ``training`` (GPU workers, one run at a time: start them with
+``-Q training -c 1 --pool prefork``), ``eval``. Tasks are acknowledged late and re-queued when the process
+executing them dies, and a worker reserves one message at a time, so a queued run never waits behind a
+busy worker. The settings carry those flags; this module repeats the ones the worker-loss design relies on,
+so a settings edit cannot silently break it.
+
+Worker loss (workers/recovery.py): a run's message stays unacknowledged in Redis while it trains. A worker
+restarting under the same node name re-queues the runs it owned at once; when a host never comes back,
+Redis re-delivers the message to another worker after ``RLVR_TASK_VISIBILITY_TIMEOUT_S``. Either way
+``run_training`` resumes from the last checkpoint.
+
+Started with ``celery -A workers.celery_app worker``; the web process imports it only to enqueue.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+QUEUES = ("default", "training", "eval")
+
+app = Celery("rlvr", include=["workers.tasks", "workers.recovery"])
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_queues=[Queue(name) for name in QUEUES],
+    task_default_queue="default",
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    # Outcomes live in the database: storing task results in Redis would only add a way to fail.
+    task_ignore_result=True,
+    # A Redis outage must not kill a run in progress: the sink keeps writing to the database.
+    worker_cancel_long_running_tasks_on_connection_loss=False,
+    broker_connection_retry_on_startup=True,
+)

@@ -1,0 +1,105 @@
+"""Celery tasks. They take ids, import the trainer inside their body (the web process imports this module
+to enqueue and must never load torch) and record everything through webapp services."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+from celery import Task
+
+from workers.celery_app import app
+
+logger = logging.getLogger(__name__)
+
+TRACEBACK_LIMIT = 20_000  # characters kept of an unexpected error's traceback (its end: where it broke)
+
+
+@app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks.run_training")
+def run_training(self: Task[Any, Any], run_id: int) -> str:
+    """Train run ``run_id`` to its end and record it; returns the outcome (or 'skipped' for a duplicate).
+
+    A delivery after an interrupted attempt (worker killed, run re-queued) resumes from the run's last
+    checkpoint and first deletes what was stored after it, so every step is stored exactly once.
+    """
+    from webapp.experiments.models import FINISHED_STATUSES
+    from webapp.experiments.selectors import run_get
+    from workers.lease import Heartbeat, claim, redis_client
+
+    me = str(self.request.hostname or "")
+    status = run_get(run_id=run_id).status
+    if status in FINISHED_STATUSES:  # a requeue and a re-delivery of the same run both arrived
+        logger.info("run %s: dropping a second delivery: the run is already %s", run_id, status)
+        return "skipped"
+    client = redis_client()
+    try:
+        holds = claim(run_id, me, client) is not None
+    except Exception as err:  # cannot tell: train rather than leave the run queued
+        logger.warning("run %s: could not claim its lease (%s); training without it", run_id, err)
+        holds = True
+    if not holds:
+        logger.info("run %s: dropping a second delivery: a live worker holds its lease", run_id)
+        return "skipped"
+    with Heartbeat(run_id, me, client):
+        return _start_and_train(run_id, me)
+
+
+def _start_and_train(run_id: int, me: str) -> str:
+    """Mark the run started, decide where it starts (fresh or a checkpoint), drop rows past that, train."""
+    from webapp.experiments import selectors, services
+    from workers.recovery import plan_start
+
+    before = selectors.run_get(run_id=run_id)
+    earlier_attempt = before.attempts > 0 or before.status == "running"
+    run = services.run_mark_started(run_id=run_id, worker=me)
+    if run.status != "running":  # cancelled while queued
+        return "skipped"
+    if run.cancel_requested:
+        services.run_finish(run_id=run_id, status="cancelled", final_metrics={})
+        return "cancelled"
+    try:
+        plan = plan_start(
+            resume_from=run.resume_from, earlier_attempt=earlier_attempt, stored_step=run.step,
+            checkpoints=[(c.step, c.path) for c in selectors.checkpoints_for_run(run=run)],
+        )
+    except Exception as err:
+        return _fail(run_id, err)
+    if plan.truncate:
+        services.run_truncate_after(run_id=run_id, step=plan.step)
+        services.run_log_event(run_id=run_id, level="info", kind="resume", message=plan.note, step=plan.step)
+    return _train(run_id, run.config, plan.resume_from)
+
+
+def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) -> str:
+    from trainer.config import config_from_dict
+    from trainer.loop import train
+    from workers.sink import DjangoRunSink, StopPoller
+
+    sink = DjangoRunSink(run_id)
+    try:
+        config = config_from_dict(config_data, source=f"run {run_id}")
+        result = train(
+            config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
+            log=lambda msg: logger.info("run %s: %s", run_id, msg), overwrite_output_dir=resume_from is None,
+        )
+    except Exception as err:
+        if sink.finished:  # the trainer already reported it through the sink
+            return "failed"
+        return _fail(run_id, err)
+    return result.status
+
+
+def _fail(run_id: int, err: Exception) -> str:
+    """Record an error the sink did not see (raised before training began). A trainer ``RLVRError`` is
+    meant for the user and shown as it is; anything else is a bug and keeps its traceback."""
+    from trainer.errors import RLVRError
+    from webapp.experiments import services
+
+    if isinstance(err, RLVRError):
+        message, trace = str(err), ""
+    else:
+        message, trace = f"{type(err).__name__}: {err}", traceback.format_exc()[-TRACEBACK_LIMIT:]
+        logger.exception("run %s failed", run_id)
+    services.run_fail(run_id=run_id, message=message, traceback_text=trace)
+    return "failed"
