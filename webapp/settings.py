@@ -88,6 +88,7 @@ INSTALLED_APPS = [
     "webapp.teams",
     "webapp.experiments",
     "webapp.datafiles",
+    "webapp.pages",
 ]
 
 MIDDLEWARE = [
@@ -148,7 +149,17 @@ USE_TZ = True
 # --- static files (whitenoise serves them from the web process; no CDN) ---------------------------
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
-STATICFILES_DIRS = [REPO_DIR / "static"]
+# plotly.js is served from the plotly package's own bundled copy: never a CDN (self-hosted installs are offline).
+def _plotly_js_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or spec.origin is None:
+        raise ImproperlyConfigured("the plotly package is not installed: pip install plotly")
+    return Path(spec.origin).parent / "package_data"
+
+
+STATICFILES_DIRS = [REPO_DIR / "static", ("plotly", _plotly_js_dir())]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
