@@ -1,0 +1,40 @@
+/* Shared helpers: fetch with the CSRF header, DOM building with textContent (never innerHTML). */
+"use strict";
+window.rlvr = (function () {
+  function csrfToken() {
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    if (input) return input.value;
+    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+  async function api(url, options) {
+    const opts = Object.assign({ method: "GET", headers: {}, credentials: "same-origin" }, options || {});
+    opts.headers = Object.assign({ Accept: "application/json" }, opts.headers);
+    if (opts.method !== "GET") opts.headers["X-CSRFToken"] = csrfToken();
+    if (opts.json !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(opts.json);
+    }
+    const resp = await fetch(url, opts);
+    let body = null;
+    try { body = await resp.json(); } catch (e) { body = null; }
+    return { ok: resp.ok, status: resp.status, body: body };
+  }
+  /* el("td", {class: "num"}, "text", child): text children become text nodes, so model text stays inert. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else node.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      node.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    }
+    return node;
+  }
+  function pageData(id) {
+    const node = document.getElementById(id || "page-data");
+    return node ? JSON.parse(node.textContent) : {};
+  }
+  return { api: api, el: el, csrfToken: csrfToken, pageData: pageData };
+})();

@@ -1,0 +1,75 @@
+"""``/projects/<id>/compare/?runs=1,2``: overlay runs' metrics (static/js/compare.js) and diff configs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from webapp.experiments.models import Run
+from webapp.experiments.selectors import metric_keys_for_run, runs_for_project
+from webapp.pages.views_common import role_context
+from webapp.teams.selectors import project_get_for_user
+
+MAX_COMPARED = 12
+PREFERRED_KEYS = ("rollout/reward_mean", "rollout/accuracy", "actor/kl", "actor/entropy")  # charted first
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    path: str
+    values: tuple[str, ...]
+    differs: bool
+
+
+def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"training": {"lr": 1}}`` -> ``{"training.lr": 1}``; lists stay whole values."""
+    if not isinstance(config, dict) or (prefix and not config):
+        return {prefix: config}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def config_diff(runs: list[Run]) -> list[DiffRow]:
+    flat = [flatten(run.config) for run in runs]
+    paths = sorted({path for f in flat for path in f})
+    rows = []
+    for path in paths:
+        values = tuple(json.dumps(f[path]) if path in f else "—" for f in flat)
+        rows.append(DiffRow(path=path, values=values, differs=len(set(values)) > 1))
+    return rows
+
+
+def _chosen_ids(raw: str) -> list[int]:
+    ids = [int(part) for part in raw.replace(" ", "").split(",") if part.isdigit()]
+    return list(dict.fromkeys(ids))[:MAX_COMPARED]
+
+
+@login_required
+def compare(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    all_runs = list(runs_for_project(project=project).order_by("-created_at", "-id"))
+    wanted = _chosen_ids(request.GET.get("runs", ""))
+    by_id = {run.pk: run for run in all_runs}  # ids of other projects' runs are silently dropped
+    chosen = [by_id[i] for i in wanted if i in by_id]
+    keys = sorted({key for run in chosen for key in metric_keys_for_run(run=run)})
+    context = {
+        "project": project,
+        "all_runs": all_runs,
+        "chosen": chosen,
+        "chosen_ids": {run.pk for run in chosen},
+        "default_keys": [k for k in PREFERRED_KEYS if k in keys] or keys[:4],
+        "diff": config_diff(chosen) if chosen else [],
+        "page_data": {
+            "runs": [{"id": run.pk, "label": f"#{run.pk} {run.experiment.name}"} for run in chosen],
+            "keys": keys,
+        },
+        **role_context(project=project, request=request),
+    }
+    return render(request, "pages/compare.html", context)

@@ -1,0 +1,111 @@
+"""``/``: the user's projects (and a create form); ``/projects/<id>/``: experiments and members."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from webapp.core.errors import ApplicationError
+from webapp.experiments.models import Experiment, Run
+from webapp.experiments.selectors import experiments_for_project
+from webapp.pages.views_common import report_error, role_context
+from webapp.teams.models import Project, Role
+from webapp.teams.selectors import (
+    membership_get,
+    memberships_for_project,
+    project_get_for_user,
+    projects_for_user,
+)
+from webapp.teams.services import membership_add, membership_change_role, membership_remove, project_create
+
+BEST_REWARD_KEY = "rollout/reward_mean"
+
+
+def _user(request: HttpRequest) -> User:
+    assert isinstance(request.user, User)  # login_required ran first
+    return request.user
+
+
+@login_required
+def project_list(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        try:
+            project = project_create(
+                name=request.POST.get("name", ""),
+                description=request.POST.get("description", ""),
+                owner=_user(request),
+            )
+        except ApplicationError as err:
+            report_error(request, err)
+            return redirect("ui:project-list")
+        return redirect("ui:project-detail", project_id=project.pk)
+    projects = projects_for_user(user=request.user).order_by("name", "id")
+    return render(request, "pages/project_list.html", {"projects": projects})
+
+
+def experiments_with_latest_run(*, project: Project) -> QuerySet[Experiment]:
+    """The project's experiments, each with its latest run (id, status) and best ``rollout/reward_mean``."""
+    latest = Run.objects.filter(experiment=OuterRef("pk")).order_by("-created_at", "-id")
+    return (
+        experiments_for_project(project=project)
+        .annotate(
+            latest_run_id=Subquery(latest.values("id")[:1]),
+            latest_run_status=Subquery(latest.values("status")[:1]),
+            best_reward=Max("runs__metric_points__value", filter=Q(runs__metric_points__key=BEST_REWARD_KEY)),
+        )
+        .order_by("-updated_at", "-id")
+    )
+
+
+@login_required
+def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    context = {
+        "project": project,
+        "experiments": experiments_with_latest_run(project=project),
+        "members": memberships_for_project(project=project),
+        "roles": Role.choices,
+        **role_context(project=project, request=request),
+    }
+    return render(request, "pages/project_detail.html", context)
+
+
+@login_required
+@require_POST
+def member_add(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    try:
+        membership_add(
+            project=project,
+            actor=request.user,
+            username=request.POST.get("username", "").strip(),
+            role=request.POST.get("role", Role.VIEWER),
+        )
+    except (ApplicationError, PermissionDenied) as err:
+        report_error(request, err)
+    return redirect("ui:project-detail", project_id=project.pk)
+
+
+@login_required
+@require_POST
+def member_change(request: HttpRequest, project_id: int, username: str) -> HttpResponse:
+    """Change a member's role, or remove them (``action=remove``)."""
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    membership = membership_get(project=project, username=username)
+    try:
+        if request.POST.get("action") == "remove":
+            membership_remove(membership=membership, actor=request.user)
+            if membership.user_id == request.user.pk:
+                return redirect("ui:project-list")
+        else:
+            membership_change_role(
+                membership=membership, actor=request.user, role=request.POST.get("role", "")
+            )
+    except (ApplicationError, PermissionDenied) as err:
+        report_error(request, err)
+    return redirect("ui:project-detail", project_id=project.pk)

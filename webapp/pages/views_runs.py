@@ -1,0 +1,53 @@
+"""``/runs/<id>/``: status, progress, config, events and live charts (static/js/run.js); cancel/resume."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from webapp.core.errors import ApplicationError
+from webapp.experiments.models import FINISHED_STATUSES, RunStatus
+from webapp.experiments.selectors import events_for_run, run_get_for_user
+from webapp.experiments.services import run_cancel, run_resume
+from webapp.pages.views_common import report_error, role_context
+
+EVENTS_SHOWN = 200  # the newest ones; the rest are in /api/runs/<id>/events/
+
+
+@login_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(run_id=run_id, user=request.user)
+    events = list(events_for_run(run=run).order_by("-id")[:EVENTS_SHOWN])
+    events.reverse()
+    context = {
+        "project": run.experiment.project,
+        "experiment": run.experiment,
+        "run": run,
+        "events": events,
+        "config_json": json.dumps(run.config, indent=2),
+        "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not run.cancel_requested,
+        "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED),
+        "finished": run.status in FINISHED_STATUSES,
+        "page_data": {"run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps},
+        **role_context(project=run.experiment.project, request=request),
+    }
+    return render(request, "pages/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def run_action(request: HttpRequest, run_id: int, action: str) -> HttpResponse:
+    run = run_get_for_user(run_id=run_id, user=request.user)
+    try:
+        if action == "cancel":
+            run_cancel(run=run, actor=request.user)
+        else:
+            run_resume(run=run, actor=request.user)
+    except (ApplicationError, PermissionDenied) as err:
+        report_error(request, err)
+    return redirect("ui:run-detail", run_id=run.pk)
