@@ -1,1 +1,10 @@
-urlpatterns: list = []  # type: ignore[type-arg]
+"""The rollout browser (issue 4, item 4): one page and the JSON rows its table reads."""
+
+from django.urls import path
+
+from webapp.pages import views_rollouts
+
+urlpatterns = [
+    path("runs/<int:run_id>/rollouts/", views_rollouts.rollout_browser, name="rollout-browser"),
+    path("runs/<int:run_id>/rollouts/rows/", views_rollouts.rollout_browser_rows, name="rollout-rows"),
+]

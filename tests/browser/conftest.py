@@ -1,0 +1,139 @@
+"""Browser tests: a live daphne serving webapp.asgi against the pytest-django test database, Debian's
+chromium driven by Playwright (Python), a signed-in page, and screenshots under .artifacts/screenshots/.
+
+The server is a separate process, so it only sees committed rows: tests use ``transactional_db`` (through
+``real_services``) on PostgreSQL. Without /usr/bin/chromium the tests skip, unless RLVR_REQUIRE_SERVICES
+is set (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from tests.workers.conftest import real_services, runs_dir, start_worker  # noqa: F401 -- fixtures, shared
+from tests.workers.helpers import REPO, redis_reachable, redis_url, wait_for, worker_env
+from webapp.stack import free_port, port_open
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+SCREENSHOTS = REPO / ".artifacts" / "screenshots"
+
+
+def _missing(reason: str) -> None:
+    (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        _missing(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install chromium)")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def live_server_url(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """daphne on a free port, pointed at the test database and test Redis, for the whole session.
+
+    RLVR_DEBUG=1 so whitenoise serves static/ straight from the finders (no collectstatic step)."""
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            _missing("browser tests need DATABASE_URL=postgres://... (daphne must share the test database)")
+        if not redis_reachable(redis_url()):
+            _missing(f"browser tests need Redis at REDIS_URL ({redis_url()})")
+        # RLVR_ENQUEUE=1 whatever the test process has: a run launched from the browser must reach the worker.
+        env = {**worker_env(tmp_path_factory.mktemp("web-data")), "RLVR_DEBUG": "1", "RLVR_ENQUEUE": "1"}
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        wait_for(lambda: port_open("127.0.0.1", port) or process.poll() is not None, 30, "daphne")
+        assert process.poll() is None, log_path.read_text()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_path: Path) -> Iterator[Any]:
+    """Chromium for one test module. Playwright's sync API keeps an asyncio loop in this thread while it
+    is open, so Django would refuse the test bodies' ORM calls as "async context": allowed here, and both
+    the loop and the permission end with the module, so later (non-browser) tests run as usual."""
+    from playwright.sync_api import sync_playwright
+
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=str(chromium_path), headless=True, args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def page(browser: Any, live_server_url: str, real_services: None) -> Iterator[Any]:  # noqa: F811
+    """A fresh browser context (no cookies) whose relative URLs resolve against the live server."""
+    context = browser.new_context(base_url=live_server_url, viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(15_000)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.js_errors = errors  # read by tests that want a clean console
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def sign_in(page: Any) -> Callable[[str, str], Any]:
+    """``sign_in(username, password)``: logs in through the /accounts/login/ form; returns the page."""
+
+    def login(username: str, password: str) -> Any:
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert "/accounts/login/" not in page.url, "sign-in failed"
+        return page
+
+    return login
+
+
+@pytest.fixture
+def screenshot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
+    """``screenshot(page, name)``: a full-page PNG at .artifacts/screenshots/<test>--<name>.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+
+    def take(pg: Any, name: str) -> Path:
+        path = SCREENSHOTS / f"{test}--{name}.png"
+        pg.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
