@@ -111,6 +111,10 @@
     status = newStatus;
     const badge = document.querySelector("#run-status .badge");
     if (badge) { badge.textContent = newStatus; badge.className = "badge status-" + newStatus; }
+    if (!["queued", "running"].includes(newStatus)) {
+      // A finished run cannot be cancelled: drop the button rendered when the page loaded.
+      document.querySelectorAll("form[action$='/cancel/']").forEach((form) => form.remove());
+    }
   }
 
   function setProgress(step, maxSteps) {
@@ -202,5 +206,9 @@
     for (const s of Object.values(series)) Plotly.relayout(s.div, { "yaxis.type": logScale ? "log" : "linear" });
   });
 
-  catchUp().then(() => { setProgress(data.step, data.max_steps); connect(); });
+  catchUp().then(() => {
+    setProgress(data.step, data.max_steps);
+    document.body.dataset.chartsReady = "1";  // read by benchmarks/browser_pages.py and the browser tests
+    connect();
+  });
 })();

@@ -47,8 +47,11 @@ def send(run_id: int, url: str) -> None:
         run_training.apply_async(args=(run_id,), connection=connection)  # type: ignore[call-arg]  # stubs lack it
 
 
+STEPS = 40  # long enough that a loaded machine cannot finish the run before Redis is stopped
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_a_run_keeps_storing_steps_while_redis_is_down_and_the_worker_reconnects(
     start_worker: Callable[..., CeleryWorker], own_redis: Callable[[], Child], random_model_dir: Path,
     settings: Settings,
@@ -57,20 +60,21 @@ def test_a_run_keeps_storing_steps_while_redis_is_down_and_the_worker_reconnects
     url = f"redis://127.0.0.1:{redis.argv[redis.argv.index('--port') + 1]}/0"
     settings.RLVR_ENQUEUE = False  # sent below, to this test's own Redis
     owner = make_user("alice")
-    run = launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, max_steps=10))
+    run = launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, max_steps=STEPS))
     worker = start_worker("outage@%h", redis_url=url)
     send(run.pk, url)
     wait_for(lambda: Run.objects.get(pk=run.pk).step >= 2, 60, "step 2", worker)
 
     redis.stop()
     at_outage = Run.objects.get(pk=run.pk).step
+    assert at_outage < STEPS - 3, "the run finished before Redis went down: raise STEPS"
     wait_for(lambda: Run.objects.get(pk=run.pk).step >= at_outage + 3, 60, "steps while Redis is down", worker)
     own_redis()
 
     wait_for(lambda: Run.objects.get(pk=run.pk).status != "running", 60, "the run to end", worker)
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message
-    assert sorted(set(MetricPoint.objects.filter(run=run).values_list("step", flat=True))) == list(range(1, 11))
+    assert sorted(set(MetricPoint.objects.filter(run=run).values_list("step", flat=True))) == list(range(1, STEPS + 1))
 
     # Back in touch: a run sent after the outage is picked up by the same worker.
     later = launch_run(owner, make_project(owner, "later"), tiny_experiment_config(random_model_dir, max_steps=1))
