@@ -85,6 +85,17 @@ def test_a_step_line_shows_the_main_metrics_in_a_fixed_order() -> None:
     assert line == "step  5/12  reward_mean 0.5  pg_loss -0.01234"
 
 
+def test_metric_columns_become_one_mapping_per_step() -> None:
+    series = {
+        "rollout/reward_mean": {"step": [4, 5], "value": [0.4, None], "min": [0.4, None], "max": [0.4, None]},
+        "actor/kl": {"step": [5], "value": [0.01], "min": [0.01], "max": [0.01]},
+    }
+    assert client.steps_from_series(series) == {
+        4: {"rollout/reward_mean": 0.4},
+        5: {"rollout/reward_mean": None, "actor/kl": 0.01},
+    }
+
+
 def test_the_runs_table_names_projects() -> None:
     table = client.format_runs_table(
         [{"id": 3, "status": "running", "step": 4, "max_steps": 10, "project": 1, "experiment_name": "demo",
@@ -128,8 +139,10 @@ class FakeServer:
         if path == "/api/runs/4/metrics/":
             since = int(request.url.params["since_step"])
             self.step = min(self.step + 1, self.max_steps)
-            points = [{"step": s, "value": s / 10, "min": s / 10, "max": s / 10} for s in range(since + 1, self.step + 1)]
-            return httpx.Response(200, json={"step": self.step, "status": "running", "metrics": {"rollout/reward_mean": points}})
+            steps = list(range(since + 1, self.step + 1))
+            values = [s / 10 for s in steps]
+            series = {"step": steps, "value": values, "min": values, "max": values}
+            return httpx.Response(200, json={"step": self.step, "status": "running", "metrics": {"rollout/reward_mean": series}})
         return httpx.Response(404, json={"message": "Not found.", "extra": {}})
 
 

@@ -83,8 +83,10 @@ def rollout_records(
     """One record per completion with its per-token arrays, cut to the completion's real length."""
     lengths = batch.lengths.tolist()
     ids = batch.completion_ids.tolist()
-    flat_ids = [[t] for row, n in zip(ids, lengths, strict=True) for t in row[: int(n)]]
-    flat_tokens = tokenizer.batch_decode(flat_ids, skip_special_tokens=False) if flat_ids else []
+    # A step repeats few distinct tokens many times: decode each once (a token's string depends on it alone).
+    distinct = sorted({t for row, n in zip(ids, lengths, strict=True) for t in row[: int(n)]})
+    decoded = tokenizer.batch_decode([[t] for t in distinct], skip_special_tokens=False) if distinct else []
+    token_str = dict(zip(distinct, decoded, strict=True))
     channels = {
         "logprob": batch.logprobs.tolist(),
         "old_logprob": old_logprobs.tolist(),
@@ -94,7 +96,7 @@ def rollout_records(
     }
     if ref_logprobs is not None:
         channels["ref_logprob"] = ref_logprobs.tolist()
-    records, offset = [], 0
+    records = []
     for i, n in enumerate(int(x) for x in lengths):
         sample = samples[i // group_size]
         records.append(RolloutRecord(
@@ -111,9 +113,8 @@ def rollout_records(
             details=scores.details[i],
             advantage=float(advantages[i]),
             token_ids=ids[i][:n],
-            tokens=flat_tokens[offset : offset + n],
+            tokens=[token_str[t] for t in ids[i][:n]],
             token_values={name: values[i][:n] for name, values in channels.items()},
             answer=sample.answer,
         ))
-        offset += n
     return records

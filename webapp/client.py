@@ -175,10 +175,11 @@ class Api:
         data: dict[str, Any] = self.request("POST", f"/api/experiments/{experiment_id}/runs/")
         return data
 
-    def metrics(self, run_id: int, since_step: int) -> dict[str, list[dict[str, Any]]]:
+    def metrics(self, run_id: int, since_step: int) -> dict[str, dict[str, list[Any]]]:
+        """``{key: {"step": [...], "value": [...], "min": [...], "max": [...]}}``, as the API sends it."""
         data = self.request("GET", f"/api/runs/{run_id}/metrics/", params={"since_step": since_step})
         series = data.get("metrics", data) if isinstance(data, dict) else {}
-        return {str(k): list(v) for k, v in series.items() if isinstance(v, list)}
+        return {str(k): v for k, v in series.items() if isinstance(v, dict)}
 
 
 # --- formatting ------------------------------------------------------------------------------------
@@ -202,12 +203,12 @@ def format_step_line(step: int, max_steps: int, metrics: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def steps_from_series(series: dict[str, list[dict[str, Any]]]) -> dict[int, dict[str, Any]]:
-    """Turn ``{key: [{step, value}, ...]}`` into ``{step: {key: value}}``."""
+def steps_from_series(series: dict[str, dict[str, list[Any]]]) -> dict[int, dict[str, Any]]:
+    """Turn ``{key: {"step": [...], "value": [...]}}`` into ``{step: {key: value}}``."""
     steps: dict[int, dict[str, Any]] = {}
-    for key, points in series.items():
-        for point in points:
-            steps.setdefault(int(point["step"]), {})[key] = point.get("value")
+    for key, columns in series.items():
+        for step, value in zip(columns.get("step", []), columns.get("value", []), strict=True):
+            steps.setdefault(int(step), {})[key] = value
     return steps
 
 

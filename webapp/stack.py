@@ -242,7 +242,9 @@ def progress_line(run_id: int) -> tuple[str, bool]:
         latest = metrics_for_run(
             run=run, keys=["rollout/reward_mean", "rollout/accuracy", "perf/step_s"], since_step=run.step - 1
         )
-        values = {key: p["value"] for key, points in latest.items() for p in points if p["step"] == run.step}
+        values = {
+            key: dict(zip(s["step"], s["value"], strict=True)).get(run.step) for key, s in latest.items()
+        }
         for key, label in (("rollout/reward_mean", "reward"), ("rollout/accuracy", "acc"), ("perf/step_s", "s/step")):
             if values.get(key) is not None:
                 line += f"  {label} {values[key]:.3f}"
@@ -304,8 +306,9 @@ class Stack:
         self.say(f"log in as {DEMO_USERNAME!r} " + (f"with password {password!r} (shown once)" if password else
                  "(password shown when it was created; `rlvr createuser demo --reset-password` sets a new one)"))
         run_id = launch_demo(user, project)
-        self.say(f"demo run {run_id} launched: {base}/api/runs/{run_id}/   live events: "
-                 f"{base.replace('http', 'ws', 1)}/ws/runs/{run_id}/?token=<API token>")
+        self.say(f"demo run {run_id} is training: open {base}/runs/{run_id}/ (live charts) and "
+                 f"{base}/runs/{run_id}/rollouts/ (every token coloured by its advantage)")
+        self.say(f"  API {base}/api/runs/{run_id}/   live events {base.replace('http', 'ws', 1)}/ws/runs/{run_id}/")
         self.say(f"from a terminal: rlvr login --url {base} --username {DEMO_USERNAME}; rlvr tail {run_id}")
         return self._watch(run_id)
 

@@ -50,7 +50,7 @@ async def collect_events(communicator: WebsocketCommunicator, timeout_s: float) 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
     start_worker: Callable[[str], CeleryWorker], random_model_dir: Path, redis_channel_layer: None
 ) -> None:
@@ -68,7 +68,7 @@ def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
         assert connected
         hello = await communicator.receive_json_from(timeout=10)
         start_worker("e2e@%h")  # only now, so that no event can precede the subscription
-        events = await collect_events(communicator, timeout_s=60)
+        events = await collect_events(communicator, timeout_s=120)  # a worker boots slowly on a busy 2-core machine
         await communicator.disconnect()
         return [hello, *events]
 

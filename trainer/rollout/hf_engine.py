@@ -2,9 +2,9 @@
 
 A plain KV-cached decoding loop instead of ``model.generate``: it yields the sampled tokens' logprobs and
 the policy entropy at every position in the same pass (``generate`` would need ``output_scores`` and a
-second pass), stops as soon as every sequence has finished, and carries little per-token overhead,
-which dominates on small models. Sampling uses an explicit ``torch.Generator``, so a seeded run is
-reproducible on CPU.
+second pass), prefills each distinct prompt once however many completions it gets, stops as soon as
+every sequence has finished, and carries little per-token overhead, which dominates on small models.
+Sampling uses an explicit ``torch.Generator``, so a seeded run is reproducible on CPU.
 """
 
 from __future__ import annotations
@@ -62,25 +62,32 @@ class HFRolloutEngine:
         return RolloutBatch.concat(batches, self.pad_id)
 
     def _generate_chunk(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+        # GRPO asks for each prompt G times: encode and prefill each distinct prompt once, then give every
+        # completion a copy of its prompt's KV cache and next-token logits (the prefill is most of the cost).
+        row_of = {p: i for i, p in enumerate(dict.fromkeys(prompts))}
+        distinct = list(row_of)
+        rows = torch.tensor([row_of[p] for p in prompts], device=self.device)  # [B]: each one's distinct row
         enc = self.tokenizer(
-            prompts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+            distinct, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
         )
-        prompt_ids = enc["input_ids"].to(self.device)  # [B, Lp]
-        prompt_mask = enc["attention_mask"].to(self.device)
-        B = prompt_ids.shape[0]
-        eos_ids = torch.tensor(sorted(self.eos_ids), device=self.device, dtype=torch.long)
-
-        attn = prompt_mask
+        distinct_ids = enc["input_ids"].to(self.device)  # [D, Lp]
+        distinct_mask = enc["attention_mask"].to(self.device)
         out = self.model(
-            input_ids=prompt_ids,
-            attention_mask=attn,
-            position_ids=positions_from_mask(attn),
+            input_ids=distinct_ids,
+            attention_mask=distinct_mask,
+            position_ids=positions_from_mask(distinct_mask),
             use_cache=True,
             logits_to_keep=1,
         )
         past = out.cache
+        past.reorder_cache(rows)  # [D, ...] -> [B, ...]
+        logits = out.logits[rows, -1, :]  # [B, V]
+        prompt_ids, prompt_mask = distinct_ids[rows], distinct_mask[rows]  # [B, Lp]
+        B = prompt_ids.shape[0]
+        eos_ids = torch.tensor(sorted(self.eos_ids), device=self.device, dtype=torch.long)
+
+        attn = prompt_mask
         next_pos = attn.sum(-1, keepdim=True)  # [B, 1] position of the first completion token
-        logits = out.logits[:, -1, :]  # [B, V]
 
         tokens: list[Tensor] = []
         logps: list[Tensor] = []

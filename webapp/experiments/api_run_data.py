@@ -34,7 +34,7 @@ class RunMetricsApi(APIView):
     @extend_schema(
         parameters=[MetricsFilterIn],
         responses=MetricsOut,
-        summary="Metric series of a run (downsampled past max_points steps; min/max kept)",
+        summary="Metric series of a run, as columns (downsampled past max_points steps; min/max kept)",
     )
     def get(self, request: Request, run_id: int) -> Response:
         run = run_get_for_user(run_id=run_id, user=request.user)

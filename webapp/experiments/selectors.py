@@ -7,9 +7,13 @@ their caller (the worker, or a view that already checked).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, TypedDict
 
+from django.db import connections
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Min, Q, QuerySet
 from django.http import Http404
 
@@ -22,11 +26,13 @@ from webapp.teams.selectors import AnyUser
 MAX_METRIC_POINTS = 1000  # per key (about one per pixel of a chart); above this, steps are bucketed
 
 
-class MetricPointOut(TypedDict):
-    step: int  # the last step of the bucket
-    value: float | None  # the bucket's mean (the value itself when not downsampled); None: NaN reported
-    min: float | None
-    max: float | None
+class MetricSeries(TypedDict):
+    """One key's points column by column (Plotly's x/y arrays): point i is ``step[i]``, ``value[i]``, ..."""
+
+    step: list[int]  # the last step of each bucket
+    value: list[float | None]  # each bucket's mean (the value itself when not downsampled); None: all NaN
+    min: list[float | None]
+    max: list[float | None]
 
 
 @dataclass(frozen=True)
@@ -122,12 +128,16 @@ def metric_keys_for_run(*, run: Run) -> list[str]:
 
 def metrics_for_run(
     *, run: Run, keys: list[str] | None = None, since_step: int | None = None, max_points: int = MAX_METRIC_POINTS
-) -> dict[str, list[MetricPointOut]]:
-    """Each key's points after ``since_step``, ordered by step, at most ``max_points`` per key.
+) -> dict[str, MetricSeries]:
+    """Each key's series after ``since_step``, ordered by step, at most ``max_points`` points per key.
 
     A long run is downsampled in SQL: steps fall into buckets of ``width`` consecutive steps
     (``(step - first) / width``, integer division, GROUP BY key and bucket); a bucket reports its last
-    step, mean, min and max, so a one-step spike survives as the bucket's max.
+    step, mean, min and max, so a one-step spike survives as the bucket's max. Not downsampled, a point's
+    min and max are its value.
+
+    Each series is columns (Plotly's x/y arrays) built by ``zip`` from the rows: no per-point dict to
+    build and render as JSON, which for 20 keys x 1,000 points cost about as much as the query.
     """
     points = MetricPoint.objects.filter(run=run)
     if keys:
@@ -138,22 +148,45 @@ def metrics_for_run(
     if bounds["first"] is None:
         return {}
     width = max(1, math.ceil((bounds["last"] - bounds["first"] + 1) / max(1, max_points)))
-    out: dict[str, list[MetricPointOut]] = {}
     if width == 1:
-        for key, step, value in points.order_by("key", "step").values_list("key", "step", "value"):
-            out.setdefault(key, []).append({"step": step, "value": value, "min": value, "max": value})
-        return out
+        rows = points.order_by("key", "step").values_list("key", "step", "value")
+        return {key: _series_of_points(key_rows) for key, key_rows in groupby(rows, key=itemgetter(0))}
     bucket = ExpressionWrapper((F("step") - bounds["first"]) / width, output_field=IntegerField())
-    rows = (
+    bucketed = (
         points.annotate(bucket=bucket)
         .values("key", "bucket")
         .annotate(last_step=Max("step"), mean=Avg("value"), low=Min("value"), high=Max("value"))
         .values_list("key", "last_step", "mean", "low", "high")
         .order_by()  # sorted below: sorting text keys in SQL costs more than sorting the result here
     )
-    for key, step, mean, low, high in sorted(rows, key=lambda row: (row[0], row[1])):
-        out.setdefault(key, []).append({"step": step, "value": mean, "min": low, "max": high})
-    return out
+    bucket_rows = _driver_rows(bucketed)
+    bucket_rows.sort()  # (key, last_step) is unique, so comparing rows never reaches a None mean, min or max
+    return {key: _series_of_buckets(key_rows) for key, key_rows in groupby(bucket_rows, key=itemgetter(0))}
+
+
+def _driver_rows(queryset: QuerySet[Any]) -> list[tuple[Any, ...]]:
+    """The rows as the database driver returns them, skipping Django's per-value converters.
+
+    psycopg and sqlite3 already give int and float for MAX(step) and AVG/MIN/MAX(value); Django would
+    still call an int()/float() converter on each aggregate: 80,000 calls for 20 keys x 1,000 buckets,
+    about 15 ms of the endpoint on PostgreSQL.
+    """
+    sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _series_of_points(rows: Iterable[tuple[str, int, float | None]]) -> MetricSeries:
+    _, steps, values = zip(*rows, strict=True)
+    return {"step": list(steps), "value": list(values), "min": list(values), "max": list(values)}
+
+
+def _series_of_buckets(
+    rows: Iterable[tuple[str, int, float | None, float | None, float | None]],
+) -> MetricSeries:
+    _, steps, means, lows, highs = zip(*rows, strict=True)
+    return {"step": list(steps), "value": list(means), "min": list(lows), "max": list(highs)}
 
 
 def rollouts_for_run(

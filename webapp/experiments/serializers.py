@@ -76,17 +76,28 @@ class MetricsFilterIn(serializers.Serializer[None]):
         return [key.strip() for key in value.split(",") if key.strip()]
 
 
-class MetricPointOut(serializers.Serializer[None]):
-    step = serializers.IntegerField()
-    value = serializers.FloatField(allow_null=True)
-    min = serializers.FloatField(allow_null=True)
-    max = serializers.FloatField(allow_null=True)
+def _metric_column(help_text: str) -> serializers.ListField:
+    return serializers.ListField(child=serializers.FloatField(allow_null=True), help_text=help_text)
+
+
+class MetricSeriesOut(serializers.Serializer[None]):
+    """One key's points as columns (Plotly's x/y arrays): point i is step[i], value[i], min[i], max[i]."""
+
+    step = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ascending; each bucket's last step when downsampled."
+    )
+    value = _metric_column("The bucket's mean (the value itself when not downsampled); null: NaN reported.")
+    min = _metric_column("The bucket's min, so a spike survives downsampling.")
+    max = _metric_column("The bucket's max.")
 
 
 class MetricsOut(serializers.Serializer[None]):
+    """The schema only: the view returns ``metrics_for_run``'s columns as they are (20 keys x 1,000 points
+    through per-item serializer fields would cost more than the query)."""
+
     step = serializers.IntegerField(help_text="The run's last stored step: pass it as since_step next time.")
     status = serializers.CharField()
-    metrics = serializers.DictField(child=MetricPointOut(many=True))
+    metrics = serializers.DictField(child=MetricSeriesOut(), help_text="One series per metric key.")
 
 
 class RolloutFilterIn(serializers.Serializer[None]):

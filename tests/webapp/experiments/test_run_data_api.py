@@ -22,23 +22,27 @@ def stored(run: Run) -> Run:
     return run
 
 
-def test_metrics_come_per_key_with_the_runs_last_step(api: Api, stored: Run, alice: User) -> None:
+def test_metrics_come_as_columns_per_key_with_the_runs_last_step(api: Api, stored: Run, alice: User) -> None:
     body = api(alice).get(f"/api/runs/{stored.pk}/metrics/").json()
     assert (body["step"], body["status"]) == (5, "queued")
     assert sorted(body["metrics"]) == ["actor/pg_loss", "rollout/reward_mean"]
-    assert body["metrics"]["rollout/reward_mean"][0] == {"step": 1, "value": 0.1, "min": 0.1, "max": 0.1}
+    series = body["metrics"]["rollout/reward_mean"]
+    assert series["step"] == [1, 2, 3, 4, 5]
+    assert series["value"] == series["min"] == series["max"] == [0.1, 0.2, 0.3, 0.4, 0.5]
 
 
 def test_metrics_take_keys_and_since_step_to_catch_up(api: Api, stored: Run, alice: User) -> None:
     body = api(alice).get(f"/api/runs/{stored.pk}/metrics/?keys=rollout/reward_mean&since_step=3").json()
     assert list(body["metrics"]) == ["rollout/reward_mean"]
-    assert [p["step"] for p in body["metrics"]["rollout/reward_mean"]] == [4, 5]
+    assert body["metrics"]["rollout/reward_mean"]["step"] == [4, 5]
 
 
 def test_metrics_downsample_on_request(api: Api, stored: Run, alice: User) -> None:
     record_steps(stored, range(6, 101), groups=1, samples=1)
     body = api(alice).get(f"/api/runs/{stored.pk}/metrics/?max_points=10").json()
-    assert len(body["metrics"]["actor/pg_loss"]) == 10
+    assert {column: len(values) for column, values in body["metrics"]["actor/pg_loss"].items()} == {
+        "step": 10, "value": 10, "min": 10, "max": 10,
+    }  # fmt: skip
 
 
 def test_rollouts_are_paginated_and_filtered(api: Api, stored: Run, alice: User) -> None:
