@@ -86,7 +86,7 @@ class MetricSeriesOut(serializers.Serializer[None]):
     step = serializers.ListField(
         child=serializers.IntegerField(), help_text="Ascending; each bucket's last step when downsampled."
     )
-    value = _metric_column("The bucket's mean (the value itself when not downsampled); null: NaN reported.")
+    value = _metric_column("The bucket's mean (the value itself when not downsampled); null: only NaN reported.")
     min = _metric_column("The bucket's min, so a spike survives downsampling.")
     max = _metric_column("The bucket's max.")
 
