@@ -12,7 +12,7 @@ costs: data, generation, reward, update, logging), median over the steps after t
 tool's own inner step time (TRL: ``on_step_begin`` -> ``on_step_end``; rlvr: ``perf/step_s``) is kept
 in the JSON too.
 
-    python benchmarks/vs_trl.py                       # 3 seeds x 150 steps, about 3 minutes on 2 cores
+    python benchmarks/vs_trl.py                       # 3 seeds x 150 steps, about 2 minutes on 2 cores
     python benchmarks/vs_trl.py --steps 20 --seeds 1  # a quick look
 """
 
