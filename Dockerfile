@@ -3,6 +3,8 @@
 FROM python:3.11-slim
 
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
+# Optional extras, e.g. RLVR_EXTRAS=vllm on GPU hosts (vLLM needs CUDA; see docs/gpu.md).
+ARG RLVR_EXTRAS=""
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -21,7 +23,7 @@ WORKDIR /app
 # pyproject.toml with a stub package, then the real code.
 COPY pyproject.toml README.md ./
 RUN mkdir -p trainer webapp workers && touch trainer/__init__.py webapp/__init__.py workers/__init__.py \
-    && pip install --extra-index-url "${TORCH_INDEX_URL}" . \
+    && pip install --extra-index-url "${TORCH_INDEX_URL}" ".${RLVR_EXTRAS:+[${RLVR_EXTRAS}]}" \
     && pip uninstall -y rlvr-studio
 
 COPY manage.py ./

@@ -1,4 +1,4 @@
-"""The ``rlvr`` command's trainer subcommands: train, demo, init-model, config-schema.
+"""The ``rlvr`` command's trainer subcommands: train, demo, init-model, eval, config-schema.
 
 Imports only the trainer layer. User-facing errors (``RLVRError``) are printed as one clear message with
 exit code 2; anything else is a bug and shows its traceback.
@@ -25,19 +25,25 @@ def _cmd_config_schema(args: argparse.Namespace) -> int:
 def _cmd_init_model(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from trainer.tiny_model import ensure_tiny_model, tiny_model_path
+    from trainer.tiny_model import TEACHER_NAME, TEACHER_SFT_STEPS, ensure_tiny_model, tiny_model_path
 
-    if (tiny_model_path() / "config.json").exists() and not args.force:
-        print(tiny_model_path())
+    # --teacher: the stronger tiny teacher for OPD (built on the student, which is built first if missing).
+    name = TEACHER_NAME if getattr(args, "teacher", False) else "tiny:addition"
+    sft_steps = TEACHER_SFT_STEPS if name == TEACHER_NAME else args.sft_steps
+    if (tiny_model_path(name) / "config.json").exists() and not args.force:
+        print(tiny_model_path(name))
         return 0
     if args.force:
         import shutil
 
-        shutil.rmtree(tiny_model_path(), ignore_errors=True)
+        shutil.rmtree(tiny_model_path(name), ignore_errors=True)
+    if name == TEACHER_NAME:
+        _cmd_init_model(argparse.Namespace(force=False, sft_steps=args.sft_steps, teacher=False))
     with Progress(transient=True) as progress:
-        task = progress.add_task("warm-start SFT", total=args.sft_steps)
+        task = progress.add_task("warm-start SFT", total=sft_steps)
         path = ensure_tiny_model(
-            sft_steps=args.sft_steps,
+            name,
+            sft_steps=sft_steps,
             on_progress=lambda step, loss: progress.update(task, completed=step, description=f"SFT loss {loss:.3f}"),
             log=progress.console.print,
         )
@@ -131,6 +137,15 @@ def _add_training_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="delete checkpoints of an earlier run in the output dir")
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from trainer.checkpoint import resolve_checkpoint_dir
+    from trainer.lora import merge_and_export
+
+    out = merge_and_export(resolve_checkpoint_dir(args.checkpoint), args.out)
+    print(f"merged model written to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from trainer.tiny_model import DEFAULT_SFT_STEPS
 
@@ -151,7 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init-model", help="build and warm-start the built-in tiny model (cached)")
     p.add_argument("--force", action="store_true", help="rebuild even if cached")
     p.add_argument("--sft-steps", type=int, default=DEFAULT_SFT_STEPS, help="warm-start SFT steps")
+    p.add_argument(
+        "--teacher", action="store_true",
+        help="build the stronger tiny teacher 'tiny:addition-teacher' for on-policy distillation instead "
+        "(the student first if missing; --force rebuilds the teacher only)",
+    )
     p.set_defaults(func=_cmd_init_model)
+
+    p = sub.add_parser("export", help="write a plain Hugging Face model from a checkpoint (merges LoRA adapters)")
+    p.add_argument("checkpoint", help="a step-NNNNNN checkpoint directory or a run's output directory (latest)")
+    p.add_argument("out", help="directory to write the merged model to")
+    p.set_defaults(func=_cmd_export)
+
+    from trainer.eval_cli import add_eval_parser
+
+    add_eval_parser(sub)  # rlvr eval (trainer/eval_cli.py)
 
     p = sub.add_parser("config-schema", help="print the experiment config's JSON schema")
     p.set_defaults(func=_cmd_config_schema)

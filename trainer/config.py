@@ -12,6 +12,7 @@ a typo fails before any model is loaded, with the list of valid names.
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from trainer.errors import ConfigError
+from trainer.rubrics.config import RubricConfig
 
 
 class _Section(BaseModel):
@@ -39,6 +41,30 @@ class ModelConfig(_Section):
     )
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="Where to run: 'auto' picks a CUDA GPU when one is present, else the CPU."
+    )
+    attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field(
+        "auto",
+        description="Attention kernel passed to from_pretrained: 'auto' lets transformers choose (sdpa); "
+        "'flash_attention_2' needs the flash-attn package and a CUDA GPU.",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass: less memory, about 30% more compute."
+    )
+    autocast_bf16: bool = Field(
+        False,
+        description="Run forward passes under bfloat16 autocast on CUDA while keeping float32 master "
+        "weights (ignored on CPU).",
+    )
+    lora_r: int = Field(
+        0, ge=0,
+        description="LoRA rank (Hu et al. 2021, through peft); 0 trains all weights. With LoRA the KL "
+        "reference is the base model with the adapter disabled (no second copy in memory).",
+    )
+    lora_alpha: float = Field(16.0, gt=0, description="LoRA scaling numerator: the update is (alpha / r) * B A.")
+    lora_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA branch input.")
+    lora_target_modules: list[str] | Literal["all-linear"] = Field(
+        "all-linear",
+        description="Modules that get adapters: 'all-linear' or names such as ['q_proj', 'v_proj'].",
     )
 
 
@@ -97,7 +123,16 @@ class DataConfig(_Section):
 class RolloutConfig(_Section):
     """How completions are sampled."""
 
-    engine: Literal["hf"] = Field("hf", description="Rollout engine: 'hf' (transformers, CPU or GPU).")
+    engine: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="Rollout engine: 'hf' (transformers, CPU or GPU) or 'vllm' (vLLM offline API colocated "
+        "with the trainer; CUDA only, optional extra `pip install 'rlvr-studio[vllm]'`).",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=0.95,
+        description="Fraction of GPU memory vLLM may take for weights and KV cache (engine 'vllm'); the "
+        "rest is left to training. TRL's colocate default is 0.3.",
+    )
     num_generations: int = Field(
         8, ge=2, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
     )
@@ -136,10 +171,12 @@ class AlgorithmConfig(_Section):
         "mean over the micro-batch's tokens; 'dr_grpo' sum / (sequences x max_completion_length) "
         "(Liu et al. 2025); 'dapo' sum / tokens of the whole step (Yu et al. 2025).",
     )
-    importance_sampling_level: Literal["token", "sequence"] = Field(
+    importance_sampling_level: Literal["token", "sequence", "segment"] = Field(
         "token",
         description="'token': PPO ratio per token; 'sequence': one length-normalised ratio per "
-        "completion (GSPO, Zheng et al. 2025). TRL name.",
+        "completion (GSPO, Zheng et al. 2025). TRL name. 'segment': one length-normalised ratio per "
+        "entropy-derived segment, with a soft entropy saliency weight (HISPO, shared/seeds 001:L13; "
+        "see the segment_* fields).",
     )
     epsilon: float = Field(0.2, gt=0, description="Lower clip range: ratio >= 1 - epsilon (PPO).")
     epsilon_high: float | None = Field(
@@ -159,7 +196,9 @@ class AlgorithmConfig(_Section):
     token_credit: TokenCreditName = Field(
         "uniform",
         description="How a completion's advantage becomes per-token advantages: 'uniform' copies it "
-        "to every token; 'top_entropy' trains only on the top-q entropy tokens (Wang et al. 2025).",
+        "to every token; 'top_entropy' trains only on the top-q entropy tokens (Wang et al. 2025); 'ecr' "
+        "redistributes it over tokens by the teacher-minus-policy gap, entropy-damped and zero-sum per "
+        "completion (UECR-GRPO's ECR, shared/seeds 001:L3; needs a teacher, see the teacher section).",
     )
     top_entropy_quantile: float = Field(
         1.0, gt=0, le=1,
@@ -173,6 +212,73 @@ class AlgorithmConfig(_Section):
         None, description="One weight per verifier for the total reward (TRL name); default all 1.0."
     )
     advantage_eps: float = Field(1e-4, gt=0, description="Added to the std before dividing (TRL uses 1e-4).")
+    # Clip rule and importance-sampling unit (issue 5 part 4; trainer/algorithms/policy_losses.py, segments.py).
+    clip_mode: Literal["fixed", "gapo"] = Field(
+        "fixed",
+        description="'fixed': the same clip range [1 - epsilon, 1 + epsilon_high] for every completion (PPO). "
+        "'gapo': advantage-adaptive clip range per completion, wider for completions whose |advantage| is "
+        "large relative to the step (rare correct answers in low-success groups), GAPO (shared/seeds "
+        "001:L49); the form is in gapo_max_scale's help.",
+    )
+    gapo_max_scale: float = Field(
+        3.0, ge=1,
+        description="GAPO (001:L49): a completion's clip range is epsilon x s (lower) and epsilon_high x s "
+        "(upper) with s = clamp(|A_i| / rms(A), 1, gapo_max_scale), rms over the step's non-zero advantages. "
+        "The abstract gives no formula; this one widens the range in proportion to the learning signal.",
+    )
+    dual_clip: bool = Field(
+        False,
+        description="Dual-clip PPO (Ye et al. 2020, 'Mastering Complex Control in MOBA Games'): for negative "
+        "advantages the per-token loss is capped at dual_clip_c x |A|, so a token whose ratio exploded "
+        "cannot dominate the step. As verl's clip_ratio_c.",
+    )
+    dual_clip_c: float = Field(
+        3.0, gt=1, description="Dual-clip bound c (> 1; Ye et al. 2020 and verl use 3)."
+    )
+    segment_boundary_quantile: float = Field(
+        0.9, gt=0, lt=1,
+        description="HISPO (001:L13) segments: a token starts a new segment when its sampling entropy is at "
+        "or above this quantile of the step's completion-token entropies (0.9: the top 10% 'forking' tokens "
+        "may open segments). The abstract does not give the boundary rule; this is ours.",
+    )
+    segment_min_tokens: int = Field(
+        4, ge=1,
+        description="HISPO segments: minimum tokens per segment; a high-entropy token closer than this to the "
+        "previous boundary does not open a new one (avoids one-token segments, i.e. token-level IS).",
+    )
+    segment_saliency_temperature: float = Field(
+        1.0, ge=0,
+        description="HISPO soft saliency: segment weight w_s proportional to exp(mean entropy of s / T), "
+        "rescaled so a completion's token-weighted mean weight is 1. 0 turns saliency off (all weights 1).",
+    )
+
+    # Teacher-guided token credit and answer-span masking (issue 5 parts 2-3; trainer/algorithms/token_credit.py,
+    # answer_span.py).
+    ecr_strength: float = Field(
+        1.0, gt=0,
+        description="ECR (UECR-GRPO, shared/seeds 001:L3), token_credit 'ecr': token t of a completion with "
+        "advantage A gets A x w_t, w_t = 1 + s (d_t - mean d), d_t = sign(A) (log pi_teacher - log pi_old)(y_t) "
+        "x (1 - H_teacher,t / log V); s = ecr_strength, lowered per completion when needed so that every "
+        "w_t >= ecr_min_weight. The weights average 1, so each completion keeps its total credit and every "
+        "token keeps the sign of A. The abstract gives no formula; this is ours.",
+    )
+    ecr_min_weight: float = Field(
+        0.1, ge=0, lt=1,
+        description="ECR (001:L3): the smallest token weight w_t the redistribution may give (> 0 keeps every "
+        "token's sign strictly; 0 allows a token's credit to reach exactly 0).",
+    )
+    answer_span_mask: bool = Field(
+        False,
+        description="OM-GRPO answer-span masking (shared/seeds 001:L73): take the tokens of the answer span "
+        "out of the loss, so the answer-level reward trains the reasoning tokens only. The span is the last "
+        "match of answer_span_pattern in the completion text; a token is masked when its characters overlap it.",
+    )
+    answer_span_pattern: str = Field(
+        r"-?\d+(?:[.,/]\d+)*",
+        description="Regular expression for the answer span (answer_span_mask; OM-GRPO 001:L73). The LAST match "
+        "in the completion is the answer; with a group named 'answer' (or exactly one group) only that "
+        "group's characters are masked. Default: the last number. For boxed answers: '\\\\boxed\\{(?P<answer>[^}]*)\\}'.",
+    )
 
     @property
     def clip_high(self) -> float:
@@ -225,6 +331,231 @@ class CheckpointConfig(_Section):
     save_total_limit: int = Field(2, ge=1, description="Keep at most this many checkpoints (oldest removed first).")
 
 
+AnswerExtractMode = Literal["full", "first_line", "boxed", "last_number", "regex", "answer_tag"]  # = verifiers.extract
+
+
+class ShapingConfig(_Section):
+    """Rewards without labels (majority vote, soft consensus) and reward / advantage shaping (DAPO overlong
+    punishment, length penalty, Cue-GRPO rarity redistribution), applied after the verifiers score a step."""
+
+    label_free_reward: Literal["none", "majority_vote", "soft_consensus"] = Field(
+        "none",
+        description="'majority_vote': test-time RL reward (TTRL-style majority-vote pseudo-label, shared/METHODS.md "
+        "RWD-S rows): 1 for a completion whose extracted answer equals the most frequent answer of its group "
+        "(ties: the answer seen first), else 0. 'soft_consensus': the share of the group giving the same answer "
+        "(OM-GRPO, 001:L73). Needs no reference answer, so it works with data.answer_field null.",
+    )
+    majority_vote_combine: Literal["replace", "add"] = Field(
+        "replace",
+        description="'replace': the label-free reward replaces the verifiers' total (as TTRL; the verifiers "
+        "still run, so rollout/accuracy keeps measuring real accuracy when answers exist). 'add': it is added.",
+    )
+    majority_vote_weight: float = Field(1.0, gt=0, description="Weight of the label-free reward.")
+    answer_extract: AnswerExtractMode = Field(
+        "last_number",
+        description="How the answer is read from a completion for voting and for the 'answer_form' rarity cue: "
+        "the verifiers' extraction modes (full, first_line, boxed, last_number, regex, answer_tag).",
+    )
+    answer_pattern: str | None = Field(
+        None, description="Regular expression for answer_extract='regex' (last match; group 'answer' or 1)."
+    )
+    answer_tag: str = Field("answer", description="Tag name for answer_extract='answer_tag'.")
+    overlong_buffer: int = Field(
+        0, ge=0,
+        description="DAPO soft overlong punishment (Yu et al. 2025): completions longer than "
+        "max_completion_length - overlong_buffer tokens lose reward linearly, reaching -overlong_penalty_factor "
+        "at max_completion_length (as verl's overlong_buffer). 0 turns it off. DAPO uses 4096 of 20480.",
+    )
+    overlong_penalty_factor: float = Field(
+        1.0, gt=0, description="DAPO soft overlong punishment: the penalty at max_completion_length."
+    )
+    length_penalty: float = Field(
+        0.0, ge=0,
+        description="Plain length penalty: reward -= length_penalty x completion tokens / max_completion_length "
+        "(the linear penalty that DLER 004:L467 and 'think fast and right' 004:L75 refine). 0 turns it off.",
+    )
+    rarity_redistribution: bool = Field(
+        False,
+        description="Cue-GRPO rarity-aware credit redistribution (shared/seeds 001:L71): among a group's correct "
+        "completions with positive advantage, cluster by a deterministic cue (rarity_cue) and give each cluster "
+        "an equal share of the group's positive advantage mass (split evenly inside it), so rare solution forms "
+        "get more credit. The group's total positive mass is unchanged.",
+    )
+    rarity_cue: Literal["answer_form", "completion", "regex"] = Field(
+        "answer_form",
+        description="The 'strategy cue' that clusters correct completions: 'answer_form' the extracted answer's "
+        "surface form (whitespace removed, lower-cased: '1/2' and '0.5' differ); 'completion' the whole "
+        "completion (whitespace collapsed); 'regex' the set of distinct matches of rarity_cue_pattern "
+        "(e.g. '(?i)induction|modulo|substitut').",
+    )
+    rarity_cue_pattern: str | None = Field(None, description="Regular expression for rarity_cue='regex'.")
+    rarity_strength: float = Field(
+        1.0, ge=0, le=1,
+        description="Blend between the plain advantages (0) and the rarity-redistributed ones (1).",
+    )
+
+
+class EvaluationConfig(_Section):
+    """Periodic evaluation during training (issue 7; trainer/evaluate.py): benchmark metrics every few steps,
+    reported as eval/<benchmark>/<metric> in that step's metrics, as the seeds' training curves show
+    (Avg@k 001:L3, Pass@k 001:L13)."""
+
+    eval_every: int = Field(
+        0, ge=0,
+        description="Evaluate the current policy every N steps (after the step's update); 0 turns it off. "
+        "The seeds plot benchmark accuracy over training steps (e.g. Pass@k during RL, 001:L93).",
+    )
+    benchmarks: list[str | dict[str, Any]] = Field(
+        default_factory=list,
+        description="Benchmarks: built-in names ('builtin:addition', 'builtin:chain_sum-easy', ...; see "
+        "trainer/eval_suite.py), paths to benchmark YAML/JSON files, or inline BenchmarkConfig mappings.",
+    )
+    n_samples: int | None = Field(
+        None, ge=1,
+        description="Override each benchmark's n_samples (the n of Avg@n / Pass@k, Chen et al. 2021) to keep "
+        "periodic evaluation cheap; null keeps the benchmark's own.",
+    )
+    max_problems: int | None = Field(
+        None, ge=1, description="Evaluate only the first N problems of each benchmark during training."
+    )
+
+
+class RolloutBudgetConfig(_Section):
+    """Rollout budget and prompt selection (issue 5 part 5; trainer/collect.py, trainer/allocation.py,
+    trainer/data/beta_sampler.py). The defaults are plain GRPO: uniform prompts, num_generations each."""
+
+    allocator: str = Field(
+        "fixed",
+        description="How many completions each prompt gets: 'fixed' (num_generations each, GRPO); 'vigor' "
+        "(a few each, then extra ones to the highest reward-variance groups until a fixed budget, VIGOR, "
+        "shared/seeds 001:L105); 'early_abandon' (stop a group after a unanimous probe of "
+        "early_abandon_after completions, SARA, 001:L97).",
+    )
+    dynamic_sampling: bool = Field(
+        False,
+        description="DAPO dynamic sampling (Yu et al. 2025; 001:L97, 004:L467): drop groups whose rewards "
+        "are all equal (no gradient) and draw more prompts until prompts_per_step informative groups or "
+        "max_generation_rounds rounds.",
+    )
+    max_generation_rounds: int = Field(
+        3, ge=1, le=100,
+        description="Dynamic sampling: most rounds of prompt drawing per step (DAPO's max_num_gen_batches); "
+        "when they run out the step trains on the informative groups found so far.",
+    )
+    vigor_initial_rollouts: int = Field(
+        4, ge=2, description="VIGOR (001:L105): completions every prompt starts with (at least 2 to see a variance)."
+    )
+    vigor_rollout_budget: int | None = Field(
+        None, ge=1,
+        description="VIGOR (001:L105): total completions per step; default prompts_per_step x num_generations "
+        "(the same budget as GRPO).",
+    )
+    vigor_increment: int = Field(
+        2, ge=1, description="VIGOR (001:L105): completions added to a chosen group at a time."
+    )
+    vigor_rounds: int = Field(
+        2, ge=1, le=32, description="VIGOR (001:L105): refinement rounds (one generation call each) that share the budget."
+    )
+    early_abandon_after: int = Field(
+        4, ge=2,
+        description="early_abandon (SARA's short probe, 001:L97): completions generated before deciding; a group "
+        "whose probe rewards are all equal is abandoned there (must be below num_generations).",
+    )
+    prompt_sampler: str = Field(
+        "uniform",
+        description="Which prompts a step draws: 'uniform' (seeded epochs, the usual data loader); "
+        "'beta_learnability' (a Beta posterior per prompt from observed successes, optionally "
+        "initialised from an anchor model's pass rates; picks the highest expected learnability p(1-p), "
+        "ThinkPrior, 001:L23).",
+    )
+    prior_file: str | None = Field(
+        None,
+        description="beta_learnability: a JSON object {prompt id: pass rate} or JSONL lines {\"id\": ..., "
+        "\"pass_rate\": ...} from an anchor model's verifier-scored pass rates (ThinkPrior's offline "
+        "prior, 001:L23); prompts not listed start from Beta(1, 1).",
+    )
+    prior_strength: float = Field(
+        8.0, gt=0,
+        description="beta_learnability: pseudo-counts the anchor pass rate p is worth: Beta(1 + s p, 1 + s (1 - p)) "
+        "(ThinkPrior does not give its form, 001:L23).",
+    )
+    thompson: bool = Field(
+        True,
+        description="beta_learnability: score each prompt with p(1-p) at a p drawn from its posterior "
+        "(Thompson sampling, explores); false: the posterior expectation of p(1-p) (greedy).",
+    )
+
+
+class TeacherConfig(_Section):
+    """Teacher signals (issue 5 parts 1-2; trainer/teacher.py, trainer/algorithms/fusion.py): an external
+    teacher (OPD) or the policy shown privileged context (OPSD) scores every sampled token; fusion decides
+    how that score meets the verifier reward. Defaults: no teacher."""
+
+    name_or_path: str | None = Field(
+        None,
+        description="External teacher (mode 'external'): a local Hugging Face causal-LM directory that uses "
+        "the policy's tokenizer, or 'tiny:addition-teacher' (the stronger built-in tiny teacher, built by "
+        "`rlvr init-model --teacher`). It scores the student's sampled tokens: on-policy distillation "
+        "(OPD, shared/seeds 001:L83, 001:L33). null: no external teacher.",
+    )
+    mode: Literal["external", "self"] = Field(
+        "external",
+        description="'external': the model at name_or_path is the teacher (OPD). 'self': the policy itself, "
+        "shown privileged context (the reference answer) through privileged_template, is the teacher "
+        "(on-policy self-distillation, OPSD, 001:L65, 001:L91, 001:L115); no second model is loaded.",
+    )
+    privileged_template: str = Field(
+        "Reference answer: {answer}\n{prompt}",
+        description="OPSD (mode 'self', 001:L65): the teacher's view of a problem, a Python format string over "
+        "the raw problem text {prompt} and its reference answer {answer}; the result is rendered like a "
+        "student prompt (data.prompt_template or the chat template), then scores the student's tokens.",
+    )
+    fusion: Literal["none", "opd", "additive", "modulated", "puu"] = Field(
+        "none",
+        description="How the teacher meets the verifier (METHODS.md section 5). 'none': the teacher is only "
+        "recorded (dashboard channels, teacher/* metrics) unless token_credit is 'ecr'. 'opd': per-token "
+        "advantage opd_coef x (log pi_teacher - log pi_old) on the sampled tokens, the verifier is ignored "
+        "(reverse KL on student samples; 001:L83) until opd_until_step. 'additive': A_t = A_verifier,t + "
+        "additive_coef x gap_t (weighted-additive, 001:L33, 001:L83). 'modulated': A_t = A_verifier,t x w_t "
+        "with w_t = clamp(exp(modulation_strength x sign(A) x gap_t), 1/modulation_max, modulation_max) "
+        "(teacher-modulated rescaling, 001:L33). 'puu': reward + puu_coef x length-normalised teacher gap, "
+        "combined before group normalisation (PUU of UECR-GRPO, 001:L3; pair with token_credit 'ecr').",
+    )
+    opd_coef: float = Field(
+        1.0, gt=0, description="fusion 'opd': scale of the per-token reverse-KL advantage (1 = plain OPD, 001:L83)."
+    )
+    opd_until_step: int | None = Field(
+        None, ge=1,
+        description="OPD-then-RL (001:L33): with fusion 'opd', steps 1..opd_until_step distil from the teacher "
+        "and later steps train on the verifier reward alone (the paper switches on the OPD validation score; "
+        "here at a fixed step). null: OPD for the whole run.",
+    )
+    additive_coef: float = Field(
+        0.1, gt=0,
+        description="fusion 'additive': lambda in A_t = A_verifier + lambda x gap_t (001:L33; 001:L83 shows a "
+        "fixed lambda can collapse entropy when the gap dwarfs the bounded verifier advantage).",
+    )
+    modulation_strength: float = Field(
+        1.0, gt=0, description="fusion 'modulated' (001:L33): alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
+    )
+    modulation_max: float = Field(
+        2.0, gt=1,
+        description="fusion 'modulated': w_t is clamped to [1/modulation_max, modulation_max], so the teacher "
+        "rescales a token's credit but never flips its sign.",
+    )
+    puu_coef: float = Field(
+        0.1, gt=0,
+        description="fusion 'puu' (UECR-GRPO's Path-Utility Unification, 001:L3): reward + puu_coef x "
+        "mean over the completion's tokens of (log pi_teacher - log pi_old), before group normalisation; "
+        "the sampling policy is the anchor.",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a teacher scores the rollouts (an external model, or the policy with privileged context)."""
+        return self.mode == "self" or self.name_or_path is not None
+
+
 class ExperimentConfig(_Section):
     """Everything one training run needs. YAML and JSON files load into it (`load_config`)."""
 
@@ -240,6 +571,54 @@ class ExperimentConfig(_Section):
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    shaping: ShapingConfig = Field(default_factory=ShapingConfig)
+    budget: RolloutBudgetConfig = Field(default_factory=RolloutBudgetConfig)
+    teacher: TeacherConfig = Field(default_factory=TeacherConfig)
+    rubric: RubricConfig | None = Field(
+        None,
+        description="A rubric as an extra reward (trainer/rubrics/): criteria scored by rules or an LLM judge, "
+        "aggregated by 'weighted_sum' or 'rank' (RLVR^2, shared/seeds 001:L7) and added to the verifiers' "
+        "total with rubric.reward_weight; null: no rubric.",
+    )
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> ExperimentConfig:
+        """Allocator / prompt sampler names and their sizes against the group size and batch."""
+        from trainer.allocation import ALLOCATORS
+        from trainer.data.prompt_samplers import PROMPT_SAMPLERS
+
+        b, G, P = self.budget, self.rollout.num_generations, self.training.prompts_per_step
+        if b.allocator not in ALLOCATORS:
+            raise ValueError(f"budget.allocator {b.allocator!r} is unknown; valid: {', '.join(ALLOCATORS.names())}")
+        if b.prompt_sampler not in PROMPT_SAMPLERS:
+            raise ValueError(
+                f"budget.prompt_sampler {b.prompt_sampler!r} is unknown; valid: {', '.join(PROMPT_SAMPLERS.names())}"
+            )
+        if b.allocator == "early_abandon" and b.early_abandon_after >= G:
+            raise ValueError(
+                f"budget.early_abandon_after ({b.early_abandon_after}) must be below rollout.num_generations ({G}): "
+                "the probe is the first part of a group"
+            )
+        if b.allocator == "vigor" and (b.vigor_rollout_budget or P * G) < b.vigor_initial_rollouts * P:
+            raise ValueError(
+                f"budget.vigor_rollout_budget ({b.vigor_rollout_budget or P * G}) is below vigor_initial_rollouts x "
+                f"prompts_per_step ({b.vigor_initial_rollouts * P}): raise the budget or lower the initial rollouts"
+            )
+        if b.prior_file is not None and b.prompt_sampler != "beta_learnability":
+            raise ValueError("budget.prior_file is only read by prompt_sampler 'beta_learnability': set it or drop the file")
+        return self
+
+    @model_validator(mode="after")
+    def _check_rubric(self) -> ExperimentConfig:
+        if self.rubric is None:
+            return self
+        clashing = [v.key for v in self.verifiers if v.key == "rubric" or v.key.startswith("rubric/")]
+        if clashing:
+            raise ValueError(f"verifier label(s) {clashing} clash with the rubric's reward keys: relabel them")
+        if self.rubric.uses_judge and self.rollout.engine != "hf":
+            raise ValueError("rubric judge criteria run through the 'hf' engine: set rollout.engine to 'hf'")
+        return self
 
     @model_validator(mode="after")
     def _check_combinations(self) -> ExperimentConfig:
@@ -279,6 +658,130 @@ class ExperimentConfig(_Section):
                 f"algorithm.scale_rewards only applies to advantage_estimator 'grpo' (got "
                 f"{alg.advantage_estimator!r}); leave it at 'group'"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_shaping(self) -> ExperimentConfig:
+        """Clip rules, IS units and shaping that cannot work together or with this rollout length."""
+        import re
+
+        from trainer.errors import VerifierError
+        from trainer.verifiers.extract import Extractor
+
+        alg, sh, max_len = self.algorithm, self.shaping, self.rollout.max_completion_length
+        if alg.clip_mode == "gapo" and alg.epsilon * alg.gapo_max_scale >= 1:
+            raise ValueError(
+                f"algorithm.epsilon x gapo_max_scale = {alg.epsilon * alg.gapo_max_scale:g} >= 1 would let GAPO's "
+                "lower clip bound 1 - epsilon x s reach 0: lower gapo_max_scale or epsilon"
+            )
+        if alg.importance_sampling_level == "segment" and alg.segment_min_tokens >= max_len:
+            raise ValueError(
+                f"algorithm.segment_min_tokens ({alg.segment_min_tokens}) >= rollout.max_completion_length "
+                f"({max_len}): every completion would be one segment; use importance_sampling_level 'sequence' "
+                "(GSPO) or lower segment_min_tokens"
+            )
+        if sh.overlong_buffer >= max_len:
+            raise ValueError(
+                f"shaping.overlong_buffer ({sh.overlong_buffer}) must be below rollout.max_completion_length "
+                f"({max_len}): it is the last stretch of tokens before the limit (DAPO: 4096 of 20480)"
+            )
+        if sh.label_free_reward != "none" or sh.rarity_cue == "answer_form":
+            try:
+                Extractor(sh.answer_extract, sh.answer_pattern, sh.answer_tag)
+            except VerifierError as err:
+                raise ValueError(f"shaping.answer_extract: {err}") from None
+        if sh.label_free_reward != "none" and (self.budget.dynamic_sampling or self.budget.allocator != "fixed"):
+            raise ValueError(
+                "shaping.label_free_reward is applied to whole groups after collection, but budget."
+                f"{'dynamic_sampling' if self.budget.dynamic_sampling else 'allocator ' + repr(self.budget.allocator)} "
+                "decides on the verifiers' rewards while generating: turn dynamic_sampling off and use "
+                "allocator 'fixed' with a label-free reward"
+            )
+        shaped_keys = {"majority_vote", "soft_consensus", "overlong_penalty", "length_penalty"}
+        clash = shaped_keys.intersection(v.key for v in self.verifiers)
+        if clash:
+            raise ValueError(
+                f"verifier label(s) {sorted(clash)} are reserved for shaping terms in the reward breakdown: "
+                "give the verifier another label"
+            )
+        if sh.rarity_cue == "regex":
+            if not sh.rarity_cue_pattern:
+                raise ValueError("shaping.rarity_cue is 'regex' but rarity_cue_pattern is empty: give a pattern")
+            try:
+                re.compile(sh.rarity_cue_pattern)
+            except re.error as err:
+                raise ValueError(f"shaping.rarity_cue_pattern is not a valid regular expression ({err})") from None
+        elif sh.rarity_cue_pattern is not None:
+            raise ValueError("shaping.rarity_cue_pattern is only used with rarity_cue 'regex': remove it or set the cue")
+        return self
+
+    @model_validator(mode="after")
+    def _check_teacher(self) -> ExperimentConfig:
+        """Teacher, fusion, ECR and answer-span settings that cannot work (trainer/teacher.py, fusion.py)."""
+        import re
+
+        t, alg = self.teacher, self.algorithm
+        if t.mode == "self" and t.name_or_path is not None:
+            raise ValueError(
+                "teacher.mode 'self' uses the policy as its own teacher (OPSD): remove teacher.name_or_path, "
+                "or set mode 'external' to distil from that model"
+            )
+        uses = [f"teacher.fusion {t.fusion!r}"] if t.fusion != "none" else []
+        uses += ["algorithm.token_credit 'ecr'"] if alg.token_credit == "ecr" else []
+        if uses and not t.enabled:
+            raise ValueError(
+                f"{' and '.join(uses)} need a teacher: set teacher.name_or_path (e.g. 'tiny:addition-teacher', "
+                "built by `rlvr init-model --teacher`) or teacher.mode 'self' (the policy with the reference answer)"
+            )
+        if t.mode == "self":
+            if "{answer}" not in t.privileged_template:
+                raise ValueError(
+                    "teacher.privileged_template must contain '{answer}': OPSD's teacher is the policy shown the "
+                    "reference answer; without it teacher and student are the same and every gap is 0"
+                )
+            if self.data.source == "file" and self.data.answer_field is None:
+                raise ValueError("teacher.mode 'self' (OPSD) needs reference answers: set data.answer_field")
+        try:  # plain {prompt} / {answer} only: '{prompt.__class__}' would read Python internals (shared web app)
+            fields = {name for _, name, _, _ in string.Formatter().parse(t.privileged_template) if name is not None}
+        except ValueError as err:
+            fields = {f"({err})"}
+        if not fields <= {"prompt", "answer"}:
+            raise ValueError(
+                f"teacher.privileged_template is not a valid format string (fields {sorted(fields)}): use only "
+                "{prompt} and {answer}, and double literal braces as {{ }}"
+            )
+        if t.opd_until_step is not None and t.fusion != "opd":
+            raise ValueError(
+                f"teacher.opd_until_step is the OPD-then-RL switch; it needs teacher.fusion 'opd' (got {t.fusion!r})"
+            )
+        if alg.token_credit == "ecr" and t.fusion == "opd" and t.opd_until_step is None:
+            raise ValueError(
+                "algorithm.token_credit 'ecr' redistributes the verifier advantage, which teacher.fusion 'opd' "
+                "discards: use fusion 'puu' (UECR-GRPO), 'none', or set teacher.opd_until_step (OPD-then-RL)"
+            )
+        if alg.answer_span_mask:
+            try:
+                re.compile(alg.answer_span_pattern)
+            except re.error as err:
+                raise ValueError(
+                    f"algorithm.answer_span_pattern is not a valid regular expression ({err})"
+                ) from None
+        return self
+
+    @model_validator(mode="after")
+    def _check_evaluation(self) -> ExperimentConfig:
+        """Every periodic-evaluation benchmark must resolve now, not at the first eval step."""
+        ev = self.evaluation
+        if ev.eval_every and not ev.benchmarks:
+            raise ValueError("evaluation.eval_every is set but evaluation.benchmarks is empty: add e.g. 'builtin:addition'")
+        if ev.eval_every:
+            from trainer.errors import RLVRError
+            from trainer.eval_suite import resolve_training_benchmarks
+
+            try:
+                resolve_training_benchmarks(ev)  # unknown names, missing files, bad fields: at submit time
+            except RLVRError as err:
+                raise ValueError(f"evaluation.benchmarks: {err}") from None
         return self
 
     @property

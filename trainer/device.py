@@ -26,3 +26,20 @@ def describe(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)})"
     return f"cpu ({torch.get_num_threads()} threads)"
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start a new peak-memory window (CUDA); the CPU peak is the process's lifetime peak RSS."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_gb(device: torch.device) -> float:
+    """Peak memory since ``reset_peak_memory``: allocated CUDA memory on a GPU, else the process's peak RSS."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (2**30 if sys.platform == "darwin" else 2**20)

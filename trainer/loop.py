@@ -16,17 +16,23 @@ from pathlib import Path
 
 import torch
 
-from trainer.algorithms import TOKEN_CREDIT, CreditInputs, compute_advantages
+from trainer.algorithms import TOKEN_CREDIT, compute_advantages
+from trainer.algorithms.answer_span import answer_span_token_mask
+from trainer.algorithms.fusion import fuse_rewards, fuse_token_advantages
+from trainer.algorithms.policy_losses import prepare_loss_inputs
+from trainer.algorithms.rarity import rarity_advantages
+from trainer.algorithms.shaping import shape_scores
 from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
+from trainer.collect import collect_rollouts
 from trainer.config import ExperimentConfig
-from trainer.data import render_prompt
-from trainer.device import describe
+from trainer.device import describe, peak_memory_gb, reset_peak_memory
 from trainer.errors import ConfigError, RLVRError
+from trainer.evaluate import PeriodicEvaluation
 from trainer.optimize import UpdateBatch, batch_logprobs, policy_update
 from trainer.reporting import rollout_records, step_metrics
 from trainer.run_setup import Run, build_run
 from trainer.sinks import EventSink, NullSink, RunInfo, StepReport
-from trainer.verifiers.scoring import score_batch
+from trainer.teacher import credit_inputs, teacher_signals
 
 
 @dataclass
@@ -40,46 +46,53 @@ class TrainResult:
 def training_step(run: Run, step: int) -> StepReport:
     """One GRPO-family step. Returns the step's metrics and rollout records."""
     cfg, alg = run.config, run.config.algorithm
-    G = cfg.rollout.num_generations
     t0 = time.perf_counter()
 
-    samples = run.sampler.next_batch()  # P prompts
-    prompts = [render_prompt(s, cfg.data, run.tokenizer) for s in samples]
-    group_samples = [s for s in samples for _ in range(G)]  # N = P * G, grouped
-    batch = run.engine.generate([p for p in prompts for _ in range(G)], run.sampling, run.generator)
-    group_ids = torch.arange(len(samples), device=run.device).repeat_interleave(G)  # [N]
-    t_gen = time.perf_counter()
-
-    scores = score_batch(run.verifiers, cfg.reward_weights, batch.texts, group_samples)
-    rewards = torch.tensor(scores.total, dtype=torch.float32, device=run.device)  # [N]
+    collected = collect_rollouts(run, step)  # prompts -> completions (allocator, dynamic sampling) -> scores
+    samples, prompts, batch, group_ids = collected.samples, collected.prompts, collected.batch, collected.group_ids
+    scores, rewards = collected.scores, collected.rewards  # [N]; groups may differ in size
+    shaped = shape_scores(scores, batch.texts, batch.lengths.tolist(), group_ids.tolist(), collected.group_samples, cfg)
+    scores, rewards = shaped.scores, rewards.new_tensor(shaped.scores.total)  # label-free reward, length shaping
     t_verify = time.perf_counter()
 
-    advantages = compute_advantages(rewards, group_ids, alg)  # [N]
+    signals = teacher_signals(run.teacher, cfg, step, batch, collected.group_samples, run.tokenizer)  # OPD / OPSD
+    advantages = compute_advantages(fuse_rewards(rewards, signals, cfg.teacher, step), group_ids, alg)  # [N]
+    advantages, rarity_metrics = rarity_advantages(advantages, batch.texts, shaped.pseudo_correct, group_ids, cfg.shaping)
     loss_mask = batch.completion_mask.clone()  # [N, T]
     if alg.mask_truncated_completions:
         truncated = torch.tensor([r == "length" for r in batch.finish_reasons], device=run.device)
         loss_mask[truncated] = 0
+    if alg.answer_span_mask:  # OM-GRPO (001:L73): no gradient on the answer span
+        loss_mask *= answer_span_token_mask(batch.completion_ids, batch.lengths.tolist(), batch.texts, run.tokenizer,
+                                            alg.answer_span_pattern).to(loss_mask.dtype)
     credit = TOKEN_CREDIT.get(alg.token_credit)
-    token_advantages = credit(advantages, CreditInputs(loss_mask, batch.entropies, batch.logprobs), alg)  # [N, T]
+    token_advantages = credit(advantages, credit_inputs(loss_mask, batch, signals), alg)  # [N, T]
+    token_advantages = fuse_token_advantages(token_advantages, loss_mask, signals, cfg.teacher, step)  # [N, T]
+    loss_inputs = prepare_loss_inputs(advantages, token_advantages, batch.entropies, loss_mask, alg)  # HISPO, GAPO
+    token_advantages = loss_inputs.token_advantages
 
     mb, temp = cfg.training.micro_batch_size, cfg.rollout.temperature
     old_logprobs = batch_logprobs(run.model, batch, mb, temp) if alg.num_iterations > 1 else None
-    ref_logprobs = batch_logprobs(run.ref_model, batch, mb, temp) if run.ref_model is not None else None
-    data = UpdateBatch(batch, token_advantages, loss_mask, old_logprobs, ref_logprobs)
+    ref_logprobs = run.reference_logprobs(batch)
+    data = UpdateBatch(batch, token_advantages, loss_mask, old_logprobs, ref_logprobs, loss_inputs.extras)
     updates = [policy_update(run.model, run.optimizer, data, cfg) for _ in range(alg.num_iterations)]
     run.scheduler.step()
+    run.after_update()
     t_train = time.perf_counter()
 
     if old_logprobs is None:  # on-policy: the first pass's logprobs are the "old" ones
         old_logprobs = updates[0].logprobs
     metrics = step_metrics(
         cfg, batch, scores, rewards, advantages, group_ids, updates,
-        timings={"gen": t_gen - t0, "verify": t_verify - t_gen, "train": t_train - t_verify},
-        lr=float(run.scheduler.get_last_lr()[0]),
+        timings={**collected.timings, "train": t_train - t_verify},
+        lr=float(run.scheduler.get_last_lr()[0]), teacher=signals, step=step,
     )
+    metrics.update(collected.metrics)
+    metrics.update({**shaped.metrics, **rarity_metrics, **loss_inputs.metrics})
     records = rollout_records(
         step, run.tokenizer, samples, prompts, batch, scores, advantages, token_advantages,
-        loss_mask, old_logprobs, ref_logprobs, G,
+        loss_mask, old_logprobs, ref_logprobs, group_ids, collected.allocation, teacher=signals,
+        segment_ids=loss_inputs.segment_ids,
     )
     return StepReport(step=step, max_steps=cfg.training.max_steps, metrics=metrics, rollouts=records,
                       elapsed_s=time.perf_counter() - t0)
@@ -122,6 +135,7 @@ def train(
     if resume_from is None:
         _claim_output_dir(config.checkpoint.output_dir, overwrite_output_dir)
     run = build_run(config, resume_from, log=log)
+    periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
     sink.on_start(RunInfo(
         name=config.name, max_steps=max_steps, start_step=run.start_step, config=config.model_dump(mode="json"),
@@ -134,7 +148,11 @@ def train(
                 status = "cancelled"
                 break
             step += 1
+            reset_peak_memory(run.device)
             report = training_step(run, step)
+            report.metrics["perf/peak_memory_gb"] = peak_memory_gb(run.device)
+            if periodic_eval.due(step):
+                report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
             metrics = report.metrics
             sink.on_step(report)
             if save_every and step % save_every == 0 and step < max_steps:

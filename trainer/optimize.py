@@ -2,7 +2,8 @@
 
 Per micro-batch: training forward -> per-token logprobs -> policy loss (+ beta * KL) -> aggregation ->
 backward. Memory is bounded by ``micro_batch_size`` whatever the step's size; each micro-batch is
-trimmed to its own longest prompt and completion, so padding costs nothing.
+trimmed to its own longest prompt and completion, so padding costs nothing. ``UpdateBatch.extras`` (HISPO
+segment ids, GAPO clip scales; trainer/algorithms/policy_losses.py) is sliced with the same rows and columns.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from torch import Tensor
 from transformers import PreTrainedModel
 
 from trainer.algorithms import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
+from trainer.algorithms.policy_losses import LossExtras
 from trainer.config import ExperimentConfig
 from trainer.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
@@ -28,6 +30,7 @@ class UpdateBatch:
     loss_mask: Tensor  # [N, T]
     old_logprobs: Tensor | None  # [N, T]; None: on-policy, use the current logprobs detached
     ref_logprobs: Tensor | None  # [N, T]; None when beta == 0
+    extras: LossExtras | None = None  # segment ids [N, T] (HISPO) and per-completion clip scale [N] (GAPO)
 
 
 @dataclass
@@ -39,6 +42,7 @@ class UpdateStats:
     clip_frac: float
     grad_norm: float
     logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
+    dual_clip_frac: float = 0.0  # share of loss tokens where the dual-clip cap was active (in clip_frac too)
 
 
 def _slices(n: int, size: int) -> list[slice]:
@@ -84,7 +88,7 @@ def policy_update(
         num_micro_batches=len(slices),
     )
     tokens = max(int(data.loss_mask.sum()), 1)
-    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0}
+    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
     new_logprobs = torch.zeros_like(batch.logprobs)
     optimizer.zero_grad(set_to_none=True)
     for rows in slices:
@@ -95,7 +99,8 @@ def policy_update(
             batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], config.rollout.temperature,
         )  # [n, t]
         old = logp.detach() if data.old_logprobs is None else data.old_logprobs[rows, cc]
-        out = loss_fn(logp, old, data.advantages[rows, cc], mask, alg)
+        extras = data.extras.select(rows, cc) if data.extras is not None else None
+        out = loss_fn(logp, old, data.advantages[rows, cc], mask, alg, extras)
         pg_loss = aggregate(out.per_token_loss, mask, ctx)
         loss = pg_loss
         if data.ref_logprobs is not None:
@@ -108,6 +113,8 @@ def policy_update(
         sums["pg_loss"] += float(pg_loss.detach())
         sums["entropy"] += float((entropy.detach() * mask).sum())
         sums["clipped"] += float((out.clipped.float() * mask).sum())
+        if out.dual_clipped is not None:
+            sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
         new_logprobs[rows, cc] = logp.detach()
     max_norm = config.training.max_grad_norm
     params = [p for p in model.parameters() if p.grad is not None]
@@ -122,4 +129,5 @@ def policy_update(
         clip_frac=sums["clipped"] / tokens,
         grad_norm=float(grad_norm),
         logprobs=new_logprobs,
+        dual_clip_frac=sums["dual_clipped"] / tokens,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -15,6 +16,7 @@ from trainer.optimize import UpdateStats
 from trainer.rollout import RolloutBatch
 from trainer.samples import Sample
 from trainer.sinks import RolloutRecord
+from trainer.teacher import TeacherSignals
 from trainer.verifiers.scoring import ScoreBatch
 
 
@@ -28,8 +30,10 @@ def step_metrics(
     updates: Sequence[UpdateStats],
     timings: dict[str, float],
     lr: float,
+    teacher: TeacherSignals | None = None,
+    step: int = 0,
 ) -> dict[str, float]:
-    """Namespaced metrics (DESIGN.md "Stable names") for one step."""
+    """Namespaced metrics (DESIGN.md "Stable names") for one step; ``teacher`` adds the teacher/* keys."""
     lengths = batch.lengths.float()
     first = updates[0]
     gen_tokens = float(lengths.sum())
@@ -61,8 +65,11 @@ def step_metrics(
     }
     if cfg.algorithm.beta > 0:
         metrics["actor/kl"] = sum(u.kl for u in updates) / len(updates)
+    if cfg.algorithm.dual_clip:  # the share of loss tokens held at the dual-clip cap (also in actor/clip_frac)
+        metrics["actor/dual_clip_frac"] = sum(u.dual_clip_frac for u in updates) / len(updates)
     for key, values in scores.per_verifier.items():
         metrics[f"reward/{key}_mean"] = sum(values) / max(len(values), 1)
+    metrics.update(teacher_metrics(teacher, cfg, step))
     return {k: (v if math.isfinite(v) else float("nan")) for k, v in metrics.items()}
 
 
@@ -78,9 +85,17 @@ def rollout_records(
     loss_mask: Tensor,
     old_logprobs: Tensor,
     ref_logprobs: Tensor | None,
-    group_size: int,
+    group_ids: Tensor,
+    allocation: Sequence[dict[str, Any]] | None = None,
+    teacher: TeacherSignals | None = None,
+    segment_ids: Tensor | None = None,
 ) -> list[RolloutRecord]:
-    """One record per completion with its per-token arrays, cut to the completion's real length."""
+    """One record per completion with its per-token arrays, cut to the completion's real length.
+
+    ``group_ids`` [N] maps each completion to its prompt in ``samples`` / ``prompts`` (groups may differ in
+    size); ``allocation`` [N], when given, is stored under ``details["allocation"]`` (group size, generation
+    round, abandoned) so the rollout browser shows how many rollouts each prompt got.
+    """
     lengths = batch.lengths.tolist()
     ids = batch.completion_ids.tolist()
     # A step repeats few distinct tokens many times: decode each once (a token's string depends on it alone).
@@ -96,21 +111,29 @@ def rollout_records(
     }
     if ref_logprobs is not None:
         channels["ref_logprob"] = ref_logprobs.tolist()
+    if teacher is not None:  # the rollout browser colours tokens by these and by the teacher gap
+        channels["teacher_logprob"] = teacher.logprob.tolist()
+        channels["teacher_entropy"] = teacher.entropy.tolist()
+    if segment_ids is not None:  # HISPO segments: the token view can colour tokens by segment
+        channels["segment"] = segment_ids.float().tolist()
     records = []
-    for i, n in enumerate(int(x) for x in lengths):
-        sample = samples[i // group_size]
+    seen: dict[int, int] = {}  # group -> completions of it so far
+    for i, (n, g) in enumerate(zip((int(x) for x in lengths), group_ids.tolist(), strict=True)):
+        sample = samples[g]
+        seen[g] = seen.get(g, 0) + 1
+        details = scores.details[i] if allocation is None else {**scores.details[i], "allocation": dict(allocation[i])}
         records.append(RolloutRecord(
             step=step,
             prompt_id=sample.id,
-            group=i // group_size,
-            sample_index=i % group_size,
-            prompt=prompts[i // group_size],
+            group=g,
+            sample_index=seen[g] - 1,
+            prompt=prompts[g],
             completion=batch.texts[i],
             finish_reason=batch.finish_reasons[i],
             reward=scores.total[i],
             rewards={k: v[i] for k, v in scores.per_verifier.items()},
             correct=scores.correct[i],
-            details=scores.details[i],
+            details=details,
             advantage=float(advantages[i]),
             token_ids=ids[i][:n],
             tokens=[token_str[t] for t in ids[i][:n]],
@@ -118,3 +141,26 @@ def rollout_records(
             answer=sample.answer,
         ))
     return records
+
+
+def teacher_metrics(signals: TeacherSignals | None, cfg: ExperimentConfig, step: int) -> dict[str, float]:
+    """teacher/* metrics: token means over the completions of the step (empty without teacher signals).
+
+    gap_mean is E[log pi_T - log pi_old] on sampled tokens, i.e. minus the per-token reverse KL(student ||
+    teacher) estimate that OPD minimises; it rises towards 0 as the student moves to the teacher.
+    """
+    from trainer.algorithms.fusion import fusion_at_step, sequence_teacher_score
+
+    if signals is None:
+        return {}
+    mask = signals.mask
+    tokens = float(mask.sum().clamp(min=1))
+    gap_mean = float((signals.gap * mask).sum()) / tokens
+    return {
+        "teacher/gap_mean": gap_mean,
+        "teacher/reverse_kl": -gap_mean,
+        "teacher/logprob_mean": float((signals.logprob * mask).sum()) / tokens,
+        "teacher/entropy_mean": float((signals.entropy * mask).sum()) / tokens,
+        "teacher/seq_score_mean": float(sequence_teacher_score(signals).mean()),
+        "teacher/opd_active": float(fusion_at_step(cfg.teacher, step) == "opd"),
+    }

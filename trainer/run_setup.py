@@ -10,14 +10,20 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.checkpoint import TrainerState, capture_rng, load_state, resolve_checkpoint_dir, restore_rng
 from trainer.config import ExperimentConfig
-from trainer.data import PromptSampler, check_template, load_samples
+from trainer.data import check_template, load_samples
+from trainer.data.prompt_samplers import build_prompt_sampler
+from trainer.data.sampler import PromptSource
 from trainer.device import resolve_device, resolve_dtype
 from trainer.errors import CheckpointError, ConfigError
-from trainer.rollout import HFRolloutEngine, RolloutEngine, SamplingParams
+from trainer.lora import apply_lora, is_lora_model, load_causal_lm, merged_named_weights, reference_forward
+from trainer.optimize import batch_logprobs
+from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
+from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
+from trainer.teacher import Teacher, load_teacher
 from trainer.tiny_model import resolve_model_path
 from trainer.verifiers.base import Verifier
 from trainer.verifiers.scoring import build_verifiers
@@ -31,7 +37,7 @@ class Run:
     ref_model: PreTrainedModel | None
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
-    sampler: PromptSampler
+    sampler: PromptSource  # budget.prompt_sampler (trainer/data/prompt_samplers.py)
     verifiers: list[tuple[str, Verifier]]
     engine: RolloutEngine
     generator: torch.Generator
@@ -39,6 +45,25 @@ class Run:
     device: torch.device
     base_model_path: str
     start_step: int
+    rubric: RubricScorer | None  # the rubric reward with its judge model loaded (trainer/rubrics/)
+    teacher: Teacher | None = None  # OPD / OPSD teacher (trainer/teacher.py); None without one
+
+    def reference_logprobs(self, batch: RolloutBatch) -> torch.Tensor | None:
+        """Per-token logprobs under the KL reference, or None when beta is 0. With LoRA the reference is
+        the policy with its adapter disabled; otherwise the frozen copy in ``ref_model``."""
+        if self.config.algorithm.beta <= 0:
+            return None
+        mb, temp = self.config.training.micro_batch_size, self.config.rollout.temperature
+        if self.ref_model is not None:
+            return batch_logprobs(self.ref_model, batch, mb, temp)
+        with reference_forward(self.model):
+            return batch_logprobs(self.model, batch, mb, temp)
+
+    def after_update(self) -> None:
+        """Push the updated weights to an engine that holds its own copy (vLLM, colocated)."""
+        sync = getattr(self.engine, "sync_weights", None)
+        if sync is not None:
+            sync(merged_named_weights(self.model))
 
     def state(self, step: int) -> TrainerState:
         return TrainerState(
@@ -59,11 +84,44 @@ def load_model(path: str, config: ExperimentConfig, device: torch.device) -> Pre
             "(nothing is downloaded) or 'tiny:addition' for the built-in tiny model"
         )
     try:
-        model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(config.model.dtype))
+        model = load_causal_lm(
+            path, resolve_dtype(config.model.dtype), trainable_adapter=True,
+            attn_implementation=config.model.attn_implementation,
+        )
     except (OSError, ValueError) as err:
         raise ConfigError(f"could not load a causal LM from {path!r}: {err}") from None
     model.to(device)  # type: ignore[arg-type]  # transformers stubs type .to oddly; modules move in place
     return model
+
+
+def prepare_policy(model: PreTrainedModel, config: ExperimentConfig, resumed: bool) -> PreTrainedModel:
+    """Add LoRA adapters to a fresh run's policy (a resumed LoRA checkpoint already has them) and turn on
+    gradient checkpointing when asked."""
+    m = config.model
+    if m.lora_r > 0 and not is_lora_model(model):
+        if resumed:
+            raise CheckpointError("the config asks for LoRA but the checkpoint holds a full model: resume with lora_r: 0")
+        model = apply_lora(model, r=m.lora_r, alpha=m.lora_alpha, dropout=m.lora_dropout, target_modules=m.lora_target_modules)
+    elif m.lora_r == 0 and is_lora_model(model):
+        raise CheckpointError("the checkpoint holds a LoRA adapter but model.lora_r is 0: resume with the LoRA settings")
+    if m.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+    return model
+
+
+def build_engine(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str) -> RolloutEngine:
+    """The rollout engine named by ``rollout.engine``."""
+    r = config.rollout
+    if r.engine == "vllm":
+        from trainer.rollout.vllm_engine import VLLMRolloutEngine
+
+        return VLLMRolloutEngine(
+            model, tokenizer, model_path, dtype=config.model.dtype, seed=config.seed,
+            gpu_memory_utilization=r.vllm_gpu_memory_utilization, max_model_len=None,
+            scoring_batch_size=config.training.micro_batch_size,
+        )
+    return HFRolloutEngine(model, tokenizer)
 
 
 def _seed_everything(seed: int) -> torch.Generator:
@@ -91,17 +149,18 @@ def build_run(
     base_model_path = state.base_model_path if state else resolve_model_path(config.model.name_or_path)
 
     model = load_model(str(checkpoint_dir or base_model_path), config, device)
+    model = prepare_policy(model, config, resumed=checkpoint_dir is not None)
     model.train()
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir or base_model_path))
     ref_model = None
-    if config.algorithm.beta > 0:
+    if config.algorithm.beta > 0 and not is_lora_model(model):  # LoRA: the reference is the adapter-free base
         ref_model = load_model(base_model_path, config, device).eval().requires_grad_(False)
 
     samples = load_samples(config.data)
     check_template(config.data, samples, tokenizer)  # a chat template problem fails now, not at step 1
-    sampler = PromptSampler(samples, config.training.prompts_per_step, seed=config.seed, shuffle=config.data.shuffle)
+    sampler = build_prompt_sampler(samples, config)
     optimizer = torch.optim.AdamW(
-        model.parameters(),
+        [p for p in model.parameters() if p.requires_grad],
         lr=config.training.learning_rate,
         betas=(config.training.adam_beta1, config.training.adam_beta2),
         weight_decay=config.training.weight_decay,
@@ -118,12 +177,14 @@ def build_run(
         scheduler=scheduler,
         sampler=sampler,
         verifiers=build_verifiers(config.verifiers),
-        engine=HFRolloutEngine(model, tokenizer),
+        engine=build_engine(model, tokenizer, config, base_model_path),
         generator=generator,
         sampling=SamplingParams(r.max_completion_length, r.temperature, r.top_p, r.top_k, r.generation_batch_size),
         device=device,
         base_model_path=base_model_path,
         start_step=0,
+        rubric=build_rubric_scorer(config.rubric, config.model.dtype, device, config.seed),
+        teacher=load_teacher(config, model, tokenizer, device),
     )
     if state is not None:
         optimizer.load_state_dict(state.optimizer)
@@ -136,7 +197,12 @@ def build_run(
 
 
 # Fields that may differ between the interrupted run and the resumed one.
-_RESUME_MAY_CHANGE = {("training", "max_steps"), ("checkpoint", "save_steps"), ("checkpoint", "save_total_limit"), ("name",)}
+_RESUME_MAY_CHANGE = {
+    ("training", "max_steps"), ("checkpoint", "save_steps"), ("checkpoint", "save_total_limit"), ("name",),
+    # Periodic evaluation only reads the policy; changing it does not change what training computes.
+    ("evaluation", "eval_every"), ("evaluation", "benchmarks"), ("evaluation", "n_samples"),
+    ("evaluation", "max_problems"),
+}
 
 
 def _check_resumable(config: ExperimentConfig, saved: dict[str, Any]) -> None:

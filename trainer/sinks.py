@@ -24,10 +24,13 @@ from typing import IO, Any, Protocol
 TOKEN_CHANNELS: tuple[str, ...] = (
     "logprob",  # log pi_old(y_t) as sampled (temperature applied)
     "old_logprob",  # the behaviour logprob used in the ratio
-    "ref_logprob",  # reference model (KL) or teacher logprob, NaN when absent
+    "ref_logprob",  # reference model (KL) logprob, NaN when absent
     "entropy",  # policy entropy at the position (nats)
     "advantage",  # final per-token advantage after token credit
     "loss_mask",  # 1.0 if the token is in the loss
+    "teacher_logprob",  # log pi_teacher(y_t) of the sampled token (OPD / OPSD, trainer/teacher.py), NaN without one
+    "teacher_entropy",  # full-vocabulary teacher entropy at the position (nats), NaN without a teacher
+    "segment",  # HISPO segment index within the completion (0, 1, ...; trainer/algorithms/segments.py), NaN otherwise
 )
 
 
@@ -82,13 +85,17 @@ def pack_token_arrays(record: RolloutRecord) -> bytes:
 
 
 def unpack_token_arrays(blob: bytes) -> tuple[list[int], dict[str, list[float]]]:
-    """Inverse of ``pack_token_arrays``: (token ids, channel -> values)."""
+    """Inverse of ``pack_token_arrays``: (token ids, channel -> values). Channels appended to TOKEN_CHANNELS
+    after a blob was packed read as all-NaN (not recorded), so stored rollouts stay readable."""
     (n,) = struct.unpack_from("<I", blob, 0)
     offset = 4
     ids = list(struct.unpack_from(f"<{n}i", blob, offset))
     offset += 4 * n
     channels: dict[str, list[float]] = {}
     for channel in TOKEN_CHANNELS:
+        if offset + 4 * n > len(blob):  # packed before this channel was appended to TOKEN_CHANNELS
+            channels[channel] = [math.nan] * n
+            continue
         channels[channel] = list(struct.unpack_from(f"<{n}f", blob, offset))
         offset += 4 * n
     return ids, channels

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-TRAINER_COMMANDS = frozenset({"train", "demo", "init-model", "config-schema"})
+TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema"})
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 CLIENT_COMMANDS = frozenset({"login", "logout", "runs", "launch", "tail"})
 
@@ -23,6 +23,8 @@ training (this machine, no server):
   train CONFIG        train from a YAML/JSON experiment file
   demo                build the tiny model and train it with GRPO on 2-digit addition
   init-model          build and warm-start the built-in tiny model (cached)
+  eval                evaluate a model or checkpoint on a benchmark (Avg@n, Pass@k, maj@k)
+  export CKPT OUT     write a plain Hugging Face model from a checkpoint (merges LoRA adapters)
   config-schema       print the experiment config's JSON schema
 
 the platform (this machine):

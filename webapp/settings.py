@@ -88,7 +88,11 @@ INSTALLED_APPS = [
     "webapp.teams",
     "webapp.experiments",
     "webapp.datafiles",
+    "webapp.verification",
+    "webapp.rubrics",
+    "webapp.annotation",
     "webapp.pages",
+    "webapp.benchmarks",
 ]
 
 MIDDLEWARE = [

@@ -25,7 +25,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 QUEUES = ("default", "training", "eval")
 
-app = Celery("rlvr", include=["workers.tasks", "workers.recovery"])
+app = Celery("rlvr", include=["workers.tasks", "workers.recovery", "workers.tasks_eval"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=[Queue(name) for name in QUEUES],
@@ -39,3 +39,8 @@ app.conf.update(
     worker_cancel_long_running_tasks_on_connection_loss=False,
     broker_connection_retry_on_startup=True,
 )
+# Evaluations go to the ``eval`` queue (workers/tasks_eval.py), whatever routes the settings declare.
+app.conf.task_routes = {
+    **dict(app.conf.task_routes or {}),
+    "workers.tasks_eval.run_evaluation": {"queue": "eval"},
+}

@@ -24,8 +24,27 @@
       of: (c, i) => { const a = at(c.logprob, i), b = at(c.ref_logprob, i); return a === null || b === null ? null : a - b; },
     },
     loss_mask: { label: "loss mask", centre: 0, of: (c, i) => at(c.loss_mask, i) },
+    teacher_gap: {
+      label: "teacher gap (teacher_logprob − logprob; the OPD advantage)", centre: 0, needs: "teacher_logprob",
+      of: (c, i) => { const a = at(c.teacher_logprob, i), b = at(c.logprob, i); return a === null || b === null ? null : a - b; },
+    },
   };
   const PANEL_ROWS = ["advantage", "logprob", "old_logprob", "ref_logprob", "entropy", "loss_mask", "ratio", "ref_gap"];
+
+  // Any channel the trainer records (trainer/sinks.py TOKEN_CHANNELS) can colour the tokens, including
+  // channels added after this page was written: unknown names are shown raw, centred at 0.
+  function specFor(name) {
+    return DERIVED[name] || { label: name, centre: 0, of: (c, i) => at(c[name], i) };
+  }
+
+  // Channels recorded for this rollout that the fixed rows do not cover, then derived ones they enable.
+  function extraChannels(channels) {
+    const extra = Object.keys(channels).filter((k) => channels[k] && !PANEL_ROWS.includes(k));
+    for (const [key, spec] of Object.entries(DERIVED)) {
+      if (spec.needs && channels[spec.needs] && !PANEL_ROWS.includes(key)) extra.push(key);
+    }
+    return extra;
+  }
 
   function at(arr, i) {
     if (!arr) return null;
@@ -104,6 +123,7 @@
           this.el.appendChild(frag);
           start = end;
           if (start < tokens.length) { requestAnimationFrame(step); return; }
+          this.addChannelOptions(detail.channels || {});
           this.setChannel(this.select ? this.select.value : "advantage");
           this.el.dataset.tokens = String(tokens.length);
           this.el.dataset.ready = "1";
@@ -114,8 +134,20 @@
       });
     }
 
+    addChannelOptions(channels) {
+      if (!this.select) return;
+      const have = new Set(Array.from(this.select.options, (o) => o.value));
+      for (const name of extraChannels(channels)) {
+        if (have.has(name)) continue;
+        const option = document.createElement("option");
+        option.value = name;
+        option.textContent = specFor(name).label;
+        this.select.appendChild(option);
+      }
+    }
+
     setChannel(name) {
-      const spec = DERIVED[name] || DERIVED.advantage;
+      const spec = specFor(name);
       const c = this.detail ? this.detail.channels : {};
       const n = this.spans.length;
       const values = new Array(n);
@@ -169,8 +201,8 @@
       const d = this.detail;
       const c = d.channels;
       const rows = [["index", String(i), i], ["token id", String(d.token_ids[i]), d.token_ids[i]], ["text", JSON.stringify(d.tokens[i]), null]];
-      for (const key of PANEL_ROWS) {
-        const v = DERIVED[key] ? DERIVED[key].of(c, i) : at(c[key], i);
+      for (const key of [...PANEL_ROWS, ...extraChannels(c)]) {
+        const v = specFor(key).of(c, i);
         rows.push([key, fmt(v), v]);
       }
       return rows;

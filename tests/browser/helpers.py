@@ -38,6 +38,9 @@ def token_record(
         "entropy": [round(0.1 + 2.0 * abs(math.sin(i * 0.13 + sample_index)), 6) for i in range(n)],
         "advantage": [round(math.sin(i * 0.21 + group), 6) for i in range(n)],
         "loss_mask": [0.0 if i % 17 == 16 else 1.0 for i in range(n)],
+        "teacher_logprob": [-0.15 - 0.6 * abs(math.sin(i * 0.23)) for i in range(n)],
+        "teacher_entropy": [round(0.2 + 1.5 * abs(math.cos(i * 0.17)), 6) for i in range(n)],
+        "segment": [float(i // 5) for i in range(n)],
     }
     assert set(values) == set(TOKEN_CHANNELS)
     fields: dict[str, Any] = {

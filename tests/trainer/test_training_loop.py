@@ -127,7 +127,7 @@ def test_metrics_use_the_stable_names(random_model_dir: Path, tmp_path: Path) ->
         "reward/regex_format_mean", "actor/pg_loss", "actor/entropy", "actor/clip_frac", "actor/grad_norm",
         "perf/step_s", "perf/gen_tokens_per_s",
     } <= keys
-    assert all(k.split("/")[0] in {"rollout", "reward", "actor", "perf"} for k in keys)
+    assert all(k.split("/")[0] in {"rollout", "reward", "actor", "perf", "budget"} for k in keys)
 
 
 def test_should_stop_cancels_at_a_step_boundary_with_a_checkpoint(random_model_dir: Path, tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ token_credit   per-completion advantage -> per-token advantage
 policy_losses  logprobs, old logprobs, per-token advantages -> per-token loss
 aggregation    per-token loss + mask -> the scalar that is back-propagated
 regularizers   per-token KL to the reference model
+fusion         verifier + teacher signals (OPD, additive, modulated, PUU); shaping: label-free rewards,
+               length penalties; rarity: Cue-GRPO; segments: HISPO; answer_span: OM-GRPO
 
 Adding a method = one registered function + its tests; the training loop does not change.
 """

@@ -1,17 +1,23 @@
 """Policy losses: the per-token surrogate objective, keyed by ``importance_sampling_level``.
 
-Signature: ``(logp [n, T], old_logp [n, T], adv [n, T], mask [n, T], cfg) -> PolicyLossOutput``.
-Aggregation over tokens is a separate axis (aggregation.py), so GRPO, Dr. GRPO and DAPO are
-combinations of the same surrogate with different normalisations.
+Signature: ``(logp [n, T], old_logp [n, T], adv [n, T], mask [n, T], cfg, extras=None) -> PolicyLossOutput``.
+``extras`` (a ``LossExtras``, optional so older callers keep working) carries what the richer rules need:
+per-token segment ids (HISPO) and a per-completion clip-range multiplier (GAPO). Aggregation over tokens
+is a separate axis (aggregation.py), so GRPO, Dr. GRPO and DAPO are combinations of the same surrogate
+with different normalisations.
+
+Clip rules compose with every IS unit (token, sequence, segment): the unit decides which ratio is
+clipped, ``clip_mode`` decides the range, ``dual_clip`` caps the loss of negative-advantage tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from trainer.algorithms.segments import entropy_segments, segment_metrics
 from trainer.config import AlgorithmConfig
+from trainer.errors import ConfigError
 from trainer.registry import Registry
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
@@ -22,35 +28,159 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
 class PolicyLossOutput:
     per_token_loss: Tensor  # [n, T]
     ratio: Tensor  # [n, T] or [n, 1]: the importance weight that was clipped
-    clipped: Tensor  # [n, T] bool: the clipped branch was active (for actor/clip_frac)
+    clipped: Tensor  # [n, T] bool: a clip was active, either branch or dual-clip (for actor/clip_frac)
+    dual_clipped: Tensor | None = None  # [n, T] bool: the dual-clip cap was active (None when off)
 
 
-PolicyLossFn = Callable[["Tensor", "Tensor", "Tensor", "Tensor", AlgorithmConfig], PolicyLossOutput]
+@dataclass
+class LossExtras:
+    """Optional inputs of the richer policy losses, aligned with the rows (and columns) of the batch."""
+
+    segment_ids: Tensor | None = None  # [n, T] long: segment index of each token within its completion
+    clip_scale: Tensor | None = None  # [n]: GAPO's per-completion clip-range multiplier s_i >= 1
+
+    def select(self, rows: slice, cols: slice) -> LossExtras:
+        """The extras of a micro-batch (rows) trimmed to its completion columns."""
+        return LossExtras(
+            segment_ids=None if self.segment_ids is None else self.segment_ids[rows, cols],
+            clip_scale=None if self.clip_scale is None else self.clip_scale[rows],
+        )
+
+
+class PolicyLossFn(Protocol):
+    def __call__(
+        self, logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig,
+        extras: LossExtras | None = None,
+    ) -> PolicyLossOutput: ...
+
+
 POLICY_LOSSES: Registry[PolicyLossFn] = Registry("policy loss")
 
 
-def _clipped_surrogate(log_ratio: Tensor, adv: Tensor, cfg: AlgorithmConfig) -> PolicyLossOutput:
+def _clipped_surrogate(
+    log_ratio: Tensor, adv: Tensor, cfg: AlgorithmConfig, clip_scale: Tensor | None = None
+) -> PolicyLossOutput:
+    """-min(rho A, clip(rho, 1 - eps_lo, 1 + eps_hi) A), optionally capped at c |A| for A < 0 (dual-clip).
+
+    ``log_ratio`` is [n, T] or [n, 1]; ``clip_scale`` [n] multiplies both clip radii per completion (GAPO).
+    """
     import torch
 
     ratio = torch.exp(log_ratio)
-    clipped_ratio = torch.clamp(ratio, 1.0 - cfg.epsilon, 1.0 + cfg.clip_high)
-    loss_unclipped = ratio * adv
-    loss_clipped = clipped_ratio * adv
-    per_token_loss = -torch.min(loss_unclipped, loss_clipped)  # [n, T]
-    clipped = (loss_clipped < loss_unclipped).expand_as(adv)
-    return PolicyLossOutput(per_token_loss=per_token_loss, ratio=ratio, clipped=clipped)
+    if clip_scale is None:
+        clipped_ratio = torch.clamp(ratio, 1.0 - cfg.epsilon, 1.0 + cfg.clip_high)
+    else:
+        scale = clip_scale[:, None].to(ratio.dtype)  # [n, 1]
+        clipped_ratio = torch.minimum(torch.maximum(ratio, 1.0 - cfg.epsilon * scale), 1.0 + cfg.clip_high * scale)
+    loss_unclipped = -ratio * adv
+    loss_clipped = -clipped_ratio * adv
+    per_token_loss = torch.maximum(loss_unclipped, loss_clipped)  # [n, T]
+    clipped = (loss_clipped > loss_unclipped).expand_as(adv)
+    dual_clipped = None
+    if cfg.dual_clip:
+        # Ye et al. 2020: for A < 0 the objective is max(min(rho A, clip(rho) A), c A), i.e. loss <= c |A|.
+        cap = -cfg.dual_clip_c * adv  # [n, T]
+        dual_clipped = (adv < 0) & (per_token_loss > cap)
+        per_token_loss = torch.where(dual_clipped, cap, per_token_loss)
+        clipped = clipped | dual_clipped
+    return PolicyLossOutput(per_token_loss=per_token_loss, ratio=ratio, clipped=clipped, dual_clipped=dual_clipped)
 
 
 @POLICY_LOSSES.register("token")
-def ppo_clip_token(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig) -> PolicyLossOutput:
+def ppo_clip_token(
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+) -> PolicyLossOutput:
     """PPO clipped surrogate per token (Schulman et al. 2017), with clip-higher (DAPO, Yu et al. 2025):
     -min(rho_t A_t, clip(rho_t, 1 - epsilon, 1 + epsilon_high) A_t), rho_t = pi(y_t) / pi_old(y_t)."""
-    return _clipped_surrogate(logp - old_logp, adv, cfg)
+    return _clipped_surrogate(logp - old_logp, adv, cfg, extras.clip_scale if extras else None)
 
 
 @POLICY_LOSSES.register("sequence")
-def gspo_sequence(logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig) -> PolicyLossOutput:
+def gspo_sequence(
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+) -> PolicyLossOutput:
     """GSPO (Zheng et al. 2025): one clipped ratio per completion, the length-normalised (geometric-mean)
     sequence ratio s_i = exp(mean_t log rho_t). Same as TRL's importance_sampling_level='sequence'."""
     log_ratio = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # [n]
-    return _clipped_surrogate(log_ratio[:, None], adv, cfg)
+    return _clipped_surrogate(log_ratio[:, None], adv, cfg, extras.clip_scale if extras else None)
+
+
+@POLICY_LOSSES.register("segment")
+def hispo_segment(
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+) -> PolicyLossOutput:
+    """HISPO (shared/seeds 001:L13): one clipped ratio per contiguous segment, the length-normalised
+    (geometric-mean) ratio of the segment's tokens, exp(mean_{t in s} log rho_t): GSPO's rule applied to a
+    segment instead of the whole completion. Every token of a segment carries the segment's ratio and
+    clip decision; the gradient reaches each of its tokens (as in GSPO).
+
+    How it differs from the paper: the abstract gives neither the boundary rule nor the saliency form. Here
+    segments come from trainer/algorithms/segments.py (a new segment at a high-entropy token, with a
+    minimum length) and the soft saliency weight is folded into the per-token advantage before the loss
+    (w > 0, so w * surrogate(A) == surrogate(w * A), dual-clip included), which lets the dashboard show it.
+    """
+    import torch
+
+    if extras is None or extras.segment_ids is None:
+        raise ConfigError(
+            "importance_sampling_level 'segment' needs per-token segment ids (LossExtras.segment_ids); "
+            "build them with trainer.algorithms.segments.entropy_segments at rollout time"
+        )
+    seg = extras.segment_ids.long()  # [n, T]
+    n = seg.shape[0]
+    num_seg = int(seg.max()) + 1 if seg.numel() else 1
+    flat = (torch.arange(n, device=seg.device)[:, None] * num_seg + seg).reshape(-1)  # [n*T] global segment index
+    masked_log_ratio = ((logp - old_logp) * mask).reshape(-1)  # [n*T]
+    sums = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, masked_log_ratio)
+    counts = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, mask.reshape(-1).to(logp.dtype))
+    seg_log_ratio = (sums / counts.clamp(min=1.0))[flat].reshape(seg.shape)  # [n, T]
+    return _clipped_surrogate(seg_log_ratio, adv, cfg, extras.clip_scale)
+
+
+def gapo_clip_scale(advantages: Tensor, cfg: AlgorithmConfig) -> Tensor:
+    """GAPO (shared/seeds 001:L49): per-completion clip-range multiplier s_i = clamp(|A_i| / rms, 1, s_max).
+
+    ``rms`` is the root mean square of the step's non-zero scalar advantages, so s is unit-free (the same for
+    grpo, dr_grpo, rloo). The abstract gives no formula, only "rollouts with larger learning signal should
+    receive proportionally greater update headroom" under a reverse-KL trust region: the clip radius grows in
+    proportion to |A| once |A| exceeds the step's typical magnitude, and never shrinks below PPO's. With GRPO's
+    std scaling, in a step of G=8 groups with one correct answer each, the correct answers get |A| = 2.47 =
+    2.65 rms (a 2.65x wider range) and the wrong ones |A| = 0.35 (fixed range). Capped at gapo_max_scale.
+    """
+    nonzero = advantages[advantages != 0]
+    if nonzero.numel() == 0:
+        return advantages.new_ones(advantages.shape)
+    rms = nonzero.pow(2).mean().sqrt()
+    return (advantages.abs() / rms).clamp(min=1.0, max=cfg.gapo_max_scale)  # [N]
+
+
+@dataclass
+class LossInputs:
+    """What the training step hands the update beyond the plain per-token advantages."""
+
+    token_advantages: Tensor  # [N, T] per-token advantages, HISPO saliency applied
+    extras: LossExtras | None  # None for plain token / sequence PPO
+    segment_ids: Tensor | None  # [N, T] for the dashboard's 'segment' channel; None unless segment level
+    metrics: dict[str, float]  # segment/* and actor/gapo_* metrics
+
+
+def prepare_loss_inputs(
+    advantages: Tensor, token_advantages: Tensor, entropy: Tensor, loss_mask: Tensor, cfg: AlgorithmConfig
+) -> LossInputs:
+    """HISPO segments + saliency (segment level) and GAPO clip scales (clip_mode 'gapo') for one step.
+
+    ``advantages`` [N] are the scalar ones (GAPO reads them), ``token_advantages`` [N, T] the output of
+    token credit, ``entropy`` [N, T] the sampling-time entropies the segments are cut at.
+    """
+    segments = entropy_segments(entropy, loss_mask, cfg)
+    metrics: dict[str, float] = {}
+    if segments is not None:
+        token_advantages = token_advantages * segments.saliency  # [N, T]
+        metrics.update(segment_metrics(segments, loss_mask))
+    clip_scale = gapo_clip_scale(advantages, cfg) if cfg.clip_mode == "gapo" else None
+    if clip_scale is not None:
+        metrics["actor/gapo_scale_mean"] = float(clip_scale.mean())
+        metrics["actor/gapo_scale_max"] = float(clip_scale.max())
+    segment_ids = segments.ids if segments is not None else None
+    extras = None if segment_ids is None and clip_scale is None else LossExtras(segment_ids, clip_scale)
+    return LossInputs(token_advantages, extras, segment_ids, metrics)

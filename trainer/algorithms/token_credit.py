@@ -19,11 +19,14 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
 
 @dataclass
 class CreditInputs:
-    """Per-token data a credit rule may use. Later rules (teacher-guided) add optional fields."""
+    """Per-token data a credit rule may use. The teacher fields are None without a teacher (trainer/teacher.py)."""
 
     mask: Tensor  # [N, T] 1 for completion tokens in the loss
     entropy: Tensor  # [N, T] policy entropy at sampling time (nats)
     logprob: Tensor  # [N, T] sampled tokens' logprobs at sampling time
+    teacher_logprob: Tensor | None = None  # [N, T] log pi_teacher(y_t) of the sampled tokens
+    teacher_entropy: Tensor | None = None  # [N, T] full-vocabulary teacher entropy at the position (nats)
+    teacher_vocab_size: int | None = None  # V of the teacher's distribution (its entropy is at most log V)
 
 
 TokenCreditFn = Callable[["Tensor", CreditInputs, AlgorithmConfig], "Tensor"]
@@ -59,3 +62,44 @@ def top_entropy(advantages: Tensor, inputs: CreditInputs, cfg: AlgorithmConfig) 
     """
     keep = high_entropy_mask(inputs.entropy, inputs.mask, cfg.top_entropy_quantile)
     return advantages[:, None] * keep  # [N, T]
+
+
+def ecr_weights(advantages: Tensor, inputs: CreditInputs, strength: float, min_weight: float) -> Tensor:
+    """ECR token weights [N, T]: mean 1 over each completion's masked tokens, all >= ``min_weight``.
+
+    d_t = sign(A) * gap_t * (1 - H_t / log V) is the teacher's entropy-damped, advantage-signed opinion of
+    token t (gap_t = log pi_teacher - log pi_old); w_t = 1 + s * (d_t - mean d) is its zero-sum projection,
+    with s = strength, shrunk per completion to the largest value that keeps min(w) >= min_weight.
+    """
+    import math
+
+    import torch
+
+    if inputs.teacher_logprob is None or inputs.teacher_entropy is None or not inputs.teacher_vocab_size:
+        raise ValueError("token_credit 'ecr' needs teacher logprobs and entropies: configure a teacher")
+    mask = inputs.mask.to(advantages.dtype)  # [N, T]
+    gap = (inputs.teacher_logprob - inputs.logprob) * mask  # [N, T]
+    confidence = (1 - inputs.teacher_entropy / math.log(inputs.teacher_vocab_size)).clamp(0, 1)  # [N, T]
+    signed = torch.sign(advantages)[:, None] * gap * confidence * mask  # [N, T]
+    count = mask.sum(-1, keepdim=True).clamp(min=1)  # [N, 1]
+    centred = (signed - signed.sum(-1, keepdim=True) / count) * mask  # [N, T], zero-sum per row
+    lowest = centred.masked_fill(mask == 0, 0.0).min(-1, keepdim=True).values  # [N, 1] <= 0
+    cap = (1 - min_weight) / (-lowest).clamp(min=1e-12)  # [N, 1] largest s with min w >= min_weight
+    scale = torch.minimum(torch.full_like(cap, strength), cap)
+    return (1 + scale * centred) * mask
+
+
+@TOKEN_CREDIT.register("ecr")
+def entropy_calibrated_redistribution(advantages: Tensor, inputs: CreditInputs, cfg: AlgorithmConfig) -> Tensor:
+    """ECR, Entropy-Calibrated Redistribution (UECR-GRPO, shared/seeds 001:L3): spread each completion's
+    advantage over its tokens by the signed teacher-minus-old-policy gap, damped where the teacher is
+    uncertain (high full-vocabulary entropy), with a zero-sum projection that keeps the completion's total
+    credit (sum of token advantages = A x tokens, as 'uniform') and every token's sign (see ``ecr_weights``).
+
+    Differs from the paper, whose abstract gives no formula: the damping is 1 - H / log V (0 for a uniform
+    teacher, 1 for a certain one), the redistribution is multiplicative around the uniform split with a
+    per-completion cap instead of a learned or tuned projection, and it applies to whatever scalar advantage
+    the estimator produced (with fusion 'puu' that already contains the teacher score, as in UECR-GRPO).
+    """
+    weights = ecr_weights(advantages, inputs, cfg.ecr_strength, cfg.ecr_min_weight)  # [N, T]
+    return advantages[:, None] * weights

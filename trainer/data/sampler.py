@@ -12,10 +12,30 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from trainer.errors import CheckpointError, DataError
 from trainer.samples import Sample
+
+
+class PromptSource(Protocol):
+    """The prompt-sampler seam (registry ``trainer.data.prompt_samplers.PROMPT_SAMPLERS``).
+
+    ``observe`` receives every generated group's outcome (also dropped or abandoned ones) so that an
+    adaptive sampler can update its beliefs; ``rollouts_observed`` is the run's cumulative rollout count
+    (``budget/cumulative_rollouts``), kept here because it is saved and restored with the sampler state.
+    """
+
+    prompts_per_step: int
+    rollouts_observed: int
+
+    def next_batch(self, count: int | None = None) -> list[Sample]: ...
+
+    def observe(self, outcomes: Sequence[tuple[str, int, int]]) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 class PromptSampler:
@@ -38,23 +58,29 @@ class PromptSampler:
         self._epoch = 0
         self._position = 0  # index into the current epoch's order of the next prompt to draw
         self._order = self._epoch_order(0)
-        self._ids_sha256 = _ids_digest(self.samples)
+        self._ids_sha256 = ids_digest(self.samples)
+        self.rollouts_observed = 0
 
     @property
     def epoch(self) -> int:
         """The epoch the next prompt comes from (0 until every sample has been drawn once)."""
         return self._epoch
 
-    def next_batch(self) -> list[Sample]:
-        """The next ``prompts_per_step`` samples, continuing into the next epoch when this one ends."""
+    def next_batch(self, count: int | None = None) -> list[Sample]:
+        """The next ``count`` (default ``prompts_per_step``) samples, continuing into the next epoch when
+        this one ends. Dynamic sampling asks for extra prompts to refill a step this way."""
         batch = []
-        for _ in range(self.prompts_per_step):
+        for _ in range(self.prompts_per_step if count is None else count):
             if self._position == len(self._order):
                 self._epoch, self._position = self._epoch + 1, 0
                 self._order = self._epoch_order(self._epoch)
             batch.append(self.samples[self._order[self._position]])
             self._position += 1
         return batch
+
+    def observe(self, outcomes: Sequence[tuple[str, int, int]]) -> None:
+        """``(sample id, successes, rollouts)`` per generated group: the uniform order ignores outcomes."""
+        self.rollouts_observed += sum(n for _, _, n in outcomes)
 
     def state_dict(self) -> dict[str, Any]:
         """JSON-serialisable state; ``ids_sha256`` lets a resume notice that the data changed underneath."""
@@ -65,11 +91,12 @@ class PromptSampler:
             "shuffle": self.shuffle,
             "num_samples": len(self.samples),
             "ids_sha256": self._ids_sha256,
+            "rollouts_observed": self.rollouts_observed,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``; CheckpointError if it was saved for other data or another seed."""
-        expected = {k: v for k, v in self.state_dict().items() if k not in ("epoch", "position")}
+        expected = {k: v for k, v in self.state_dict().items() if k not in ("epoch", "position", "rollouts_observed")}
         for key, value in expected.items():
             if key in state and state[key] != value:
                 raise CheckpointError(
@@ -81,6 +108,7 @@ class PromptSampler:
             raise CheckpointError(f"the checkpoint's prompt sampler state is out of range: {state}")
         self._epoch, self._position = epoch, position
         self._order = self._epoch_order(epoch)
+        self.rollouts_observed = int(state.get("rollouts_observed", 0))  # absent in checkpoints before issue 5
 
     def _epoch_order(self, epoch: int) -> list[int]:
         order = list(range(len(self.samples)))
@@ -90,7 +118,7 @@ class PromptSampler:
         return order
 
 
-def _ids_digest(samples: Sequence[Sample]) -> str:
+def ids_digest(samples: Sequence[Sample]) -> str:
     h = hashlib.sha256()
     for sample in samples:
         h.update(sample.id.encode("utf-8") + b"\0")

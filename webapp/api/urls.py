@@ -13,4 +13,8 @@ urlpatterns = [
     path("", include("webapp.teams.urls")),
     path("", include("webapp.experiments.urls")),
     path("", include("webapp.datafiles.urls")),
+    path("", include("webapp.verification.urls")),
+    path("", include("webapp.rubrics.urls")),
+    path("", include("webapp.benchmarks.urls")),
+    path("", include("webapp.annotation.urls")),
 ]

@@ -64,6 +64,12 @@ class Run(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     celery_task_id = models.CharField(max_length=255, blank=True, default="")
     final_metrics = models.JSONField(default=dict, blank=True)
+    verifier_versions = models.ManyToManyField(
+        "verification.VerifierVersion",
+        blank=True,
+        related_name="runs",
+        help_text="The saved verifier versions whose exact verifier and params the run's config uses.",
+    )
 
     class Meta:
         ordering = ("-created_at", "-id")

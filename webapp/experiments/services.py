@@ -44,6 +44,7 @@ from webapp.realtime.publish import publish_run_event
 from webapp.teams.models import Project
 from webapp.teams.permissions import EDIT_EXPERIMENTS, OPERATE_RUNS, require_role
 from webapp.teams.selectors import AnyUser
+from webapp.verification.selectors import versions_matching_config
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
         run.output_dir = str(settings.RLVR_RUNS_DIR / f"run-{run.pk}")
         run.config["checkpoint"]["output_dir"] = run.output_dir  # every run writes to its own directory
         run.save(update_fields=["output_dir", "config"])
+        run.verifier_versions.set(versions_matching_config(project=experiment.project, verifiers=config["verifiers"]))
         _event(run.pk, EventLevel.INFO, "launched", f"Launched by {actor} ({run.max_steps} steps).")
         _publish_status(run)
         _enqueue_after_commit(run.pk)

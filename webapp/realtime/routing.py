@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.urls import path
 
+from webapp.benchmarks.consumers import EvalConsumer
 from webapp.realtime.consumers import RunConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/evals/<int:eval_run_id>/", EvalConsumer.as_asgi()),
 ]

@@ -13,7 +13,10 @@ from webapp.teams.models import Project
 
 def test_sections_are_the_schemas_top_level_objects() -> None:
     keys = [section.key for section in config_sections()]
-    assert keys == ["general", "model", "data", "rollout", "verifiers", "algorithm", "training", "checkpoint"]
+    assert keys == [
+        "general", "model", "data", "rollout", "verifiers", "algorithm", "training", "checkpoint",
+        "evaluation", "shaping", "budget", "teacher", "rubric",
+    ]
 
 
 def test_inputs_follow_the_field_types() -> None:

@@ -1,0 +1,139 @@
+"""Our side of the vLLM engine, tested without vLLM: request grouping, output conversion, weight names.
+
+The shapes below mirror vLLM's RequestOutput / CompletionOutput / Logprob (only the attributes the
+engine reads). The real engine runs only on a CUDA host with the `vllm` extra; its test skips otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from trainer.errors import ConfigError
+from trainer.rollout.base import SamplingParams
+from trainer.rollout.vllm_engine import (
+    GeneratedRow,
+    PromptRequest,
+    group_requests,
+    outputs_to_rows,
+    rows_to_batch,
+    sampling_seed,
+    to_vllm_sampling_kwargs,
+    vllm_weight_name,
+)
+
+
+@dataclass
+class Logprob:
+    logprob: float
+    rank: int | None = None
+    decoded_token: str | None = None
+
+
+@dataclass
+class Completion:
+    token_ids: list[int]
+    logprobs: list[dict[int, Logprob]] | None
+    finish_reason: str | None
+    text: str = ""
+
+
+@dataclass
+class Request:
+    prompt_token_ids: list[int]
+    outputs: list[Completion] = field(default_factory=list)
+
+
+def test_consecutive_repeats_become_one_request_with_n() -> None:
+    prompts = ["a", "a", "a", "b", "b", "a"]
+    assert group_requests(prompts) == [PromptRequest("a", 3), PromptRequest("b", 2), PromptRequest("a", 1)]
+    assert group_requests([]) == []
+
+
+def test_outputs_flatten_in_prompt_order_with_finish_reasons_and_logprobs() -> None:
+    requests = [PromptRequest("p", 2), PromptRequest("q", 1)]
+    outputs = [
+        Request([1, 2], [
+            Completion([7, 8, 0], [{7: Logprob(-0.5)}, {8: Logprob(-1.0)}, {0: Logprob(-0.1)}], "stop"),
+            Completion([9], [{9: Logprob(-2.0)}], "length"),
+        ]),
+        Request([3], [Completion([4, 5], None, "length")]),
+    ]
+    rows = outputs_to_rows(outputs, requests)
+    assert [r.completion_ids for r in rows] == [[7, 8, 0], [9], [4, 5]]
+    assert [r.prompt_ids for r in rows] == [[1, 2], [1, 2], [3]]
+    assert [r.finish_reason for r in rows] == ["eos", "length", "length"]
+    assert rows[0].sampler_logprobs == [-0.5, -1.0, -0.1]
+    assert all(math.isnan(x) for x in rows[2].sampler_logprobs)
+
+
+def test_outputs_that_do_not_match_the_requests_are_refused() -> None:
+    with pytest.raises(RuntimeError, match="2 completions for a request with n=1"):
+        outputs_to_rows([Request([1], [Completion([2], None, "stop")] * 2)], [PromptRequest("p", 1)])
+    with pytest.raises(RuntimeError, match="finish_reason 'abort'"):
+        outputs_to_rows([Request([1], [Completion([2], None, "abort")])], [PromptRequest("p", 1)])
+
+
+def test_rows_pad_like_the_hf_engine(warm_model_dir) -> None:  # type: ignore[no-untyped-def]
+    tok = AutoTokenizer.from_pretrained(warm_model_dir)
+    pad = int(tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id)
+    ids = tok("12+3=", add_special_tokens=False)["input_ids"]
+    rows = [
+        GeneratedRow([*ids, *ids], [ids[0]], [-0.3], "eos"),
+        GeneratedRow(ids, [ids[1], ids[2], ids[3]], [-0.1, -0.2, -0.3], "length"),
+    ]
+    batch, sampler = rows_to_batch(rows, pad, tok, torch.device("cpu"))
+    L = 2 * len(ids)
+    assert batch.prompt_ids.shape == (2, L) and batch.completion_ids.shape == (2, 3)
+    assert batch.prompt_mask[1].tolist() == [0] * len(ids) + [1] * len(ids)  # left-padded
+    assert batch.prompt_ids[1, : len(ids)].tolist() == [pad] * len(ids)
+    assert batch.completion_mask.tolist() == [[1, 0, 0], [1, 1, 1]]  # right-padded
+    assert batch.completion_ids[0, 1:].tolist() == [pad, pad]
+    assert batch.lengths.tolist() == [1, 3]
+    assert batch.finish_reasons == ["eos", "length"]
+    assert batch.texts == tok.batch_decode([[ids[0]], ids[1:4]], skip_special_tokens=True)
+    assert sampler.tolist()[0] == pytest.approx([-0.3, 0.0, 0.0])
+
+
+def test_sampling_kwargs_and_seed() -> None:
+    kw = to_vllm_sampling_kwargs(SamplingParams(max_new_tokens=16, temperature=0.7, top_p=0.9, top_k=0), n=8, seed=5)
+    assert kw == {"n": 8, "temperature": 0.7, "top_p": 0.9, "top_k": -1, "max_tokens": 16, "logprobs": 0,
+                  "seed": 5, "skip_special_tokens": True}
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert sampling_seed(g1) == sampling_seed(g2)  # a seeded run asks vLLM for the same seeds
+
+
+def test_weight_names_match_checkpoint_names() -> None:
+    assert vllm_weight_name("model.layers.0.self_attn.q_proj.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert vllm_weight_name("_orig_mod.model.norm.weight") == "model.norm.weight"
+    assert vllm_weight_name("module.lm_head.weight") == "lm_head.weight"
+    assert vllm_weight_name("model.layers.1._checkpoint_wrapped_module.mlp.up_proj.weight") == "model.layers.1.mlp.up_proj.weight"
+    assert vllm_weight_name("model.layers.0.self_attn.q_proj.base_layer.weight") == "model.layers.0.self_attn.q_proj.weight"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed: the real engine test runs instead")
+def test_missing_vllm_gives_an_actionable_error(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.trainer.loop_helpers import tiny_config
+    from trainer.run_setup import build_run
+
+    cfg = tiny_config(warm_model_dir, tmp_path, rollout={"engine": "vllm"})
+    with pytest.raises(ConfigError, match=r"pip install 'rlvr-studio\[vllm\]'"):
+        build_run(cfg, log=lambda _: None)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (optional extra; needs a CUDA GPU)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the vllm engine needs a CUDA GPU")
+def test_vllm_engine_generates_the_same_record_shape_as_hf(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.trainer.loop_helpers import tiny_config
+    from trainer.loop import train
+
+    cfg = tiny_config(warm_model_dir, tmp_path, model={"name_or_path": str(warm_model_dir), "device": "cuda"},
+                      rollout={"engine": "vllm", "vllm_gpu_memory_utilization": 0.2})
+    result = train(cfg, log=lambda _: None)
+    assert result.status == "succeeded"

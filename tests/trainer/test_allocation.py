@@ -1,0 +1,96 @@
+"""Rollout allocators (trainer/allocation.py) with a scripted generate callback: hand-checkable counts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from trainer.allocation import ALLOCATORS, Group
+from trainer.config import RolloutBudgetConfig
+from trainer.samples import Sample
+
+
+class Script:
+    """A generate callback that hands out the next rewards of each prompt from a fixed script."""
+
+    def __init__(self, rewards: dict[str, list[float]]) -> None:
+        self.rewards = {k: list(v) for k, v in rewards.items()}
+        self.calls: list[dict[str, int]] = []
+
+    def __call__(self, groups: Sequence[Group], counts: Sequence[int]) -> None:
+        self.calls.append({g.sample.id: c for g, c in zip(groups, counts, strict=True)})
+        for g, c in zip(groups, counts, strict=True):
+            for _ in range(c):
+                r = self.rewards[g.sample.id].pop(0)
+                g.rows.append((len(self.calls) - 1, 0))
+                g.rewards.append(r)
+                g.correct.append(r == 1.0)
+
+
+def groups(*ids: str) -> list[Group]:
+    return [Group(Sample(id=i, prompt=i), prompt=i) for i in ids]
+
+
+def test_fixed_gives_every_prompt_the_group_size_in_one_call() -> None:
+    script = Script({"a": [1.0] * 8, "b": [0.0] * 8})
+    gs = groups("a", "b")
+    ALLOCATORS.get("fixed")(gs, script, RolloutBudgetConfig(), 8)
+    assert script.calls == [{"a": 8, "b": 8}]
+    assert [g.size for g in gs] == [8, 8]
+
+
+def test_early_abandon_stops_groups_whose_probe_is_unanimous() -> None:
+    script = Script({"all_right": [1.0] * 8, "mixed": [1, 0, 0, 0, 1, 1, 0, 0], "all_wrong": [0.0] * 8})
+    gs = groups("all_right", "mixed", "all_wrong")
+    ALLOCATORS.get("early_abandon")(gs, script, RolloutBudgetConfig(allocator="early_abandon", early_abandon_after=2), 8)
+    assert script.calls == [{"all_right": 2, "mixed": 2, "all_wrong": 2}, {"mixed": 6}]
+    assert [(g.size, g.abandoned) for g in gs] == [(2, True), (8, False), (2, True)]
+
+
+def test_early_abandon_probe_length_is_configurable() -> None:
+    script = Script({"a": [0, 0, 0, 0]})
+    gs = groups("a")
+    ALLOCATORS.get("early_abandon")(gs, script, RolloutBudgetConfig(early_abandon_after=3), 4)
+    assert gs[0].abandoned and gs[0].size == 3  # unanimous probe of 3 zeros: abandoned before the 4th
+
+
+def test_vigor_spends_exactly_the_budget_on_the_highest_variance_groups() -> None:
+    # Initial 2 each: 'hi' = [1, 0] (var 0.5), 'lo' = [1, 1] (silent), 'mid' = [0, 1] (var 0.5).
+    script = Script({"hi": [1, 0] + [1, 0] * 8, "lo": [1.0] * 20, "mid": [0, 1] + [0, 1] * 8})
+    gs = groups("hi", "lo", "mid")
+    cfg = RolloutBudgetConfig(allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=18, vigor_increment=2, vigor_rounds=2)
+    ALLOCATORS.get("vigor")(gs, script, cfg, 8)
+    assert sum(g.size for g in gs) == 18
+    # 12 extra over 2 rounds of 6, dealt 2 at a time to the two non-silent groups only.
+    assert script.calls == [{"hi": 2, "lo": 2, "mid": 2}, {"hi": 4, "mid": 2}, {"hi": 2, "mid": 4}]
+    assert [g.size for g in gs] == [8, 2, 8]
+
+
+def test_vigor_spreads_the_budget_when_every_group_is_silent() -> None:
+    script = Script({"a": [0.0] * 10, "b": [0.0] * 10})
+    gs = groups("a", "b")
+    cfg = RolloutBudgetConfig(allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=8, vigor_increment=1, vigor_rounds=1)
+    ALLOCATORS.get("vigor")(gs, script, cfg, 4)
+    assert [g.size for g in gs] == [4, 4]
+
+
+def test_vigor_default_budget_is_what_grpo_spends() -> None:
+    script = Script({k: [0, 1] * 10 for k in "abcd"})
+    gs = groups(*"abcd")
+    ALLOCATORS.get("vigor")(gs, script, RolloutBudgetConfig(allocator="vigor"), 8)
+    assert sum(g.size for g in gs) == 4 * 8
+
+
+def test_group_silence_and_variance() -> None:
+    g = Group(Sample(id="x", prompt="x"), prompt="x", rewards=[1.0, 1.0, 1.0])
+    assert g.silent and g.variance == 0.0
+    g.rewards.append(0.0)
+    assert not g.silent and g.variance == pytest.approx(0.25)
+
+
+def test_unknown_allocator_lists_the_valid_names() -> None:
+    from trainer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="early_abandon, fixed, vigor"):
+        ALLOCATORS.get("nope")

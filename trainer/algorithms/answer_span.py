@@ -1,0 +1,83 @@
+"""Answer-span masking (OM-GRPO, shared/seeds 001:L73): keep the answer tokens out of the loss.
+
+OM-GRPO observes that when the same answer-level signal both sets the reward and trains the answer tokens,
+label-free RL collapses into reinforcing the answer itself; it masks the gradient on the answer span and
+keeps the answer-level reward on the reasoning tokens.
+
+How the span is found: the LAST match of ``algorithm.answer_span_pattern`` in the decoded completion text
+(with a group named ``answer``, or exactly one group, only that group). How it maps to tokens: each
+completion token's character range in that text comes from decoding the tokens one at a time (special
+tokens decode to ''); when the pieces do not add up to the decoded text (byte-level BPE splitting a
+multi-byte character, tokenizers that add spaces between tokens), the ranges come from decoding growing
+prefixes instead. A token is masked when its range overlaps the span's by at least one character.
+
+Differs from OM-GRPO: the paper's span is the answer its soft-consensus voting extracts; here it is any
+regular expression, and masking removes the tokens from the loss (policy and KL terms) rather than only
+zeroing their advantage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
+    from torch import Tensor
+    from transformers import PreTrainedTokenizerBase
+
+
+def answer_char_span(text: str, pattern: re.Pattern[str]) -> tuple[int, int] | None:
+    """(start, end) characters of the answer in ``text``: the last match (or its answer group), or None."""
+    last = None
+    for last in pattern.finditer(text):  # noqa: B007  # the loop leaves the last match in ``last``
+        pass
+    if last is None:
+        return None
+    if "answer" in pattern.groupindex:
+        group: int | str = "answer"
+    else:
+        group = 1 if pattern.groups == 1 else 0
+    if last.start(group) < 0:  # the group did not take part in the match
+        return None
+    return last.start(group), last.end(group)
+
+
+def token_char_ranges(token_ids: Sequence[int], text: str, tokenizer: PreTrainedTokenizerBase) -> list[tuple[int, int]]:
+    """Each token's (start, end) characters in ``text`` (the completion decoded with special tokens skipped)."""
+    pieces = tokenizer.batch_decode([[t] for t in token_ids], skip_special_tokens=True)
+    if "".join(pieces) != text:  # pieces do not concatenate to the text: measure growing prefixes instead
+        pieces = []
+        previous = 0
+        for n in range(1, len(token_ids) + 1):
+            length = len(tokenizer.decode(list(token_ids[:n]), skip_special_tokens=True))
+            pieces.append(" " * max(length - previous, 0))
+            previous = max(length, previous)
+    ranges, pos = [], 0
+    for piece in pieces:
+        ranges.append((pos, pos + len(piece)))
+        pos += len(piece)
+    return ranges
+
+
+def answer_span_token_mask(
+    completion_ids: Tensor,
+    lengths: Sequence[int],
+    texts: Sequence[str],
+    tokenizer: PreTrainedTokenizerBase,
+    pattern: str,
+) -> Tensor:
+    """1 for tokens to keep, 0 for tokens in the answer span. [N, T] like ``completion_ids``."""
+    import torch
+
+    compiled = re.compile(pattern)
+    keep = torch.ones_like(completion_ids, dtype=torch.float32)
+    ids = completion_ids.tolist()
+    for row, (n, text) in enumerate(zip(lengths, texts, strict=True)):
+        span = answer_char_span(text, compiled)
+        if span is None:
+            continue
+        for t, (start, end) in enumerate(token_char_ranges(ids[row][: int(n)], text, tokenizer)):
+            if start < span[1] and end > span[0]:
+                keep[row, t] = 0.0
+    return keep

@@ -1,0 +1,203 @@
+"""Check *every* row of a data file and list the bad ones by number, instead of stopping at the first.
+
+``load_file_samples`` (files.py) stops at the first problem, which suits a training config. Importing a
+benchmark file (GSM8K / MATH500-style JSONL, CSV, Parquet) needs the whole list at once, so a user fixes
+one file in one pass: ``check_data_file`` returns a ``RowReport`` with one ``RowProblem`` per bad row
+(1-based row number, where it sits in the file, what is wrong and how to fix it). It reuses files.py's
+format detection, field rules and messages; only the iteration differs (it collects instead of raising).
+File-level problems (no such file, unknown extension, a CSV header without names) still raise DataError.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainer.data.files import (
+    _check_csv_header,
+    _check_is_file,
+    _field_text,
+    _read_rows,
+    _Scan,
+    resolve_format,
+)
+from trainer.errors import DataError
+
+_SHOWN_PROBLEMS = 20  # in a summary message; the report itself keeps them all
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    row: int  # 1-based data row (a JSONL line that is not valid JSON still counts as a row)
+    where: str  # "line 7", "row 3 (line 5)", "record 2"
+    message: str
+
+
+@dataclass
+class RowReport:
+    path: str
+    rows: int
+    problems: list[RowProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def bad_rows(self) -> list[int]:
+        return [p.row for p in self.problems]
+
+    def summary(self) -> str:
+        """One message for the user: how many rows are bad, and the first few of them."""
+        if self.ok:
+            return f"{self.path}: all {self.rows} rows are valid"
+        lines = [f"{self.path}: {len(self.problems)} of {self.rows} rows are invalid (fix them and import again):"]
+        lines += [f"  row {p.row} ({p.where}): {p.message}" for p in self.problems[:_SHOWN_PROBLEMS]]
+        if len(self.problems) > _SHOWN_PROBLEMS:
+            lines.append(f"  ... and {len(self.problems) - _SHOWN_PROBLEMS} more")
+        return "\n".join(lines)
+
+
+def check_data_file(
+    path: str | Path,
+    *,
+    format: str = "auto",
+    prompt_field: str = "prompt",
+    answer_field: str | None = "answer",
+    id_field: str | None = None,
+) -> RowReport:
+    """Validate every row of a local data file with the rules of ``load_file_samples``."""
+    p = Path(path)
+    _check_is_file(p)
+    fmt = resolve_format(p, format)
+    try:
+        rows, where, problems = _parse_rows(p, fmt)
+    except UnicodeDecodeError as err:
+        raise DataError(f"{p} is not UTF-8 text ({err.reason}): save it as UTF-8") from None
+    report = RowReport(path=str(p), rows=len(where), problems=problems)
+    columns: dict[str, None] = {}
+    for _, row in rows:
+        columns.update(dict.fromkeys(row))
+    seen_ids: dict[str, str] = {}
+    checks = [(prompt_field, "data.prompt_field", "the problem text", "")]
+    if answer_field is not None:
+        checks.append((answer_field, "data.answer_field", "the reference answer",
+                       "; set data.answer_field to null for label-free data"))
+    for index, record in rows:
+        at = where[index - 1]
+        row = dict.fromkeys(columns) | record  # a key absent from this row reads as null, as datasets fills it
+        for name, setting, holds, hint in checks:
+            try:
+                _field_text(row, name, at, list(columns), setting, holds, hint)
+            except DataError as err:
+                report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
+        if id_field is not None:
+            _check_id(report, row, index, at, id_field, list(columns), seen_ids)
+    report.problems.sort(key=lambda problem: problem.row)
+    if report.rows == 0:
+        raise DataError(f"{p} has no rows: add at least one row with a {prompt_field!r} field")
+    return report
+
+
+def _check_id(
+    report: RowReport, row: dict[str, Any], index: int, at: str, id_field: str, columns: list[str],
+    seen: dict[str, str],
+) -> None:
+    try:
+        sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id")
+    except DataError as err:
+        report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
+        return
+    if sample_id in seen:
+        report.problems.append(RowProblem(
+            index, at, f"id {sample_id!r} is already used at {seen[sample_id]}; the {id_field!r} column must "
+            "hold a unique id per row",
+        ))
+    else:
+        seen[sample_id] = at
+
+
+def _parse_rows(p: Path, fmt: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+    """(row number, record) of every parsable row, where each row sits, and the rows that did not parse."""
+    if fmt == "jsonl":
+        return _parse_json_lines(p)
+    if fmt == "json":
+        return _parse_json(p)
+    if fmt == "csv":
+        return _parse_csv(p)
+    records = _read_rows(p, fmt, _Scan(columns=None, where=[]))  # Parquet: typed rows, no parse errors
+    where = [f"row {i + 1}" for i in range(len(records))]
+    return list(enumerate(records, start=1)), where, []
+
+
+def _parse_json_lines(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    where: list[str] = []
+    problems: list[RowProblem] = []
+    with p.open(encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where.append(f"line {lineno}")
+            index = len(where)
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                problems.append(RowProblem(index, where[-1], f"not valid JSON ({err.msg} at column {err.colno}); "
+                                           "JSON Lines files hold one JSON object per line"))
+                continue
+            if not isinstance(record, dict):
+                problems.append(RowProblem(index, where[-1], f"expected a JSON object {{...}}, got a "
+                                           f"{type(record).__name__}"))
+                continue
+            rows.append((index, record))
+    return rows, where, problems
+
+
+def _parse_json(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+    try:
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as err:
+        if err.msg == "Extra data":  # several top-level values: a JSON Lines file named .json
+            return _parse_json_lines(p)
+        raise DataError(f"{p}, line {err.lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(data, list):
+        raise DataError(f"{p}: expected a JSON array of objects [{{...}}, ...] or one object per line (JSON Lines)")
+    rows, problems = [], []
+    where = [f"record {i + 1}" for i in range(len(data))]
+    for i, record in enumerate(data, start=1):
+        if isinstance(record, dict):
+            rows.append((i, record))
+        else:
+            problems.append(RowProblem(i, where[i - 1], f"expected a JSON object {{...}}, got a {type(record).__name__}"))
+    return rows, where, problems
+
+
+def _parse_csv(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    where: list[str] = []
+    problems: list[RowProblem] = []
+    with p.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise DataError(f"{p} is empty: a CSV file needs a header row naming its columns")
+            _check_csv_header(p, header)
+            start = reader.line_num + 1
+            for record in reader:
+                if record:
+                    where.append(f"row {len(where) + 1} (line {start})")
+                    index = len(where)
+                    if len(record) != len(header):
+                        problems.append(RowProblem(index, where[-1], f"has {len(record)} cells but the header "
+                                                   f"names {len(header)} columns; quote cells that hold commas"))
+                    else:
+                        rows.append((index, dict(zip(header, record, strict=True))))
+                start = reader.line_num + 1
+        except csv.Error as err:
+            raise DataError(f"{p}, line {reader.line_num}: not valid CSV ({err})") from None
+    return rows, where, problems

@@ -1,0 +1,295 @@
+"""Rule scorers for rubric criteria: checks a program can verify, each returning a pass fraction in [0, 1].
+
+A rule criterion is a "verifiable" rubric item in the sense of rubric-based RLVR (RLVR^2, ``001:L7``):
+its score comes from code, not a judge. Each rule validates its own parameters with a pydantic model
+(so a bad rule fails when the config is built, with what to fix) and maps (completion, sample) to a
+``RuleOutcome``; the criterion's scale turns the fraction into a score (``low + fraction * (high - low)``).
+Rules never raise while scoring: the caller turns an exception into score 0 with ``detail['error']``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trainer.errors import ConfigError
+from trainer.registry import Registry
+from trainer.samples import Sample
+
+
+@dataclass
+class RuleOutcome:
+    """``fraction``: 1.0 = fully satisfied, 0.0 = not at all; ``detail``: why (JSON-serialisable)."""
+
+    fraction: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+class RuleParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Rule(Protocol):
+    Params: ClassVar[type[RuleParams]]
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome: ...
+
+
+RULES: Registry[type[Rule]] = Registry("rubric rule")
+
+
+def build_rule(type_: str, params: dict[str, Any] | None = None) -> Rule:
+    """A registered rule with validated parameters; ConfigError names the bad parameter and the fix."""
+    cls = RULES.get(type_)
+    try:
+        validated = cls.Params.model_validate(params or {})
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            where = ".".join(str(p) for p in e["loc"])
+            if e["type"] == "extra_forbidden":
+                valid = ", ".join(f.alias or name for name, f in cls.Params.model_fields.items())
+                problems.append(f"{where}: unknown parameter; valid: {valid}")
+            else:
+                message = e["msg"].removeprefix("Value error, ")
+                problems.append(f"{where}: {message}" if where else message)
+        raise ConfigError(f"rule {type_!r} has invalid params: {'; '.join(problems)}") from None
+    return cls(validated)  # type: ignore[call-arg]
+
+
+def _passed(ok: bool, **detail: Any) -> RuleOutcome:
+    return RuleOutcome(1.0 if ok else 0.0, {"passed": ok, **detail})
+
+
+# --- regex ------------------------------------------------------------------------------------------
+
+
+class RegexParams(RuleParams):
+    pattern: str = Field(description="Python regular expression.")
+    mode: Literal["search", "fullmatch"] = Field("search", description="Match anywhere, or the whole completion.")
+    ignore_case: bool = False
+    dotall: bool = Field(False, description="'.' also matches newlines.")
+    must_match: bool = Field(True, description="False: the criterion passes when the pattern does NOT match.")
+
+    @model_validator(mode="after")
+    def _compile(self) -> RegexParams:
+        try:
+            re.compile(self.pattern)
+        except re.error as err:
+            raise ValueError(f"pattern is not a valid regular expression: {err}") from None
+        return self
+
+
+@RULES.register("regex")
+class RegexRule:
+    """Passes when the completion matches (or, with must_match false, avoids) a regular expression.
+
+    The rubric counterpart of the ``regex_format`` verifier; a binary check as in verifiable rubric items
+    (RLVR^2, 001:L7). Differs from the paper: the paper does not define rule types; this is ours.
+    """
+
+    Params: ClassVar[type[RuleParams]] = RegexParams
+
+    def __init__(self, params: RegexParams) -> None:
+        flags = (re.IGNORECASE if params.ignore_case else 0) | (re.DOTALL if params.dotall else 0)
+        self.regex = re.compile(params.pattern, flags)
+        self.params = params
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
+        match = self.regex.search(completion) if self.params.mode == "search" else self.regex.fullmatch(completion)
+        matched = match is not None
+        return _passed(matched == self.params.must_match, matched=match.group(0)[:200] if match else None)
+
+
+# --- length -----------------------------------------------------------------------------------------
+
+
+class LengthParams(RuleParams):
+    unit: Literal["chars", "words", "lines"] = Field("words", description="What is counted.")
+    min: int | None = Field(None, ge=0, description="Lowest allowed count (inclusive); null: no lower bound.")
+    max: int | None = Field(None, ge=0, description="Highest allowed count (inclusive); null: no upper bound.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> LengthParams:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        return self
+
+
+@RULES.register("length")
+class LengthRule:
+    """Passes when the completion's length (characters, words or lines) lies within [min, max].
+
+    A length-bound rubric item; length is one of the "auxiliary attributes" RLVR^2 (001:L7) controls
+    for, here used directly as a criterion instead (our choice; the paper adjusts for it as a covariate).
+    """
+
+    Params: ClassVar[type[RuleParams]] = LengthParams
+
+    def __init__(self, params: LengthParams) -> None:
+        self.params = params
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
+        p = self.params
+        if p.unit == "chars":
+            count = len(completion)
+        elif p.unit == "words":
+            count = len(completion.split())
+        else:
+            count = len(completion.splitlines())
+        ok = (p.min is None or count >= p.min) and (p.max is None or count <= p.max)
+        return _passed(ok, count=count, unit=p.unit, min=p.min, max=p.max)
+
+
+# --- format -----------------------------------------------------------------------------------------
+
+
+class FormatParams(RuleParams):
+    kind: Literal["boxed", "think_answer", "tags", "json", "code_block"] = Field(
+        description="'boxed': contains \\boxed{...}; 'think_answer': <think>...</think> then a non-empty "
+        "answer; 'tags': every tag in 'tags' appears as <tag>...</tag>, in order; 'json': the completion "
+        "(or its ```json block) parses as JSON; 'code_block': contains a fenced ``` block."
+    )
+    tags: list[str] = Field(default_factory=list, description="Tag names for kind 'tags', e.g. ['reasoning', 'answer'].")
+
+    @model_validator(mode="after")
+    def _tags(self) -> FormatParams:
+        if self.kind == "tags" and not self.tags:
+            raise ValueError("kind 'tags' needs a non-empty 'tags' list, e.g. ['reasoning', 'answer']")
+        bad = [t for t in self.tags if not re.fullmatch(r"[A-Za-z_][\w.-]*", t)]
+        if bad:
+            raise ValueError(f"tags must be plain tag names (letters, digits, _ . -), got {bad}")
+        return self
+
+
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+
+
+def json_payload(completion: str) -> str:
+    """The text to parse as JSON: the first fenced block if there is one, else the whole completion."""
+    fenced = _FENCED_JSON.search(completion)
+    return (fenced.group(1) if fenced else completion).strip()
+
+
+@RULES.register("format")
+class FormatRule:
+    """Passes when the completion has a required structure (boxed answer, think/answer, tags, JSON, code).
+
+    Format criteria are the usual verifiable rubric items next to quality criteria (RLVR^2 001:L7
+    discusses "response formatting" effects). Ours checks structure only, never content.
+    """
+
+    Params: ClassVar[type[RuleParams]] = FormatParams
+
+    def __init__(self, params: FormatParams) -> None:
+        self.params = params
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
+        kind = self.params.kind
+        if kind == "boxed":
+            return _passed(re.search(r"\\boxed\{[^{}]*\S[^{}]*\}", completion) is not None, kind=kind)
+        if kind == "think_answer":
+            m = re.fullmatch(r"\s*<think>(.*?)</think>(.*)", completion, re.DOTALL)
+            return _passed(bool(m and m.group(2).strip()), kind=kind)
+        if kind == "tags":
+            pattern = ".*?".join(rf"<{re.escape(t)}>.*?</{re.escape(t)}>" for t in self.params.tags)
+            return _passed(re.search(pattern, completion, re.DOTALL) is not None, kind=kind, tags=self.params.tags)
+        if kind == "json":
+            try:
+                json.loads(json_payload(completion))
+            except ValueError as err:
+                return _passed(False, kind=kind, reason=f"not JSON: {err}")
+            return _passed(True, kind=kind)
+        return _passed(re.search(r"```.*?```", completion, re.DOTALL) is not None, kind=kind)
+
+
+# --- JSON schema ------------------------------------------------------------------------------------
+
+
+class JsonSchemaParams(RuleParams):
+    schema_: dict[str, Any] = Field(alias="schema", description="A JSON Schema (draft 2020-12) the output must satisfy.")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _check_schema(self) -> JsonSchemaParams:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(self.schema_)
+        except SchemaError as err:
+            raise ValueError(f"schema is not a valid JSON Schema: {err.message}") from None
+        return self
+
+
+@RULES.register("json_schema")
+class JsonSchemaRule:
+    """Passes when the completion (or its fenced ```json block) is JSON valid under a JSON Schema.
+
+    Validated with the ``jsonschema`` package (Draft 2020-12). A structured-output rubric item; the
+    one-line JSON rubric judge (004:L43) asks the *judge* for JSON, whereas this checks the *policy's* output.
+    """
+
+    Params: ClassVar[type[RuleParams]] = JsonSchemaParams
+
+    def __init__(self, params: JsonSchemaParams) -> None:
+        from jsonschema import Draft202012Validator
+
+        self.validator = Draft202012Validator(params.schema_)
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
+        try:
+            value = json.loads(json_payload(completion))
+        except ValueError as err:
+            return _passed(False, reason=f"not JSON: {err}")
+        errors = sorted(self.validator.iter_errors(value), key=lambda e: list(e.path))
+        if errors:
+            first = errors[0]
+            where = "/".join(str(p) for p in first.path) or "(root)"
+            return _passed(False, reason=f"{where}: {first.message}"[:300], errors=len(errors))
+        return _passed(True)
+
+
+# --- a trainer verifier -----------------------------------------------------------------------------
+
+
+class VerifierRuleParams(RuleParams):
+    name: str = Field(description="A verifier of the trainer's registry: exact, numeric, math, regex_format, ...")
+    params: dict[str, Any] = Field(default_factory=dict, description="The verifier's parameters.")
+
+
+@RULES.register("verifier")
+class VerifierRule:
+    """Any verifier of the trainer's registry as a rubric criterion; its reward, clipped to [0, 1], is the fraction.
+
+    Lets a correctness check (math-verify, numeric tolerance ...) sit in a rubric next to quality
+    criteria, as rubric-based RLVR mixes verifiable and judged items (001:L7). Scores one completion at a
+    time here; the batched verifier call is made by ``RubricScorer`` for speed.
+    """
+
+    Params: ClassVar[type[RuleParams]] = VerifierRuleParams
+
+    def __init__(self, params: VerifierRuleParams) -> None:
+        from trainer.errors import VerifierError
+        from trainer.verifiers import build_verifier
+
+        try:
+            self.verifier = build_verifier(params.name, params.params)
+        except VerifierError as err:
+            raise ConfigError(str(err)) from None
+
+    def score_batch(self, completions: list[str], samples: list[Sample]) -> list[RuleOutcome]:
+        results = self.verifier(completions, samples)
+        return [
+            RuleOutcome(min(1.0, max(0.0, float(r.reward))), {"correct": r.correct, **r.detail}) for r in results
+        ]
+
+    def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
+        return self.score_batch([completion], [sample])[0]

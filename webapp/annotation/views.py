@@ -1,0 +1,122 @@
+"""Annotation pages: a project's tasks, a new task from a run, a task's overview, the annotate page.
+
+Session auth; outsiders 404, viewers 403 (they have no queue). Item text reaches the annotate page through
+``json_script`` and annotation.js inserts it with ``textContent`` only, so model text stays inert.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from webapp.annotation.forms import TaskFromRunForm
+from webapp.annotation.permissions import MANAGE_ANNOTATION
+from webapp.annotation.selectors import (
+    STATUSES,
+    can_manage,
+    eligible_annotators,
+    queue_for_user,
+    task_agreement,
+    task_get_for_user,
+    task_progress,
+    tasks_for_project,
+)
+from webapp.annotation.serializers import AssignmentOut
+from webapp.annotation.services import task_create_from_run
+from webapp.core.errors import ApplicationError, InvalidInput
+from webapp.experiments.selectors import run_get_for_user
+from webapp.rubrics.models import Rubric
+from webapp.teams.models import Project
+from webapp.teams.permissions import require_role
+from webapp.teams.selectors import membership_role, project_get_for_user
+
+
+def _role(project: Project, request: HttpRequest) -> str:
+    """For the top bar's role tag."""
+    return str(membership_role(project=project, user=request.user) or "")
+
+
+@login_required
+def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    tasks = tasks_for_project(project=project, user=request.user)
+    context = {
+        "project": project,
+        "tasks": tasks,
+        "can_manage": can_manage(project=project, user=request.user),
+        "role": _role(project, request),
+    }
+    return render(request, "annotation/task_list.html", context)
+
+
+@login_required
+def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(run_id=run_id, user=request.user)
+    project = run.experiment.project
+    require_role(project=project, user=request.user, minimum=MANAGE_ANNOTATION)
+    rubrics = list(Rubric.objects.filter(project=project).order_by("name"))
+    people = eligible_annotators(project=project)
+    form = TaskFromRunForm(request.POST or None, rubrics=rubrics, people=people)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            task = task_create_from_run(
+                run=run, rubric=data["rubric"], actor=request.user, name=data["name"],
+                instructions=data["instructions"], sampling=form.sampling(), annotators_per_item=data["annotators_per_item"],
+                annotators=data["annotators"],
+            )  # fmt: skip
+        except InvalidInput as err:
+            for path, problems in err.fields.items():
+                form.add_error(path.split(".")[-1] if path.split(".")[-1] in form.fields else None, problems)
+        except (ApplicationError, PermissionDenied) as err:
+            form.add_error(None, getattr(err, "message", str(err)))
+        else:
+            messages.success(request, f"Created {task.name!r} with {task.items.count()} items.")
+            return redirect("annotation:task-detail", task_id=task.pk)
+    context = {"project": project, "run": run, "form": form, "rubrics": rubrics, "role": _role(project, request)}
+    return render(request, "annotation/task_new.html", context)
+
+
+@login_required
+def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = task_get_for_user(task_id=task_id, user=request.user)
+    manager = can_manage(project=task.project, user=request.user)
+    queue = list(queue_for_user(task=task, user=request.user))
+    shown = request.GET.get("status", "")
+    context: dict[str, Any] = {
+        "task": task,
+        "project": task.project,
+        "queue": [a for a in queue if a.status == shown] if shown in STATUSES else queue,
+        "shown_status": shown if shown in STATUSES else "",
+        "statuses": STATUSES,
+        "counts": {s: sum(1 for a in queue if a.status == s) for s in STATUSES},
+        "has_work": bool(queue),
+        "can_manage": manager,
+        "progress": task_progress(task=task) if manager else None,
+        "agreement": task_agreement(task=task) if manager else None,
+        "role": _role(task.project, request),
+    }
+    return render(request, "annotation/task_detail.html", context)
+
+
+@login_required
+def annotate(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = task_get_for_user(task_id=task_id, user=request.user)
+    queue = AssignmentOut(queue_for_user(task=task, user=request.user), many=True).data
+    start = request.GET.get("assignment", "")
+    page_data = {
+        "task_id": task.pk,
+        "criteria": task.criteria,
+        "queue": queue,
+        "start_assignment": int(start) if start.isdigit() else None,
+        "assignment_api": "/api/annotation-assignments/",
+        "task_url": reverse("annotation:task-detail", args=[task.pk]),
+    }
+    context = {"task": task, "project": task.project, "page_data": page_data, "role": _role(task.project, request)}
+    return render(request, "annotation/annotate.html", context)

@@ -1,0 +1,226 @@
+"""Verifier definitions over HTTP: CRUD, versions, test cases, the test bench, the audit and a rescore.
+
+Views stay thin: they parse input with a serializer, call a selector/service/bench function, and answer.
+Errors take the API's one shape (webapp/api/exception_handler.py); outsiders get 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from webapp.experiments.selectors import run_get_for_user
+from webapp.teams.selectors import project_get_for_user
+from webapp.verification import bench
+from webapp.verification.models import VerifierDefinition, VerifierTestCase, VerifierVersion
+from webapp.verification.selectors import (
+    definition_get_for_user,
+    definitions_for_project,
+    registry_schema,
+    test_case_get_for_user,
+    test_cases_for_definition,
+    version_get_for_user,
+    versions_for_definition,
+    versions_for_project,
+)
+from webapp.verification.services import (
+    verifier_definition_create,
+    verifier_definition_delete,
+    verifier_definition_update,
+    verifier_test_case_create,
+    verifier_test_case_delete,
+    verifier_version_create,
+)
+
+
+class VersionOut(serializers.ModelSerializer[VerifierVersion]):
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    definition_name = serializers.CharField(source="definition.name", read_only=True)
+    config_entry = serializers.JSONField(read_only=True, help_text="The experiment config's verifiers entry.")
+
+    class Meta:
+        model = VerifierVersion
+        fields = (
+            "id", "definition", "definition_name", "number", "verifier", "params", "note", "created_by",
+            "created_at", "test_status", "test_results", "config_entry",
+        )  # fmt: skip
+
+
+class CaseOut(serializers.ModelSerializer[VerifierTestCase]):
+    class Meta:
+        model = VerifierTestCase
+        fields = ("id", "name", "completion", "reference", "expected_correct", "created_at")
+
+
+class DefinitionOut(serializers.ModelSerializer[VerifierDefinition]):
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = VerifierDefinition
+        fields = ("id", "project", "name", "description", "created_by", "created_at", "updated_at")
+
+
+class DefinitionIn(serializers.Serializer[None]):
+    name = serializers.CharField(max_length=120, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    verifier = serializers.CharField(max_length=64, help_text="A trainer verifier registry name.")
+    params = serializers.JSONField(required=False, default=dict, help_text="The verifier's parameters.")
+
+
+class DefinitionPatchIn(serializers.Serializer[None]):
+    name = serializers.CharField(max_length=120, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class VersionIn(serializers.Serializer[None]):
+    verifier = serializers.CharField(max_length=64)
+    params = serializers.JSONField(required=False, default=dict)
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+
+
+class CaseIn(serializers.Serializer[None]):
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    completion = serializers.CharField(trim_whitespace=False, max_length=100_000)
+    reference = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False)
+    expected_correct = serializers.BooleanField(help_text="true: must be accepted; false: must be rejected.")
+
+
+class BenchIn(serializers.Serializer[None]):
+    completion = serializers.CharField(trim_whitespace=False, allow_blank=True, max_length=100_000)
+    reference = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False)
+
+
+class RescoreIn(serializers.Serializer[None]):
+    run = serializers.IntegerField(help_text="Id of a run of the same project.")
+    limit = serializers.IntegerField(required=False, default=bench.RESCORE_LIMIT, min_value=1, max_value=5000)
+
+
+def _valid(serializer_class: type[serializers.Serializer[None]], data: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def _definition_json(definition: VerifierDefinition) -> dict[str, Any]:
+    return {
+        **DefinitionOut(definition).data,
+        "versions": VersionOut(versions_for_definition(definition=definition), many=True).data,
+        "test_cases": CaseOut(test_cases_for_definition(definition=definition), many=True).data,
+    }
+
+
+class VerifierRegistryApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Registered verifiers with their parameter schemas")
+    def get(self, request: Request) -> Response:
+        return Response(registry_schema())
+
+
+class DefinitionListApi(APIView):
+    @extend_schema(responses=DefinitionOut(many=True), summary="Verifier definitions of a project")
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        return Response(DefinitionOut(definitions_for_project(project=project), many=True).data)
+
+    @extend_schema(request=DefinitionIn, responses={201: OpenApiTypes.OBJECT}, summary="Define a verifier (version 1)")
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        data = _valid(DefinitionIn, request.data)
+        definition = verifier_definition_create(project=project, actor=request.user, **data)
+        return Response(_definition_json(definition), status=status.HTTP_201_CREATED)
+
+
+class ProjectVersionListApi(APIView):
+    @extend_schema(responses=VersionOut(many=True), summary="Every saved verifier version of a project")
+    def get(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        return Response(VersionOut(versions_for_project(project=project), many=True).data)
+
+
+class DefinitionDetailApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A verifier definition with its versions and test cases")
+    def get(self, request: Request, definition_id: int) -> Response:
+        return Response(_definition_json(definition_get_for_user(definition_id=definition_id, user=request.user)))
+
+    @extend_schema(request=DefinitionPatchIn, responses=OpenApiTypes.OBJECT, summary="Rename or re-describe a verifier")
+    def patch(self, request: Request, definition_id: int) -> Response:
+        definition = definition_get_for_user(definition_id=definition_id, user=request.user)
+        data = _valid(DefinitionPatchIn, request.data)
+        definition = verifier_definition_update(definition=definition, actor=request.user, **data)
+        return Response(_definition_json(definition))
+
+    @extend_schema(responses={204: None}, summary="Delete a verifier no run has used")
+    def delete(self, request: Request, definition_id: int) -> Response:
+        definition = definition_get_for_user(definition_id=definition_id, user=request.user)
+        verifier_definition_delete(definition=definition, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class VersionListApi(APIView):
+    @extend_schema(request=VersionIn, responses={201: VersionOut}, summary="Edit a verifier: save a new version")
+    def post(self, request: Request, definition_id: int) -> Response:
+        definition = definition_get_for_user(definition_id=definition_id, user=request.user)
+        version = verifier_version_create(definition=definition, actor=request.user, **_valid(VersionIn, request.data))
+        return Response(VersionOut(version).data, status=status.HTTP_201_CREATED)
+
+
+class VersionDetailApi(APIView):
+    @extend_schema(responses=VersionOut, summary="One verifier version")
+    def get(self, request: Request, version_id: int) -> Response:
+        return Response(VersionOut(version_get_for_user(version_id=version_id, user=request.user)).data)
+
+
+class CaseListApi(APIView):
+    @extend_schema(responses=CaseOut(many=True), summary="Saved test cases of a verifier")
+    def get(self, request: Request, definition_id: int) -> Response:
+        definition = definition_get_for_user(definition_id=definition_id, user=request.user)
+        return Response(CaseOut(test_cases_for_definition(definition=definition), many=True).data)
+
+    @extend_schema(request=CaseIn, responses={201: CaseOut}, summary="Save a test case (re-checks the latest version)")
+    def post(self, request: Request, definition_id: int) -> Response:
+        definition = definition_get_for_user(definition_id=definition_id, user=request.user)
+        case = verifier_test_case_create(definition=definition, actor=request.user, **_valid(CaseIn, request.data))
+        return Response(CaseOut(case).data, status=status.HTTP_201_CREATED)
+
+
+class CaseDetailApi(APIView):
+    @extend_schema(responses={204: None}, summary="Delete a test case")
+    def delete(self, request: Request, case_id: int) -> Response:
+        case = test_case_get_for_user(case_id=case_id, user=request.user)
+        verifier_test_case_delete(case=case, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BenchApi(APIView):
+    @extend_schema(request=BenchIn, responses=OpenApiTypes.OBJECT, summary="Test bench: the verdict, extracted answer and reason for one input")
+    def post(self, request: Request, version_id: int) -> Response:
+        version = version_get_for_user(version_id=version_id, user=request.user)
+        data = _valid(BenchIn, request.data)
+        (verdict,) = bench.score(version, [(data["completion"], data["reference"])])
+        return Response(verdict.to_json())
+
+
+class AuditApi(APIView):
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="Metamorphic audit: acceptance rate per answer form (001:L43)")
+    def post(self, request: Request, version_id: int) -> Response:
+        version = version_get_for_user(version_id=version_id, user=request.user)
+        return Response({"version": version.pk, **bench.audit(version).to_json()})
+
+
+class RescoreApi(APIView):
+    @extend_schema(request=RescoreIn, responses=OpenApiTypes.OBJECT, summary="Re-score a run's stored rollouts; list the verdicts that change")
+    def post(self, request: Request, version_id: int) -> Response:
+        version = version_get_for_user(version_id=version_id, user=request.user)
+        data = _valid(RescoreIn, request.data)
+        run = run_get_for_user(run_id=data["run"], user=request.user)
+        if run.experiment.project_id != version.definition.project_id:
+            return Response(
+                {"message": "That run belongs to another project: pick a run of this verifier's project.", "extra": {}},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response(bench.rescore_rollouts(version, run, limit=data["limit"]))

@@ -1,0 +1,76 @@
+"""The ``eval`` queue's task: evaluate one benchmark on one model and record it (workers/eval_sink.py).
+
+Like ``run_training`` it takes an id, imports the trainer inside its body (the web process imports this
+module to enqueue and must never load torch) and records everything through webapp services. A second
+delivery of an evaluation that was interrupted (worker killed; late acknowledgement re-delivers it)
+resumes: the problems already stored are handed to the engine as ``done`` and are not generated again.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+from celery import Task
+
+from workers.celery_app import app
+
+logger = logging.getLogger(__name__)
+
+TRACEBACK_LIMIT = 20_000
+
+
+@app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks_eval.run_evaluation")
+def run_evaluation(self: Task[Any, Any], eval_run_id: int) -> str:
+    """Evaluate ``eval_run_id`` to its end; returns the outcome ('succeeded', 'cancelled', 'failed') or
+    'skipped' when it had already finished (a duplicate delivery, or cancelled while queued)."""
+    from webapp.benchmarks import services
+
+    row = services.eval_mark_started(eval_run_id=eval_run_id, worker=str(self.request.hostname or ""))
+    if row.status != "running":
+        return "skipped"
+    if row.cancel_requested:
+        services.eval_finish(eval_run_id=eval_run_id, status="cancelled", metrics={}, ci={}, timings={})
+        return "cancelled"
+    return _evaluate(eval_run_id, row.config, row.model_path)
+
+
+def _evaluate(eval_run_id: int, config_data: dict[str, Any], model_path: str) -> str:
+    from trainer.eval_config import benchmark_from_dict
+    from trainer.evaluate import ProblemResult, evaluate
+    from webapp.benchmarks import selectors, services
+    from workers.eval_sink import DjangoEvalSink, EvalStopPoller
+
+    sink = DjangoEvalSink(eval_run_id)
+    stop = EvalStopPoller(eval_run_id)
+    try:
+        config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
+        done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
+        result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
+    except Exception as err:
+        try:
+            sink.flush()  # keep what finished: a resumed attempt starts after it
+        except Exception:
+            logger.exception("evaluation %s: could not store its last problems", eval_run_id)
+        return _fail(eval_run_id, err)
+    status = "cancelled" if result.status == "cancelled" or stop.stopped else "succeeded"
+    services.eval_finish(
+        eval_run_id=eval_run_id, status=status, metrics=dict(result.metrics),
+        ci={k: list(v) for k, v in result.ci.items()}, timings=dict(result.timings),
+    )  # fmt: skip
+    return status
+
+
+def _fail(eval_run_id: int, err: Exception) -> str:
+    """A trainer ``RLVRError`` is meant for the user and is shown as it is; anything else keeps its traceback."""
+    from trainer.errors import RLVRError
+    from webapp.benchmarks import services
+
+    if isinstance(err, RLVRError):
+        message, trace = str(err), ""
+    else:
+        message, trace = f"{type(err).__name__}: {err}", traceback.format_exc()[-TRACEBACK_LIMIT:]
+        logger.exception("evaluation %s failed", eval_run_id)
+    services.eval_fail(eval_run_id=eval_run_id, message=message, traceback_text=trace)
+    return "failed"
