@@ -38,7 +38,7 @@ def greedy(model_dir: Path) -> float:
 def test_grpo_raises_the_reward_on_the_demo_task(warm_model_dir: Path, tmp_path: Path) -> None:
     data = preset("demo")
     data["model"]["name_or_path"] = str(warm_model_dir)
-    data["training"]["max_steps"] = 120
+    data["training"]["max_steps"] = 160
     data["checkpoint"] = {"output_dir": str(tmp_path), "save_steps": 0}
     rewards = Rewards()
     train(config_from_dict(data), sink=rewards, log=lambda m: None)

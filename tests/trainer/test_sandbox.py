@@ -85,7 +85,12 @@ def test_a_fork_bomb_fails(hook: bool, kernel: bool) -> None:
     result = run_python(program, audit_hook=hook, kernel_layers=kernel, limits=Limits(wall_s=5))
     assert not result.ok
     assert result.status in {"blocked", "error"} and result.status != "timeout"
-    assert "os.fork is not allowed" in result.reason if hook else "Resource temporarily unavailable" in result.reason
+    if hook:
+        assert "os.fork is not allowed" in result.reason
+    else:  # RLIMIT_NPROC refuses the fork; under heavy load the bomb may hit the memory limit first
+        assert any(s in result.reason for s in ("Resource temporarily unavailable", "MemoryError", "Cannot allocate")), (
+            result.reason
+        )
 
 
 def test_an_infinite_loop_is_stopped_by_the_cpu_limit() -> None:
