@@ -18,7 +18,11 @@ REPO = Path(__file__).resolve().parent.parent
 APP_SERVICES = ("web", "worker", "worker-gpu")
 # Read from the environment but not configuration: set by our own entry points, by pytest, or the
 # user's desktop convention for where `rlvr login` keeps its token.
-NOT_CONFIGURATION = {"DJANGO_SETTINGS_MODULE", "PYTEST_VERSION", "XDG_CONFIG_HOME"}
+NOT_CONFIGURATION = {
+    "DJANGO_SETTINGS_MODULE", "PYTEST_VERSION", "XDG_CONFIG_HOME",
+    # Set by torchrun / our distributed launcher for its child ranks, never by a user.
+    "RANK", "LOCAL_RANK", "RLVR_DIST_RANK", "OMP_NUM_THREADS", "PYTHONPATH",
+}
 ENV_READ = re.compile(
     r"""(?:env_(?:str|bool|int|list|choice)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""
     r"""os\.environ\.setdefault\()\s*["']([A-Z][A-Z0-9_]*)["']|["']([A-Z][A-Z0-9_]*)["']\s+in\s+os\.environ"""

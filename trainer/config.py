@@ -145,6 +145,13 @@ class RolloutConfig(_Section):
     generation_batch_size: int = Field(
         256, ge=1, description="Completions generated together in one batch (bounds memory)."
     )
+    seed_per_prompt: bool = Field(
+        False,
+        description="Sample each group with its own torch.Generator seeded from (seed, step, global group "
+        "index), so a group's completions do not depend on which process generates it or what else is in the "
+        "batch (one generation call per group). Forced on when training.num_processes > 1, which makes a "
+        "data-parallel run sample exactly what a 1-process run with this option samples (issue 8).",
+    )
 
 
 AdvantageName = str
@@ -321,6 +328,20 @@ class TrainingConfig(_Section):
     adam_beta2: float = Field(0.999, ge=0, lt=1, description="AdamW beta2 (second-moment decay).")
     max_grad_norm: float = Field(1.0, ge=0, description="Gradient clipping by global norm; 0 disables it.")
     warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps, then constant.")
+    num_processes: int = Field(
+        1, ge=1, le=64,
+        description="Data-parallel processes on this host (torch.distributed under torchrun; gloo on CPU, "
+        "NCCL on CUDA, one GPU each): every process draws the same prompts_per_step prompts and generates, "
+        "scores and trains on its contiguous share of the groups; gradients and step-wide loss normalisers "
+        "are summed over processes, so the update equals the 1-process update on the same global batch "
+        "(DDP semantics, Li et al. 2020 'PyTorch Distributed'). prompts_per_step must be divisible by it.",
+    )
+    collective_timeout_s: int = Field(
+        120, ge=10, le=3600,
+        description="With num_processes > 1: how long a collective (gradient all-reduce, metric gather) waits "
+        "for a silent process before the run fails (a process that exits is noticed at once). Periodic "
+        "evaluation runs in every process, so no process waits for it.",
+    )
 
 
 class CheckpointConfig(_Section):
@@ -766,6 +787,44 @@ class ExperimentConfig(_Section):
                 raise ValueError(
                     f"algorithm.answer_span_pattern is not a valid regular expression ({err})"
                 ) from None
+        return self
+
+    @model_validator(mode="after")
+    def _check_distributed(self) -> ExperimentConfig:
+        """Data-parallel runs (issue 8): the batch must split evenly, and methods whose statistics span the
+        whole step are refused rather than silently computed per process."""
+        n = self.training.num_processes
+        if n == 1:
+            return self
+        P = self.training.prompts_per_step
+        if P % n:
+            raise ValueError(
+                f"training.prompts_per_step ({P}) must be divisible by training.num_processes ({n}): each "
+                "process trains on an equal share of the groups"
+            )
+        alg, b = self.algorithm, self.budget
+        step_wide = [
+            ("algorithm.advantage_estimator 'reinforce_pp'", alg.advantage_estimator == "reinforce_pp"),
+            ("algorithm.scale_rewards 'batch'", alg.scale_rewards == "batch"),
+            (f"algorithm.token_credit {alg.token_credit!r}", alg.token_credit in ("top_entropy", "ecr")),
+            ("algorithm.importance_sampling_level 'segment' (HISPO)", alg.importance_sampling_level == "segment"),
+            ("algorithm.clip_mode 'gapo'", alg.clip_mode == "gapo"),
+            ("budget.dynamic_sampling", b.dynamic_sampling),
+            (f"budget.allocator {b.allocator!r}", b.allocator != "fixed"),
+            (f"budget.prompt_sampler {b.prompt_sampler!r}", b.prompt_sampler != "uniform"),
+            ("a teacher (teacher.name_or_path / teacher.mode 'self')", self.teacher.enabled),
+            ("a rubric", self.rubric is not None),
+            ("rollout.engine 'vllm'", self.rollout.engine == "vllm"),
+        ]
+        refused = [name for name, used in step_wide if used]
+        if refused:
+            raise ValueError(
+                f"training.num_processes {n} does not support {', '.join(refused)}: their statistics span the "
+                "whole step (or the engine is per process) and are not yet computed across processes; use "
+                "num_processes 1 or the default for that field"
+            )
+        if not self.rollout.seed_per_prompt:  # sampling must not depend on which process generates a group
+            object.__setattr__(self.rollout, "seed_per_prompt", True)
         return self
 
     @model_validator(mode="after")

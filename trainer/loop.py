@@ -26,6 +26,7 @@ from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoi
 from trainer.collect import collect_rollouts
 from trainer.config import ExperimentConfig
 from trainer.device import describe, peak_memory_gb, reset_peak_memory
+from trainer.distributed import fault_point, in_rank
 from trainer.errors import ConfigError, RLVRError
 from trainer.evaluate import PeriodicEvaluation
 from trainer.optimize import UpdateBatch, batch_logprobs, policy_update
@@ -75,7 +76,7 @@ def training_step(run: Run, step: int) -> StepReport:
     old_logprobs = batch_logprobs(run.model, batch, mb, temp) if alg.num_iterations > 1 else None
     ref_logprobs = run.reference_logprobs(batch)
     data = UpdateBatch(batch, token_advantages, loss_mask, old_logprobs, ref_logprobs, loss_inputs.extras)
-    updates = [policy_update(run.model, run.optimizer, data, cfg) for _ in range(alg.num_iterations)]
+    updates = [policy_update(run.model, run.optimizer, data, cfg, run.dist) for _ in range(alg.num_iterations)]
     run.scheduler.step()
     run.after_update()
     t_train = time.perf_counter()
@@ -99,9 +100,14 @@ def training_step(run: Run, step: int) -> StepReport:
 
 
 def _save(run: Run, step: int, sink: EventSink) -> None:
+    """Save a checkpoint; in a data-parallel run only rank 0 writes (the ranks hold identical weights and
+    optimizer states) and every rank waits for it, so a resume finds the checkpoint complete."""
     cfg = run.config.checkpoint
-    path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, run.state(step), keep=cfg.save_total_limit)
-    sink.on_checkpoint(step, str(path))
+    if run.dist is None or run.dist.is_main:
+        path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, run.state(step), keep=cfg.save_total_limit)
+        sink.on_checkpoint(step, str(path))
+    if run.dist is not None:
+        run.dist.barrier()
 
 
 def _claim_output_dir(output_dir: str, overwrite: bool) -> None:
@@ -130,29 +136,44 @@ def train(
 
     ``should_stop`` is polled at every step boundary; when it returns True the run saves a checkpoint
     and ends with status 'cancelled' (resumable). Errors are reported to ``sink.on_error`` and re-raised.
+
+    With ``training.num_processes`` N > 1 this process launches N ranks under torchrun and relays rank 0's
+    events to ``sink`` (trainer/dist_launch.py); inside a rank it trains that rank's share of every step.
     """
     sink = sink or NullSink()
-    if resume_from is None:
+    if resume_from is None and not in_rank():  # the launcher claimed it before starting the ranks
         _claim_output_dir(config.checkpoint.output_dir, overwrite_output_dir)
+    if config.training.num_processes > 1 and not in_rank():
+        from trainer.dist_launch import launch
+
+        return launch(config, sink, should_stop, resume_from, log)
     run = build_run(config, resume_from, log=log)
+    dist = run.dist
     periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
     sink.on_start(RunInfo(
         name=config.name, max_steps=max_steps, start_step=run.start_step, config=config.model_dump(mode="json"),
-        num_parameters=sum(p.numel() for p in run.model.parameters()), device=describe(run.device),
+        num_parameters=sum(p.numel() for p in run.model.parameters()),
+        device=describe(run.device) + (f" x {dist.world_size} processes" if dist else ""),
     ))
     step, metrics, status = run.start_step, {}, "succeeded"
     try:
         while step < max_steps:
-            if should_stop():
+            stop = should_stop()
+            if dist is not None:  # rank 0 decides, so every rank stops at the same boundary
+                stop = dist.broadcast_flag(stop)
+            if stop:
                 status = "cancelled"
                 break
             step += 1
+            fault_point(dist, step)
             reset_peak_memory(run.device)
             report = training_step(run, step)
             report.metrics["perf/peak_memory_gb"] = peak_memory_gb(run.device)
-            if periodic_eval.due(step):
+            if periodic_eval.due(step):  # every rank evaluates (same weights), so none waits in a collective
                 report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
+            if dist is not None:  # rank 0: metrics combined, every rank's rollout records
+                report = dist.gather_report(report, dist.share(config.training.prompts_per_step).start)
             metrics = report.metrics
             sink.on_step(report)
             if save_every and step % save_every == 0 and step < max_steps:

@@ -9,6 +9,7 @@ segment ids, GAPO clip scales; trainer/algorithms/policy_losses.py) is sliced wi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -19,6 +20,9 @@ from trainer.algorithms.policy_losses import LossExtras
 from trainer.config import ExperimentConfig
 from trainer.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
+
+if TYPE_CHECKING:
+    from trainer.distributed import DistContext
 
 
 @dataclass
@@ -73,21 +77,35 @@ def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size
 
 
 def policy_update(
-    model: PreTrainedModel, optimizer: torch.optim.Optimizer, data: UpdateBatch, config: ExperimentConfig
+    model: PreTrainedModel,
+    optimizer: torch.optim.Optimizer,
+    data: UpdateBatch,
+    config: ExperimentConfig,
+    dist: DistContext | None = None,
 ) -> UpdateStats:
-    """Accumulate gradients over micro-batches, clip, and take one optimizer step."""
+    """Accumulate gradients over micro-batches, clip, and take one optimizer step.
+
+    In a data-parallel rank (``dist``) the step's counts (sequences, loss tokens, micro-batches) are summed
+    over ranks, so every normaliser is global, and the accumulated gradients are summed over ranks before
+    clipping: the update equals the 1-process update on the global batch. The token means in the returned
+    stats are then this rank's share of the global mean (trainer/distributed.py sums them).
+    """
     alg, batch = config.algorithm, data.rollouts
     loss_fn = POLICY_LOSSES.get(alg.importance_sampling_level)
     aggregate = AGGREGATIONS.get(alg.loss_type)
     kl_fn = KL_ESTIMATORS.get(alg.kl_estimator)
     slices = _slices(len(batch), config.training.micro_batch_size)
+    sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
+    if dist is not None:
+        sequences, loss_tokens, micro_batches = (int(x) for x in dist.all_reduce_sum(
+            [float(sequences), float(loss_tokens), float(micro_batches)]))
     ctx = AggregationContext(
-        sequences_in_step=len(batch),
-        tokens_in_step=int(data.loss_mask.sum()),
+        sequences_in_step=sequences,
+        tokens_in_step=loss_tokens,
         max_completion_length=config.rollout.max_completion_length,
-        num_micro_batches=len(slices),
+        num_micro_batches=micro_batches,
     )
-    tokens = max(int(data.loss_mask.sum()), 1)
+    tokens = max(loss_tokens, 1)
     sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
     new_logprobs = torch.zeros_like(batch.logprobs)
     optimizer.zero_grad(set_to_none=True)
@@ -117,6 +135,8 @@ def policy_update(
             sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
         new_logprobs[rows, cc] = logp.detach()
     max_norm = config.training.max_grad_norm
+    if dist is not None:  # DDP semantics: sum the ranks' gradients (their losses are shares of the global loss)
+        dist.all_reduce_grads([p for p in model.parameters() if p.requires_grad])
     params = [p for p in model.parameters() if p.grad is not None]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
     optimizer.step()

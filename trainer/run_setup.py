@@ -18,6 +18,7 @@ from trainer.data import check_template, load_samples
 from trainer.data.prompt_samplers import build_prompt_sampler
 from trainer.data.sampler import PromptSource
 from trainer.device import resolve_device, resolve_dtype
+from trainer.distributed import DistContext, current
 from trainer.errors import CheckpointError, ConfigError
 from trainer.lora import apply_lora, is_lora_model, load_causal_lm, merged_named_weights, reference_forward
 from trainer.optimize import batch_logprobs
@@ -47,6 +48,7 @@ class Run:
     start_step: int
     rubric: RubricScorer | None  # the rubric reward with its judge model loaded (trainer/rubrics/)
     teacher: Teacher | None = None  # OPD / OPSD teacher (trainer/teacher.py); None without one
+    dist: DistContext | None = None  # this rank of a data-parallel run (trainer/distributed.py); None: one process
 
     def reference_logprobs(self, batch: RolloutBatch) -> torch.Tensor | None:
         """Per-token logprobs under the KL reference, or None when beta is 0. With LoRA the reference is
@@ -185,6 +187,7 @@ def build_run(
         start_step=0,
         rubric=build_rubric_scorer(config.rubric, config.model.dtype, device, config.seed),
         teacher=load_teacher(config, model, tokenizer, device),
+        dist=current(),
     )
     if state is not None:
         optimizer.load_state_dict(state.optimizer)
@@ -202,6 +205,8 @@ _RESUME_MAY_CHANGE = {
     # Periodic evaluation only reads the policy; changing it does not change what training computes.
     ("evaluation", "eval_every"), ("evaluation", "benchmarks"), ("evaluation", "n_samples"),
     ("evaluation", "max_problems"),
+    # How many processes share a step does not change what it computes (seed_per_prompt sampling).
+    ("training", "num_processes"), ("training", "collective_timeout_s"),
 }
 
 
