@@ -8,17 +8,9 @@ just stored, as table rows).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
-
-from webapp.realtime.publish import PUBLISH_TIMEOUT_S
-
-logger = logging.getLogger(__name__)
+from webapp.realtime.publish import publish_after_commit
 
 
 def eval_group(eval_run_id: int) -> str:
@@ -29,18 +21,4 @@ def publish_eval_event(*, eval_run_id: int, event: str, payload: dict[str, Any])
     """Send ``{"type": "eval.event", "event": event, "eval_run_id": id, "payload": payload}`` after commit;
     the consumer forwards it as ``{"type": event, "eval_run_id": id, **payload}``."""
     message = {"type": "eval.event", "event": event, "eval_run_id": eval_run_id, "payload": payload}
-
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-
-        async def group_send() -> None:
-            await asyncio.wait_for(layer.group_send(eval_group(eval_run_id), message), timeout=PUBLISH_TIMEOUT_S)
-
-        try:
-            async_to_sync(group_send)()
-        except Exception as err:  # Redis down: the rows are stored; the page catches up over REST
-            logger.warning("could not publish %s for evaluation %s: %s", event, eval_run_id, err)
-
-    transaction.on_commit(send)
+    publish_after_commit(group=eval_group(eval_run_id), message=message, what=f"{event} for evaluation {eval_run_id}")

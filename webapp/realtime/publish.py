@@ -26,6 +26,26 @@ def run_group(run_id: int) -> str:
     return f"run.{run_id}"
 
 
+def publish_after_commit(*, group: str, message: dict[str, Any], what: str) -> None:
+    """Send ``message`` to a Channels ``group`` after the surrounding transaction commits (at once when none
+    is open); a dead or slow channel layer costs a warning naming ``what``, never the caller."""
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+
+        async def group_send() -> None:
+            await asyncio.wait_for(layer.group_send(group, message), timeout=PUBLISH_TIMEOUT_S)
+
+        try:
+            async_to_sync(group_send)()
+        except Exception as err:  # Redis down: stored data is intact, clients catch up over REST
+            logger.warning("could not publish %s: %s", what, err)
+
+    transaction.on_commit(send)
+
+
 def publish_run_event(*, run_id: int, event: str, payload: dict[str, Any]) -> None:
     """Send ``{"type": "run.event", "event": event, "run_id": run_id, "payload": payload}`` to ``run.<id>``
     after commit (at once when no transaction is open).
@@ -34,18 +54,4 @@ def publish_run_event(*, run_id: int, event: str, payload: dict[str, Any]) -> No
     consumer forwards it to clients as ``{"type": event, "run_id": run_id, **payload}``.
     """
     message = {"type": "run.event", "event": event, "run_id": run_id, "payload": payload}
-
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-
-        async def group_send() -> None:
-            await asyncio.wait_for(layer.group_send(run_group(run_id), message), timeout=PUBLISH_TIMEOUT_S)
-
-        try:
-            async_to_sync(group_send)()
-        except Exception as err:  # Redis down: stored data is intact, clients catch up over REST
-            logger.warning("could not publish %s for run %s: %s", event, run_id, err)
-
-    transaction.on_commit(send)
+    publish_after_commit(group=run_group(run_id), message=message, what=f"{event} for run {run_id}")
