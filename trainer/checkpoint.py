@@ -86,15 +86,19 @@ def save_checkpoint(
     tokenizer: PreTrainedTokenizerBase,
     state: TrainerState,
     keep: int,
+    model_state_dict: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write a checkpoint atomically and prune old ones down to ``keep``. Returns its directory."""
+    """Write a checkpoint atomically and prune old ones down to ``keep``. Returns its directory.
+
+    ``model_state_dict``: the full weights when ``model`` holds only a shard of them (trainer/fsdp.py); the
+    files are the same as for an unsharded model."""
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{state.step:06d}"
     tmp = root / f".tmp-step-{state.step:06d}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    model.save_pretrained(tmp, safe_serialization=True)
+    model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state_dict)
     tokenizer.save_pretrained(tmp)
     torch.save(state.__dict__, tmp / STATE_FILE)
     (tmp / COMPLETE_MARKER).write_text(f"{state.step}\n")

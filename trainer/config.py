@@ -322,6 +322,17 @@ class TrainingConfig(_Section):
     micro_batch_size: int = Field(
         64, ge=1, description="Completions per forward/backward pass; gradients accumulate over the step."
     )
+    memory_budget_gb: float | None = Field(
+        None, gt=0,
+        description="Peak memory per process (GiB) a step may use; null: no limit. When set, the run sizes "
+        "itself at start (trainer/memory.py): the micro-batch size (at most micro_batch_size; gradient "
+        "accumulation covers the rest of the step) from a forward/backward probe at the longest prompt plus "
+        "max_completion_length, and the hf engine's generation batches (at most rollout.generation_batch_size) "
+        "from the model's KV-cache bytes per token. On CUDA the probe is measured by the allocator; on CPU it is "
+        "estimated from the activations saved for backward. Reported as perf/micro_batch_size and "
+        "perf/generation_batch_size. The update does not depend on the split, except with loss_type 'bnpo' "
+        "(a mean per micro-batch, as TRL defines it).",
+    )
     learning_rate: float = Field(1e-6, gt=0, description="AdamW learning rate (TRL name).")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     adam_beta1: float = Field(0.9, ge=0, lt=1, description="AdamW beta1 (first-moment decay).")
@@ -341,6 +352,14 @@ class TrainingConfig(_Section):
         description="With num_processes > 1: how long a collective (gradient all-reduce, metric gather) waits "
         "for a silent process before the run fails (a process that exits is noticed at once). Periodic "
         "evaluation runs in every process, so no process waits for it.",
+    )
+    fsdp: bool = Field(
+        False,
+        description="With num_processes >= 2: shard the policy's (and the KL reference's) parameters, gradients "
+        "and optimizer state over the processes (PyTorch FSDP2, fully_shard per decoder layer; Zhao et al. "
+        "2023 'PyTorch FSDP'), for models that do not fit one device. The update is the same as without it "
+        "(gradients summed over processes); checkpoints hold full weights in the usual format, so a run can "
+        "resume with or without fsdp. Not with LoRA or the vllm engine yet.",
     )
 
 
@@ -794,6 +813,8 @@ class ExperimentConfig(_Section):
         """Data-parallel runs (issue 8): the batch must split evenly, and methods whose statistics span the
         whole step are refused rather than silently computed per process."""
         n = self.training.num_processes
+        if self.training.fsdp:
+            self._check_fsdp()
         if n == 1:
             return self
         P = self.training.prompts_per_step
@@ -826,6 +847,23 @@ class ExperimentConfig(_Section):
         if not self.rollout.seed_per_prompt:  # sampling must not depend on which process generates a group
             object.__setattr__(self.rollout, "seed_per_prompt", True)
         return self
+
+    def _check_fsdp(self) -> None:
+        """training.fsdp (trainer/fsdp.py) shards over processes and handles full (non-LoRA) hf-engine models."""
+        if self.training.num_processes < 2:
+            raise ValueError(
+                "training.fsdp shards the model over processes: set training.num_processes to 2 or more "
+                "(one per GPU), or turn fsdp off"
+            )
+        if self.model.lora_r > 0:
+            raise ValueError(
+                "training.fsdp with model.lora_r > 0 is not supported yet: use LoRA without fsdp, or fsdp without LoRA"
+            )
+        if self.rollout.engine == "vllm":
+            raise ValueError(
+                "training.fsdp with rollout.engine 'vllm' is not supported (vLLM holds its own whole copy of the "
+                "weights): use rollout.engine 'hf' with fsdp, or vllm without fsdp"
+            )
 
     @model_validator(mode="after")
     def _check_evaluation(self) -> ExperimentConfig:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from trainer.errors import ConfigError
@@ -28,10 +30,35 @@ def describe(device: torch.device) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
+def autocast(device: torch.device, bf16: bool) -> contextlib.AbstractContextManager[object]:
+    """bfloat16 autocast for forward passes on CUDA when ``bf16`` (model.autocast_bf16): matmuls run in bf16,
+    reductions such as log-softmax stay float32, and the weights and optimizer stay in their own dtype.
+    A no-op on CPU, where bf16 autocast is slower than float32 on most processors."""
+    if bf16 and device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def reset_peak_memory(device: torch.device) -> None:
     """Start a new peak-memory window (CUDA); the CPU peak is the process's lifetime peak RSS."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+
+
+def allocated_bytes(device: torch.device) -> int | None:
+    """Bytes the CUDA caching allocator has handed out now; None on CPU, which keeps no allocator statistics."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.memory_allocated(device))
+    return None
+
+
+def peak_allocated_bytes(device: torch.device) -> int | None:
+    """The CUDA allocator's peak since ``reset_peak_memory``; None on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device))
+    return None
 
 
 def peak_memory_gb(device: torch.device) -> float:

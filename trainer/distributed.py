@@ -182,7 +182,7 @@ _SUMMED = {
     "actor/loss", "actor/pg_loss", "actor/kl", "actor/entropy", "actor/clip_frac", "actor/dual_clip_frac",
     "budget/rollouts_generated", "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups",
     "budget/abandoned_groups", "budget/silent_rollouts", "rarity/groups_redistributed",
-    "perf/gen_tokens_per_s",  # the run's aggregate generation throughput
+    "perf/gen_tokens_per_s", "perf/train_tokens_per_s",  # the run's aggregate throughputs
 }
 # Equal on every rank (after the gradient all-reduce, or computed from all-gathered state).
 _IDENTICAL = {

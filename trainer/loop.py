@@ -11,7 +11,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -25,10 +25,11 @@ from trainer.algorithms.shaping import shape_scores
 from trainer.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.collect import collect_rollouts
 from trainer.config import ExperimentConfig
-from trainer.device import describe, peak_memory_gb, reset_peak_memory
+from trainer.device import autocast, describe, peak_memory_gb, reset_peak_memory
 from trainer.distributed import fault_point, in_rank
 from trainer.errors import ConfigError, RLVRError
 from trainer.evaluate import PeriodicEvaluation
+from trainer.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sharded
 from trainer.optimize import UpdateBatch, batch_logprobs, policy_update
 from trainer.reporting import rollout_records, step_metrics
 from trainer.run_setup import Run, build_run
@@ -55,6 +56,8 @@ def training_step(run: Run, step: int) -> StepReport:
     shaped = shape_scores(scores, batch.texts, batch.lengths.tolist(), group_ids.tolist(), collected.group_samples, cfg)
     scores, rewards = shaped.scores, rewards.new_tensor(shaped.scores.total)  # label-free reward, length shaping
     t_verify = time.perf_counter()
+    gen_peak_gb = peak_memory_gb(run.device)  # generation and scoring (the loop reset the window at step start)
+    reset_peak_memory(run.device)
 
     signals = teacher_signals(run.teacher, cfg, step, batch, collected.group_samples, run.tokenizer)  # OPD / OPSD
     advantages = compute_advantages(fuse_rewards(rewards, signals, cfg.teacher, step), group_ids, alg)  # [N]
@@ -72,11 +75,11 @@ def training_step(run: Run, step: int) -> StepReport:
     loss_inputs = prepare_loss_inputs(advantages, token_advantages, batch.entropies, loss_mask, alg)  # HISPO, GAPO
     token_advantages = loss_inputs.token_advantages
 
-    mb, temp = cfg.training.micro_batch_size, cfg.rollout.temperature
+    mb, temp = run.micro_batch_size, cfg.rollout.temperature
     old_logprobs = batch_logprobs(run.model, batch, mb, temp) if alg.num_iterations > 1 else None
     ref_logprobs = run.reference_logprobs(batch)
     data = UpdateBatch(batch, token_advantages, loss_mask, old_logprobs, ref_logprobs, loss_inputs.extras)
-    updates = [policy_update(run.model, run.optimizer, data, cfg, run.dist) for _ in range(alg.num_iterations)]
+    updates = [policy_update(run.model, run.optimizer, data, cfg, run.dist, mb) for _ in range(alg.num_iterations)]
     run.scheduler.step()
     run.after_update()
     t_train = time.perf_counter()
@@ -90,6 +93,9 @@ def training_step(run: Run, step: int) -> StepReport:
     )
     metrics.update(collected.metrics)
     metrics.update({**shaped.metrics, **rarity_metrics, **loss_inputs.metrics})
+    update_peak_gb = peak_memory_gb(run.device)  # teacher / reference passes and the policy update
+    metrics.update({"perf/gen_peak_memory_gb": gen_peak_gb, "perf/update_peak_memory_gb": update_peak_gb,
+                    "perf/peak_memory_gb": max(gen_peak_gb, update_peak_gb)})
     records = rollout_records(
         step, run.tokenizer, samples, prompts, batch, scores, advantages, token_advantages,
         loss_mask, old_logprobs, ref_logprobs, group_ids, collected.allocation, teacher=signals,
@@ -101,10 +107,17 @@ def training_step(run: Run, step: int) -> StepReport:
 
 def _save(run: Run, step: int, sink: EventSink) -> None:
     """Save a checkpoint; in a data-parallel run only rank 0 writes (the ranks hold identical weights and
-    optimizer states) and every rank waits for it, so a resume finds the checkpoint complete."""
+    optimizer states) and every rank waits for it, so a resume finds the checkpoint complete. A sharded model's
+    full weights and optimizer state are first gathered by every rank (trainer/fsdp.py), so the checkpoint
+    is the same as an unsharded run's."""
     cfg = run.config.checkpoint
+    sharded = is_sharded(run.model)
+    weights = full_model_state_dict(run.model) if sharded else None
+    optimizer = full_optimizer_state_dict(run.model, run.optimizer) if sharded else None
     if run.dist is None or run.dist.is_main:
-        path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, run.state(step), keep=cfg.save_total_limit)
+        state = run.state(step) if optimizer is None else replace(run.state(step), optimizer=optimizer)
+        path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, state, keep=cfg.save_total_limit,
+                               model_state_dict=weights)
         sink.on_checkpoint(step, str(path))
     if run.dist is not None:
         run.dist.barrier()
@@ -154,7 +167,8 @@ def train(
     sink.on_start(RunInfo(
         name=config.name, max_steps=max_steps, start_step=run.start_step, config=config.model_dump(mode="json"),
         num_parameters=sum(p.numel() for p in run.model.parameters()),
-        device=describe(run.device) + (f" x {dist.world_size} processes" if dist else ""),
+        device=describe(run.device) + (f" x {dist.world_size} processes" if dist else "")
+        + (" (fsdp)" if is_sharded(run.model) else ""),
     ))
     step, metrics, status = run.start_step, {}, "succeeded"
     try:
@@ -168,8 +182,10 @@ def train(
             step += 1
             fault_point(dist, step)
             reset_peak_memory(run.device)
-            report = training_step(run, step)
-            report.metrics["perf/peak_memory_gb"] = peak_memory_gb(run.device)
+            with autocast(run.device, config.model.autocast_bf16):  # generation, scoring passes and the update
+                report = training_step(run, step)
+            if run.memory_plan is not None:
+                report.metrics.update(run.memory_plan.metrics())
             if periodic_eval.due(step):  # every rank evaluates (same weights), so none waits in a collective
                 report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
             if dist is not None:  # rank 0: metrics combined, every rank's rollout records

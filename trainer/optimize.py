@@ -18,6 +18,7 @@ from transformers import PreTrainedModel
 from trainer.algorithms import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
 from trainer.algorithms.policy_losses import LossExtras
 from trainer.config import ExperimentConfig
+from trainer.fsdp import full_tensor, gathered, is_sharded
 from trainer.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
 
@@ -66,13 +67,14 @@ def _trim(rows: slice, batch: RolloutBatch) -> tuple[slice, slice]:
 def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float) -> Tensor:
     """Logprobs of the batch's completions under ``model`` (old-policy or reference), [N, T]."""
     out = torch.zeros_like(batch.logprobs)
-    for rows in _slices(len(batch), micro_batch_size):
-        pc, cc = _trim(rows, batch)
-        logp, _ = completion_logprobs(
-            model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
-            batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
-        )
-        out[rows, cc] = logp
+    with gathered(model):  # a sharded model (trainer/fsdp.py): all-gathered once, not per micro-batch
+        for rows in _slices(len(batch), micro_batch_size):
+            pc, cc = _trim(rows, batch)
+            logp, _ = completion_logprobs(
+                model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
+                batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
+            )
+            out[rows, cc] = logp
     return out
 
 
@@ -82,6 +84,7 @@ def policy_update(
     data: UpdateBatch,
     config: ExperimentConfig,
     dist: DistContext | None = None,
+    micro_batch_size: int | None = None,
 ) -> UpdateStats:
     """Accumulate gradients over micro-batches, clip, and take one optimizer step.
 
@@ -89,12 +92,14 @@ def policy_update(
     over ranks, so every normaliser is global, and the accumulated gradients are summed over ranks before
     clipping: the update equals the 1-process update on the global batch. The token means in the returned
     stats are then this rank's share of the global mean (trainer/distributed.py sums them).
+
+    ``micro_batch_size`` overrides ``training.micro_batch_size`` (the memory plan's choice, trainer/memory.py).
     """
     alg, batch = config.algorithm, data.rollouts
     loss_fn = POLICY_LOSSES.get(alg.importance_sampling_level)
     aggregate = AGGREGATIONS.get(alg.loss_type)
     kl_fn = KL_ESTIMATORS.get(alg.kl_estimator)
-    slices = _slices(len(batch), config.training.micro_batch_size)
+    slices = _slices(len(batch), micro_batch_size or config.training.micro_batch_size)
     sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
     if dist is not None:
         sequences, loss_tokens, micro_batches = (int(x) for x in dist.all_reduce_sum(
@@ -135,10 +140,12 @@ def policy_update(
             sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
         new_logprobs[rows, cc] = logp.detach()
     max_norm = config.training.max_grad_norm
-    if dist is not None:  # DDP semantics: sum the ranks' gradients (their losses are shares of the global loss)
+    # DDP semantics: sum the ranks' gradients (their losses are shares of the global loss). A sharded model
+    # (trainer/fsdp.py) summed them in its backward already, and the norm of its gradients is a DTensor.
+    if dist is not None and not is_sharded(model):
         dist.all_reduce_grads([p for p in model.parameters() if p.requires_grad])
     params = [p for p in model.parameters() if p.grad is not None]
-    grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
+    grad_norm = full_tensor(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return UpdateStats(

@@ -37,6 +37,7 @@ def step_metrics(
     lengths = batch.lengths.float()
     first = updates[0]
     gen_tokens = float(lengths.sum())
+    train_tokens = float(batch.prompt_mask.sum() + batch.completion_mask.sum()) * len(updates)
     step_s = sum(timings.values())
     # Each completion carries its group's std; scatter writes it once per group.
     per_group_std = torch.zeros(int(group_ids.max()) + 1, device=rewards.device).scatter_(
@@ -62,6 +63,8 @@ def step_metrics(
         "perf/verify_s": timings["verify"],
         "perf/train_s": timings["train"],
         "perf/gen_tokens_per_s": gen_tokens / timings["gen"] if timings["gen"] > 0 else 0.0,
+        # prompt + completion tokens through forward and backward, per second of the update phase
+        "perf/train_tokens_per_s": train_tokens / timings["train"] if timings["train"] > 0 else 0.0,
     }
     if cfg.algorithm.beta > 0:
         metrics["actor/kl"] = sum(u.kl for u in updates) / len(updates)

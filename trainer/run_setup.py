@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,13 @@ from trainer.data.sampler import PromptSource
 from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistContext, current
 from trainer.errors import CheckpointError, ConfigError
+from trainer.fsdp import load_full_optimizer_state_dict, shard_model
 from trainer.lora import apply_lora, is_lora_model, load_causal_lm, merged_named_weights, reference_forward
+from trainer.memory import MemoryPlan, plan_memory
 from trainer.optimize import batch_logprobs
 from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
 from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
+from trainer.samples import Sample
 from trainer.teacher import Teacher, load_teacher
 from trainer.tiny_model import resolve_model_path
 from trainer.verifiers.base import Verifier
@@ -49,13 +52,18 @@ class Run:
     rubric: RubricScorer | None  # the rubric reward with its judge model loaded (trainer/rubrics/)
     teacher: Teacher | None = None  # OPD / OPSD teacher (trainer/teacher.py); None without one
     dist: DistContext | None = None  # this rank of a data-parallel run (trainer/distributed.py); None: one process
+    micro_batch_size: int = 0  # rows per forward/backward: training.micro_batch_size, or the memory plan's
+    memory_plan: MemoryPlan | None = None  # training.memory_budget_gb's sizing (trainer/memory.py); None: no budget
+
+    def __post_init__(self) -> None:
+        self.micro_batch_size = self.micro_batch_size or self.config.training.micro_batch_size
 
     def reference_logprobs(self, batch: RolloutBatch) -> torch.Tensor | None:
         """Per-token logprobs under the KL reference, or None when beta is 0. With LoRA the reference is
         the policy with its adapter disabled; otherwise the frozen copy in ``ref_model``."""
         if self.config.algorithm.beta <= 0:
             return None
-        mb, temp = self.config.training.micro_batch_size, self.config.rollout.temperature
+        mb, temp = self.micro_batch_size, self.config.rollout.temperature
         if self.ref_model is not None:
             return batch_logprobs(self.ref_model, batch, mb, temp)
         with reference_forward(self.model):
@@ -150,13 +158,19 @@ def build_run(
         _check_resumable(config, state.config)
     base_model_path = state.base_model_path if state else resolve_model_path(config.model.name_or_path)
 
-    model = load_model(str(checkpoint_dir or base_model_path), config, device)
+    fsdp = config.training.fsdp  # load whole on the CPU; sharding moves each rank's shard to the device
+    load_device = torch.device("cpu") if fsdp else device
+    model = load_model(str(checkpoint_dir or base_model_path), config, load_device)
     model = prepare_policy(model, config, resumed=checkpoint_dir is not None)
+    if fsdp:
+        model = shard_model(model, device.type)  # before the optimizer, so its state is sharded too
     model.train()
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint_dir or base_model_path))
     ref_model = None
     if config.algorithm.beta > 0 and not is_lora_model(model):  # LoRA: the reference is the adapter-free base
-        ref_model = load_model(base_model_path, config, device).eval().requires_grad_(False)
+        ref_model = load_model(base_model_path, config, load_device).eval().requires_grad_(False)
+        if fsdp:  # as large as the policy, so sharded too; forward only, gathered once per logprob pass
+            ref_model = shard_model(ref_model, device.type, forward_only=True)
 
     samples = load_samples(config.data)
     check_template(config.data, samples, tokenizer)  # a chat template problem fails now, not at step 1
@@ -190,13 +204,31 @@ def build_run(
         dist=current(),
     )
     if state is not None:
-        optimizer.load_state_dict(state.optimizer)
+        if fsdp:  # checkpoints hold the full state (trainer/fsdp.py); each rank keeps its shard
+            load_full_optimizer_state_dict(model, optimizer, state.optimizer)
+        else:
+            optimizer.load_state_dict(state.optimizer)
         scheduler.load_state_dict(state.scheduler)
         sampler.load_state_dict(state.sampler)
         restore_rng(state.rng, generator)
         run.start_step = state.step
         log(f"resumed from {checkpoint_dir} at step {state.step}")
+    if config.training.memory_budget_gb is not None:
+        apply_memory_plan(run, samples, log)
     return run
+
+
+def apply_memory_plan(run: Run, samples: list[Sample], log: Callable[[str], None]) -> None:
+    """Size the run's micro-batches and generation batches for ``training.memory_budget_gb``."""
+    judge = getattr(getattr(getattr(run.rubric, "judge", None), "engine", None), "model", None)
+    teacher = run.teacher.model if run.teacher is not None else None
+    plan = plan_memory(run.config, run.model, run.tokenizer, samples, run.device, [run.ref_model, teacher, judge])
+    if run.dist is not None:  # one size on every rank: a sharded (FSDP) update runs collectives per micro-batch
+        sizes = run.dist.all_gather((plan.micro_batch_size, plan.generation_batch_size))
+        plan = replace(plan, micro_batch_size=min(m for m, _ in sizes), generation_batch_size=min(g for _, g in sizes))
+    run.memory_plan, run.micro_batch_size = plan, plan.micro_batch_size
+    run.sampling = replace(run.sampling, batch_size=plan.generation_batch_size)
+    log(plan.describe())
 
 
 # Fields that may differ between the interrupted run and the resumed one.
@@ -207,6 +239,8 @@ _RESUME_MAY_CHANGE = {
     ("evaluation", "max_problems"),
     # How many processes share a step does not change what it computes (seed_per_prompt sampling).
     ("training", "num_processes"), ("training", "collective_timeout_s"),
+    # Sharding changes where state lives, not the update; checkpoints hold full state either way (trainer/fsdp.py).
+    ("training", "fsdp"),
 }
 
 

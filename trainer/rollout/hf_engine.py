@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from trainer.fsdp import gathered
 from trainer.logprobs import positions_from_mask
 from trainer.rollout.base import RolloutBatch, SamplingParams
 
@@ -55,7 +56,7 @@ class HFRolloutEngine:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), gathered(self.model):  # a sharded model: all-gathered once, not per token
                 batches = [self._generate_chunk(chunk, params, generator) for chunk in chunks]
         finally:
             self.model.train(was_training)
