@@ -59,7 +59,8 @@ def training_step(run: Run, step: int) -> StepReport:
     gen_peak_gb = peak_memory_gb(run.device)  # generation and scoring (the loop reset the window at step start)
     reset_peak_memory(run.device)
 
-    signals = teacher_signals(run.teacher, cfg, step, batch, collected.group_samples, run.tokenizer)  # OPD / OPSD
+    signals = teacher_signals(run.teacher, cfg, step, batch, collected.group_samples, run.tokenizer,
+                              run.micro_batch_size)  # OPD / OPSD
     advantages = compute_advantages(fuse_rewards(rewards, signals, cfg.teacher, step), group_ids, alg)  # [N]
     advantages, rarity_metrics = rarity_advantages(advantages, batch.texts, shaped.pseudo_correct, group_ids, cfg.shaping)
     loss_mask = batch.completion_mask.clone()  # [N, T]

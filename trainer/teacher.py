@@ -175,10 +175,12 @@ def teacher_signals(
     batch: RolloutBatch,
     completion_samples: Sequence[Sample],
     tokenizer: PreTrainedTokenizerBase,
+    micro_batch_size: int | None = None,
 ) -> TeacherSignals | None:
     """Score the step's completions under the teacher; None without a teacher or when the step needs none.
 
     ``completion_samples`` holds one sample per completion (row of ``batch``), for OPSD's privileged prompts.
+    ``micro_batch_size`` overrides ``training.micro_batch_size`` (the memory plan's, trainer/memory.py).
     """
     if teacher is None or not needs_teacher(cfg, step):
         return None
@@ -192,7 +194,8 @@ def teacher_signals(
     else:
         prompt_ids, prompt_mask = batch.prompt_ids, batch.prompt_mask
     logprob, entropy = score_completions(
-        teacher.model, prompt_ids, prompt_mask, batch, cfg.training.micro_batch_size, cfg.rollout.temperature
+        teacher.model, prompt_ids, prompt_mask, batch, micro_batch_size or cfg.training.micro_batch_size,
+        cfg.rollout.temperature,
     )
     mask = batch.completion_mask.to(logprob.dtype)
     vocab = teacher.model.get_output_embeddings()
