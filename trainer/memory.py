@@ -65,12 +65,13 @@ class MemoryPlan:
 
     def describe(self) -> str:
         how = "measured on the GPU" if self.measured else "estimated on CPU"
+        micro, gen = self.micro_batch_size, self.generation_batch_size
         return (
             f"memory plan ({how}) for a {self.budget_bytes / GIB:.2f} GiB budget at {self.seq_len} tokens: "
-            f"micro_batch_size {self.micro_batch_size} (update peak ~{self.update_peak_bytes(self.micro_batch_size) / GIB:.2f} GiB), "
-            f"generation batches of {self.generation_batch_size} (~{self.generation_peak_bytes(self.generation_batch_size) / GIB:.2f} GiB); "
-            f"resident {self.resident_bytes / GIB:.2f} GiB, {self.update_bytes_per_row / 2**20:.1f} MiB per training row, "
-            f"{self.generation_bytes_per_row / 2**20:.1f} MiB per generated row"
+            f"micro_batch_size {micro} (update peak ~{self.update_peak_bytes(micro) / GIB:.2f} GiB), "
+            f"generation batches of {gen} (~{self.generation_peak_bytes(gen) / GIB:.2f} GiB); "
+            f"resident {self.resident_bytes / GIB:.2f} GiB, {self.update_bytes_per_row / 2**20:.1f} MiB per "
+            f"training row, {self.generation_bytes_per_row / 2**20:.1f} MiB per generated row"
         )
 
     def metrics(self) -> dict[str, float]:

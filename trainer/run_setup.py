@@ -115,7 +115,7 @@ def prepare_policy(model: PreTrainedModel, config: ExperimentConfig, resumed: bo
     elif m.lora_r == 0 and is_lora_model(model):
         raise CheckpointError("the checkpoint holds a LoRA adapter but model.lora_r is 0: resume with the LoRA settings")
     if m.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     return model
 
