@@ -110,17 +110,23 @@ def _render_chat(sample: Sample, cfg: DataConfig, tokenizer: PreTrainedTokenizer
             "template: set data.use_chat_template to false and put the prompt format in "
             "data.prompt_template"
         )
+    return chat_text(tokenizer, sample.prompt, cfg.system_prompt, f"sample {sample.id!r}", "data.system_prompt")
+
+
+def chat_text(
+    tokenizer: PreTrainedTokenizerBase, user: str, system: str | None, what: str, system_field: str
+) -> str:
+    """``user`` (after an optional ``system`` message) through the tokenizer's chat template, ready for the
+    assistant's turn. DataError naming ``what`` was being rendered when the template fails."""
     messages = []
-    if cfg.system_prompt is not None:
-        messages.append({"role": "system", "content": cfg.system_prompt})
-    messages.append({"role": "user", "content": sample.prompt})
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": user})
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except Exception as err:  # jinja2 errors, including the template's own raise_exception(...)
-        hint = "; try without data.system_prompt" if cfg.system_prompt is not None else ""
-        raise DataError(f"the chat template failed on sample {sample.id!r}: {err}{hint}") from err
+        hint = f"; try without {system_field}" if system is not None else ""
+        raise DataError(f"the chat template failed on {what}: {err}{hint}") from err
     if not isinstance(text, str):
-        raise DataError(
-            f"the chat template returned {type(text).__name__}, not text, for sample {sample.id!r}"
-        )
+        raise DataError(f"the chat template returned {type(text).__name__}, not text, for {what}")
     return text

@@ -147,6 +147,14 @@ class JudgeModelConfig(_Section):
     temperature: float = Field(1.0, gt=0, description="Judge sampling temperature (with top_k 1: greedy).")
     top_k: int = Field(1, ge=0, description="Judge top-k; the default 1 makes the judge greedy and deterministic.")
     batch_size: int = Field(64, ge=1, description="Judge prompts generated together in one batch.")
+    chat_template: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="Wrap each judge prompt as a user message in the judge tokenizer's chat template (instruct "
+        "judges expect it): 'auto' when the tokenizer has one, 'always' (an error without one), 'never' (plain text).",
+    )
+    system_prompt: str | None = Field(
+        None, description="System message before each judge prompt when the chat template is used."
+    )
 
 
 class RubricConfig(_Section):

@@ -3,7 +3,8 @@
 Each judge criterion has a prompt template (filled with the question, the response, the reference answer,
 the criterion's name, description and scale bounds) and a regular expression that pulls the score out of
 the judge's text, as a rubric-conditioned judge (Prometheus, METHODS.md §3b ``004:L439``) does with its
-"[RESULT] n" line. How ours differs: a plain-text prompt (no chat template), greedy decoding by default
+"[RESULT] n" line. The filled template is sent as the user message of the judge tokenizer's chat template
+when it has one (``judge_model.chat_template``: auto / always / never). How ours differs: greedy decoding by default
 (top_k 1), no feedback text is required, and an output without a number on the scale is scored ``nan``
 (reward 0 after aggregation) with ``detail['error'] = 'unparseable judge output'`` instead of retried.
 """
@@ -79,6 +80,9 @@ class LLMJudge:
         from trainer.rollout.base import SamplingParams
 
         self.engine = engine
+        self.tokenizer = getattr(engine, "tokenizer", None)
+        self.chat = _use_chat_template(settings, self.tokenizer)
+        self.system_prompt = settings.system_prompt
         # Its own generator: judging must not shift the policy's sampling stream (seeded runs stay reproducible).
         self.generator = torch.Generator(device=getattr(engine, "device", torch.device("cpu"))).manual_seed(seed)
         self.sampling = SamplingParams(
@@ -90,11 +94,7 @@ class LLMJudge:
     ) -> dict[str, list[JudgeVerdict]]:
         """criterion name -> one verdict per completion."""
         judged = [c for c in criteria if c.scorer == "judge"]
-        prompts = [
-            render_judge_prompt(c.judge or JudgeSpec(), c, text, sample)
-            for c in judged
-            for text, sample in zip(completions, samples, strict=True)
-        ]
+        prompts = self.prompts(judged, completions, samples)
         if not prompts:
             return {}
         outputs = self.engine.generate(prompts, self.sampling, self.generator).texts
@@ -103,6 +103,35 @@ class LLMJudge:
             c.name: [parse_judge_score(out, c.judge or JudgeSpec(), c) for out in outputs[k * n : (k + 1) * n]]
             for k, c in enumerate(judged)
         }
+
+
+    def prompts(
+        self, judged: Sequence[CriterionSpec], completions: Sequence[str], samples: Sequence[Sample]
+    ) -> list[str]:
+        """The text the judge model sees, criterion-major: each filled template, in the chat template if used."""
+        texts = [
+            render_judge_prompt(c.judge or JudgeSpec(), c, text, sample)
+            for c in judged
+            for text, sample in zip(completions, samples, strict=True)
+        ]
+        if not self.chat:
+            return texts
+        from trainer.data.templates import chat_text
+
+        field = "rubric.judge_model.system_prompt"
+        return [chat_text(self.tokenizer, t, self.system_prompt, "a judge prompt", field) for t in texts]
+
+
+def _use_chat_template(settings: JudgeModelConfig, tokenizer: Any) -> bool:
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if settings.chat_template == "always" and not has_template:
+        from trainer.errors import ConfigError
+
+        raise ConfigError(
+            f"rubric.judge_model.chat_template is 'always' but the judge tokenizer of {settings.name_or_path!r} has "
+            "no chat template: use 'auto' or 'never' (plain-text prompts), or a judge model that has one"
+        )
+    return settings.chat_template != "never" and has_template
 
 
 def load_judge(settings: JudgeModelConfig, dtype: str, device: torch.device, seed: int = 0) -> LLMJudge:

@@ -83,3 +83,31 @@ def test_the_tiny_addition_model_judges_through_the_rollout_engine(warm_model_di
         assert v.detail["output"].startswith(str(int(v.score))) and digits.startswith(str(int(v.score)))
     assert [v.score for v in verdicts["sum"]] == [v.score for v in again["sum"]]  # greedy: deterministic
     assert all(math.isnan(v.score) and v.detail["error"] == UNPARSEABLE for v in verdicts["never"])
+
+
+_CHAT = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}<assistant>"
+
+
+def test_judge_prompts_use_the_chat_template_when_the_tokenizer_has_one(warm_model_dir: Path) -> None:
+    import torch
+
+    from trainer.errors import ConfigError
+
+    criterion = CriterionSpec(name="c", scale="binary", scorer="judge",
+                              judge=JudgeSpec(prompt_template="Rate {completion}", parse_pattern=r"(\d)"))
+    plain = load_judge(JudgeModelConfig(name_or_path=str(warm_model_dir)), "float32", torch.device("cpu"))
+    assert plain.prompts([criterion], ["x<b>"], [SAMPLE]) == ["Rate x<b>"]  # the tiny tokenizer has no template
+    with pytest.raises(ConfigError, match=r"chat_template is 'always' .* has no chat template"):
+        load_judge(JudgeModelConfig(name_or_path=str(warm_model_dir), chat_template="always"), "float32",
+                   torch.device("cpu"))
+
+    plain.tokenizer.chat_template = _CHAT  # as an instruct judge's tokenizer carries one
+    settings = JudgeModelConfig(name_or_path=str(warm_model_dir), system_prompt="Be strict.")
+    from trainer.rubrics.judge import LLMJudge
+
+    chat = LLMJudge(plain.engine, settings)
+    assert chat.prompts([criterion], ["x<b>"], [SAMPLE]) == [
+        "<system>Be strict.</system><user>Rate x<b></user><assistant>"
+    ]
+    never = LLMJudge(plain.engine, settings.model_copy(update={"chat_template": "never"}))
+    assert never.prompts([criterion], ["x<b>"], [SAMPLE]) == ["Rate x<b>"]
