@@ -118,8 +118,9 @@ class LLMJudge:
             return texts
         from trainer.data.templates import chat_text
 
-        field = "rubric.judge_model.system_prompt"
-        return [chat_text(self.tokenizer, t, self.system_prompt, "a judge prompt", field) for t in texts]
+        field, tokenizer = "rubric.judge_model.system_prompt", self.tokenizer
+        assert tokenizer is not None  # self.chat is only set when the engine has a tokenizer with a template
+        return [chat_text(tokenizer, t, self.system_prompt, "a judge prompt", field) for t in texts]
 
 
 def _use_chat_template(settings: JudgeModelConfig, tokenizer: Any) -> bool:

@@ -35,9 +35,11 @@ from webapp.annotation.services import (
     assignment_save_draft,
     assignment_skip,
     assignment_submit,
+    task_create_from_eval,
     task_create_from_run,
 )
 from webapp.api.query import parsed_query
+from webapp.benchmarks.selectors import eval_run_get_for_user
 from webapp.core.errors import InvalidInput
 from webapp.experiments.selectors import run_get_for_user
 from webapp.rubrics.models import Rubric
@@ -50,19 +52,31 @@ class ProjectTaskListApi(APIView):
         project = project_get_for_user(project_id=project_id, user=request.user)
         return Response(TaskOut(tasks_for_project(project=project, user=request.user), many=True).data)
 
-    @extend_schema(request=TaskFromRunIn, responses={201: TaskOut}, summary="Create a task from a run's rollouts")
+    @extend_schema(request=TaskFromRunIn, responses={201: TaskOut},
+                   summary="Create a task from a run's rollouts or an evaluation's benchmark samples")
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         data = TaskFromRunIn(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
-        run = run_get_for_user(run_id=fields.pop("run"), user=request.user)
-        if run.experiment.project_id != project.pk:
-            raise InvalidInput("run: that run belongs to another project.", {"run": ["Pick a run of this project."]})
+        run_id, eval_run_id = fields.pop("run", None), fields.pop("eval_run", None)
+        if (run_id is None) == (eval_run_id is None):
+            message = "Give either run (its rollouts) or eval_run (its benchmark samples), not both or neither."
+            raise InvalidInput(message, {"run": [message]})
         rubric = Rubric.objects.filter(pk=fields.pop("rubric"), project=project).first()
         if rubric is None:
             raise InvalidInput("rubric: no such rubric in this project.", {"rubric": ["Pick a rubric of this project."]})
-        task = task_create_from_run(run=run, rubric=rubric, actor=request.user, **fields)
+        if eval_run_id is not None:
+            eval_run = eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
+            if eval_run.benchmark.project_id != project.pk:
+                message = "Pick an evaluation of this project."
+                raise InvalidInput("eval_run: that evaluation belongs to another project.", {"eval_run": [message]})
+            task = task_create_from_eval(eval_run=eval_run, rubric=rubric, actor=request.user, **fields)
+        else:
+            run = run_get_for_user(run_id=run_id, user=request.user)
+            if run.experiment.project_id != project.pk:
+                raise InvalidInput("run: that run belongs to another project.", {"run": ["Pick a run of this project."]})
+            task = task_create_from_run(run=run, rubric=rubric, actor=request.user, **fields)
         task = tasks_for_project(project=project, user=request.user).get(pk=task.pk)
         return Response(TaskOut(task).data, status=status.HTTP_201_CREATED)
 

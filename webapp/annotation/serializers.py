@@ -29,7 +29,10 @@ class TaskOut(serializers.ModelSerializer[AnnotationTask]):
 
 
 class TaskFromRunIn(serializers.Serializer[None]):
-    run = serializers.IntegerField(help_text="Id of the run whose rollouts are sampled.")
+    run = serializers.IntegerField(required=False, help_text="Id of the run whose rollouts are sampled.")
+    eval_run = serializers.IntegerField(
+        required=False, help_text="Or: id of the evaluation whose benchmark samples are sampled (give one of the two)."
+    )
     rubric = serializers.IntegerField(help_text="Id of a rubric of the same project.")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     instructions = serializers.CharField(required=False, allow_blank=True, default="")

@@ -26,6 +26,7 @@ from webapp.annotation.permissions import MANAGE_ANNOTATION
 from webapp.annotation.sampling import Candidate, sample_candidates, sampling_rule_from_dict
 from webapp.annotation.scores import criterion_snapshot, validated_scores
 from webapp.annotation.snapshots import ItemSnapshot, machine_scores
+from webapp.benchmarks.models import EvalRun, EvalSample
 from webapp.core.errors import ApplicationError, Conflict, InvalidInput
 from webapp.experiments.models import Rollout, Run
 from webapp.rubrics.models import Rubric
@@ -179,6 +180,65 @@ def task_create_from_run(
         sampling=rule.as_dict(),
         source_kind=SourceKind.RUN,
         run=run,
+        seed=rule.seed,
+    )
+
+
+def eval_sample_snapshot(sample: EvalSample, eval_run: EvalRun) -> ItemSnapshot:
+    """A benchmark sample as an item: the problem's prompt and reference, the sampled text, its verdict."""
+    problem = sample.problem
+    return ItemSnapshot(
+        prompt=problem.prompt,
+        completion=sample.text,
+        reference_answer=problem.answer,
+        reward=sample.reward,
+        correct=sample.correct,
+        source_kind=SourceKind.BENCHMARK,
+        source_run_id=eval_run.run_id,
+        source_step=eval_run.step,
+        source={
+            "eval_run": eval_run.pk, "benchmark": eval_run.benchmark.name, "model": eval_run.label,
+            "problem_id": problem.problem_id, "problem_index": problem.index, "seed": problem.seed,
+            "sample_index": sample.index, "sample": sample.pk,
+        },
+    )  # fmt: skip
+
+
+def task_create_from_eval(
+    *,
+    eval_run: EvalRun,
+    rubric: Rubric,
+    actor: AnyUser,
+    name: str = "",
+    sampling: dict[str, Any] | None = None,
+    annotators_per_item: int = 2,
+    annotators: Sequence[str] | None = None,
+    instructions: str = "",
+) -> AnnotationTask:
+    """Sample an evaluation's stored samples with the rule (steps do not apply: every sample counts as the
+    evaluated checkpoint's step), snapshot each, and create the task."""
+    project = eval_run.benchmark.project
+    require_role(project=project, user=actor, minimum=MANAGE_ANNOTATION)
+    rule = sampling_rule_from_dict(sampling or {})
+    samples = EvalSample.objects.filter(problem__eval_run=eval_run)
+    candidates = [
+        Candidate(id=pk, step=0, reward=reward, correct=correct)
+        for pk, reward, correct in samples.values_list("pk", "reward", "correct")
+    ]
+    chosen = sample_candidates(candidates, rule)
+    rows = samples.filter(pk__in=chosen).select_related("problem").defer("token_data", "tokens").in_bulk()
+    return task_create(
+        project=project,
+        rubric=rubric,
+        actor=actor,
+        name=name or f"{eval_run.benchmark.name} on {eval_run.label}: {rubric.name}",
+        snapshots=[eval_sample_snapshot(rows[pk], eval_run) for pk in chosen],
+        annotators_per_item=annotators_per_item,
+        annotators=annotators,
+        instructions=instructions,
+        sampling={**rule.as_dict(), "eval_run": eval_run.pk},
+        source_kind=SourceKind.BENCHMARK,
+        run=eval_run.run,
         seed=rule.seed,
     )
 

@@ -6,6 +6,7 @@ Session auth; outsiders 404, viewers 403 (they have no queue). Item text reaches
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -16,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from webapp.annotation.forms import TaskFromRunForm
+from webapp.annotation.models import AnnotationTask
 from webapp.annotation.permissions import MANAGE_ANNOTATION
 from webapp.annotation.selectors import (
     STATUSES,
@@ -28,7 +30,8 @@ from webapp.annotation.selectors import (
     tasks_for_project,
 )
 from webapp.annotation.serializers import AssignmentOut
-from webapp.annotation.services import task_create_from_run
+from webapp.annotation.services import task_create_from_eval, task_create_from_run
+from webapp.benchmarks.selectors import eval_run_get_for_user
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.experiments.selectors import run_get_for_user
 from webapp.rubrics.models import Rubric
@@ -58,7 +61,29 @@ def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
 @login_required
 def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(run_id=run_id, user=request.user)
-    project = run.experiment.project
+
+    def create(**fields: Any) -> AnnotationTask:
+        return task_create_from_run(run=run, **fields)
+
+    source = {"run": run, "title": f"Annotate rollouts of run #{run.pk}"}
+    return _task_new(request, run.experiment.project, source, create)
+
+
+@login_required
+def task_new_from_eval(request: HttpRequest, eval_run_id: int) -> HttpResponse:
+    eval_run = eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
+
+    def create(**fields: Any) -> AnnotationTask:
+        return task_create_from_eval(eval_run=eval_run, **fields)
+
+    title = f"Annotate samples of {eval_run.benchmark.name} on {eval_run.label}"
+    return _task_new(request, eval_run.benchmark.project, {"eval_run": eval_run, "title": title}, create)
+
+
+def _task_new(
+    request: HttpRequest, project: Project, source: dict[str, Any], create: Callable[..., AnnotationTask]
+) -> HttpResponse:
+    """The new-task form over any source: ``create`` samples it and makes the task (a service call)."""
     require_role(project=project, user=request.user, minimum=MANAGE_ANNOTATION)
     rubrics = list(Rubric.objects.filter(project=project).order_by("name"))
     people = eligible_annotators(project=project)
@@ -66,10 +91,9 @@ def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            task = task_create_from_run(
-                run=run, rubric=data["rubric"], actor=request.user, name=data["name"],
-                instructions=data["instructions"], sampling=form.sampling(), annotators_per_item=data["annotators_per_item"],
-                annotators=data["annotators"],
+            task = create(
+                rubric=data["rubric"], actor=request.user, name=data["name"], instructions=data["instructions"],
+                sampling=form.sampling(), annotators_per_item=data["annotators_per_item"], annotators=data["annotators"],
             )  # fmt: skip
         except InvalidInput as err:
             for path, problems in err.fields.items():
@@ -79,7 +103,7 @@ def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
         else:
             messages.success(request, f"Created {task.name!r} with {task.items.count()} items.")
             return redirect("annotation:task-detail", task_id=task.pk)
-    context = {"project": project, "run": run, "form": form, "rubrics": rubrics, "role": _role(project, request)}
+    context = {"project": project, **source, "form": form, "rubrics": rubrics, "role": _role(project, request)}
     return render(request, "annotation/task_new.html", context)
 
 
