@@ -29,7 +29,7 @@ from torch import Tensor
 from trainer.allocation import ALLOCATORS, Group
 from trainer.data import render_prompt
 from trainer.rollout import RolloutBatch
-from trainer.rubrics.scoring import score_rubric
+from trainer.rubrics.scoring import reaggregate_rubric, score_rubric
 from trainer.samples import Sample
 from trainer.verifiers.scoring import ScoreBatch, score_batch
 
@@ -162,6 +162,8 @@ def _assemble(run: Run, kept: list[Group], generated: list[Group], calls: _Calls
     else:
         batch, scores = _take_rows(everything, order), _take_scores(all_scores, order)
     group_ids = torch.tensor([gi for gi, g in enumerate(kept) for _ in range(g.size)], dtype=torch.long, device=run.device)
+    if run.rubric is not None and len(calls.done) > 1:  # groups spread over calls: aggregate over whole groups
+        scores = reaggregate_rubric(scores, run.rubric, group_ids.tolist())
     silent = [g for g in generated if g.silent]
     sizes = [g.size for g in kept]
     metrics = {

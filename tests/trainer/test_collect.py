@@ -147,3 +147,32 @@ def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
         by_group.setdefault(record.group, []).append(record.sample_index)
         assert record.details["allocation"]["group_size"] == sum(r.group == record.group for r in last.rollouts)
     assert all(indices == list(range(len(indices))) for indices in by_group.values())
+
+
+def test_a_group_relative_rubric_is_aggregated_over_whole_groups_under_vigor(warm_model_dir: Path, tmp_path: Path) -> None:
+    """VIGOR spreads a group over several generation calls; the 'rank' rubric reward must still compare each
+    completion with its whole group, not only with the completions of its own call."""
+    from trainer.rubrics.scoring import criterion_key
+
+    rubric = {"aggregation": "rank", "reward_weight": 1.0, "criteria": [
+        {"name": "right", "scorer": "rule",
+         "rule": {"type": "verifier", "params": {"name": "exact", "params": {"extract": "first_line"}}}},
+        {"name": "short", "scale": "range", "min_value": 0, "max_value": 1, "scorer": "rule",
+         "rule": {"type": "length", "params": {"unit": "chars", "max": 2}}},
+    ]}
+    cfg = tiny_config(
+        warm_model_dir, tmp_path, verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
+        rollout={"num_generations": 6, "max_completion_length": 6}, rubric=rubric,
+        training={"prompts_per_step": 4}, budget={"allocator": "vigor", "vigor_initial_rollouts": 2,
+                                                   "vigor_rollout_budget": 24},
+    )
+    run = build_run(cfg, log=lambda m: None)
+    assert run.rubric is not None
+    ro = collect_rollouts(run, step=1)
+    assert ro.metrics["budget/generation_calls"] > 1  # groups really were spread over calls
+    criteria = run.rubric.criteria
+    matrix = [[ro.scores.details[i][criterion_key(c.name)]["score"] for c in criteria] for i in range(len(ro.batch))]
+    whole = run.rubric.aggregate(matrix, criteria, ro.group_ids.tolist())
+    assert ro.scores.per_verifier["rubric"] == pytest.approx(whole)
+    verifiers = score_batch(run.verifiers, cfg.reward_weights, ro.batch.texts, ro.group_samples)
+    assert ro.scores.total == pytest.approx([v + w for v, w in zip(verifiers.total, whole, strict=True)])

@@ -123,6 +123,26 @@ def add_rubric_scores(scores: ScoreBatch, rubric: RubricScores, scorer: RubricSc
     return ScoreBatch(total=total, per_verifier=per_verifier, correct=list(scores.correct), details=details)
 
 
+def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequence[int]) -> ScoreBatch:
+    """The rubric reward aggregated again over whole groups, from the raw criterion scores in the details.
+
+    Allocators that spread a group over several generation calls ('vigor', 'early_abandon', trainer/
+    allocation.py) see each call scored on its own, so a group-relative aggregator ('rank') compared only
+    that call's part of the group. Once the step's groups are complete this recomputes the reward over each
+    whole group and moves the total by the difference (the verifiers' part of the total is unchanged).
+    """
+    def raw(i: int, criterion: CriterionSpec) -> float:
+        value = scores.details[i][criterion_key(criterion.name)].get("score")
+        return math.nan if value is None else float(value)
+
+    matrix = [[raw(i, c) for c in scorer.criteria] for i in range(len(scores.total))]  # [N, C]
+    reward = scorer.aggregate(matrix, scorer.criteria, list(group_ids))
+    old, weight = scores.per_verifier[RUBRIC_KEY], scorer.config.reward_weight
+    total = [t + weight * (new - was) for t, new, was in zip(scores.total, reward, old, strict=True)]
+    per_verifier = {**scores.per_verifier, RUBRIC_KEY: list(reward)}
+    return ScoreBatch(total=total, per_verifier=per_verifier, correct=list(scores.correct), details=scores.details)
+
+
 def score_rubric(
     scorer: RubricScorer, scores: ScoreBatch, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]
 ) -> ScoreBatch:
