@@ -28,6 +28,7 @@ from webapp.annotation.serializers import (
     CriterionAgreementOut,
     ProgressOut,
     QueueFilterIn,
+    ReassignIn,
     TaskFromRunIn,
     TaskOut,
 )
@@ -37,6 +38,7 @@ from webapp.annotation.services import (
     assignment_submit,
     task_create_from_eval,
     task_create_from_run,
+    task_reassign_unfinished,
 )
 from webapp.api.query import parsed_query
 from webapp.benchmarks.selectors import eval_run_get_for_user
@@ -101,6 +103,20 @@ class TaskProgressApi(APIView):
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_manager(task_id=task_id, user=request.user)
         return Response(ProgressOut(task_progress(task=task), many=True).data)
+
+
+class TaskReassignApi(APIView):
+    @extend_schema(request=ReassignIn, responses=OpenApiTypes.OBJECT,
+                   summary="Move one annotator's unfinished work to another (owners/admins)")
+    def post(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        data = ReassignIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        result = task_reassign_unfinished(
+            task=task, actor=request.user, from_username=fields["from_annotator"], to_username=fields["to_annotator"]
+        )
+        return Response(result)
 
 
 class TaskAgreementApi(APIView):

@@ -50,6 +50,11 @@ class TaskFromRunIn(serializers.Serializer[None]):
     )
 
 
+class ReassignIn(serializers.Serializer[None]):
+    from_annotator = serializers.CharField(max_length=150, help_text="Username whose unfinished work moves.")
+    to_annotator = serializers.CharField(max_length=150, help_text="Username who takes it (annotator role or higher).")
+
+
 class ItemOut(serializers.ModelSerializer[AnnotationItem]):
     class Meta:
         model = AnnotationItem

@@ -243,6 +243,38 @@ def task_create_from_eval(
     )
 
 
+UNFINISHED = (AssignmentStatus.PENDING, AssignmentStatus.DRAFT, AssignmentStatus.SKIPPED)
+
+
+@transaction.atomic
+def task_reassign_unfinished(
+    *, task: AnnotationTask, actor: AnyUser, from_username: str, to_username: str
+) -> dict[str, int]:
+    """Move ``from_username``'s unfinished work (pending, draft, skipped) in ``task`` to ``to_username``:
+    when someone leaves the team or is overloaded. Submitted scores stay with who gave them; a moved draft
+    starts over empty (its partial scores were someone else's judgement); an item the new annotator already
+    has stays where it is (one assignment per person and item). Returns ``{"moved": n, "kept": k}``."""
+    require_role(project=task.project, user=actor, minimum=MANAGE_ANNOTATION)
+    if from_username == to_username:
+        raise InvalidInput("Pick two different people.", {"to": ["Pick someone other than the person whose work moves."]})
+    (to_id,) = _annotator_ids(project=task.project, usernames=[to_username])
+    unfinished = list(
+        Assignment.objects.select_for_update()
+        .filter(item__task=task, annotator__username=from_username, status__in=UNFINISHED)
+        .values_list("pk", "item_id")
+    )
+    if not unfinished:
+        message = f"{from_username!r} has no unfinished work in this task."
+        raise InvalidInput(message, {"from": [message]})
+    taken = set(Assignment.objects.filter(item__task=task, annotator_id=to_id).values_list("item_id", flat=True))
+    movable = [pk for pk, item_id in unfinished if item_id not in taken]
+    Assignment.objects.filter(pk__in=movable).update(
+        annotator_id=to_id, status=AssignmentStatus.PENDING, scores={}, comment="", submitted_at=None,
+        updated_at=timezone.now(),
+    )
+    return {"moved": len(movable), "kept": len(unfinished) - len(movable)}
+
+
 def _check_own(*, assignment: Assignment, actor: AnyUser) -> None:
     require_role(project=assignment.item.task.project, user=actor, minimum=ANNOTATE)
     if assignment.annotator_id != getattr(actor, "pk", None):

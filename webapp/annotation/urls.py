@@ -8,6 +8,7 @@ urlpatterns = [
     path("annotation-tasks/<int:task_id>/queue/", api.TaskQueueApi.as_view(), name="annotation-task-queue"),
     path("annotation-tasks/<int:task_id>/progress/", api.TaskProgressApi.as_view(), name="annotation-task-progress"),
     path("annotation-tasks/<int:task_id>/agreement/", api.TaskAgreementApi.as_view(), name="annotation-task-agreement"),
+    path("annotation-tasks/<int:task_id>/reassign/", api.TaskReassignApi.as_view(), name="annotation-task-reassign"),
     *(
         path(f"annotation-tasks/<int:task_id>/export.{fmt}", api.TaskExportApi.as_view(), {"fmt": fmt},
              name=f"annotation-task-export-{fmt}")

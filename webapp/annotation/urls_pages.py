@@ -12,4 +12,5 @@ urlpatterns = [
     path("evals/<int:eval_run_id>/annotate/new/", views.task_new_from_eval, name="task-new-from-eval"),
     path("annotation/<int:task_id>/", views.task_detail, name="task-detail"),
     path("annotation/<int:task_id>/annotate/", views.annotate, name="annotate"),
+    path("annotation/<int:task_id>/reassign/", views.task_reassign, name="task-reassign"),
 ]

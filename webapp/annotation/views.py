@@ -15,6 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from webapp.annotation.forms import TaskFromRunForm
 from webapp.annotation.models import AnnotationTask
@@ -30,7 +31,7 @@ from webapp.annotation.selectors import (
     tasks_for_project,
 )
 from webapp.annotation.serializers import AssignmentOut
-from webapp.annotation.services import task_create_from_eval, task_create_from_run
+from webapp.annotation.services import task_create_from_eval, task_create_from_run, task_reassign_unfinished
 from webapp.benchmarks.selectors import eval_run_get_for_user
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.experiments.selectors import run_get_for_user
@@ -123,10 +124,29 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         "has_work": bool(queue),
         "can_manage": manager,
         "progress": task_progress(task=task) if manager else None,
+        "eligible": [u.username for u in eligible_annotators(project=task.project)] if manager else [],
         "agreement": task_agreement(task=task) if manager else None,
         "role": _role(task.project, request),
     }
     return render(request, "annotation/task_detail.html", context)
+
+
+@login_required
+@require_POST
+def task_reassign(request: HttpRequest, task_id: int) -> HttpResponse:
+    """The progress table's "move unfinished work" form."""
+    task = task_get_for_user(task_id=task_id, user=request.user)
+    try:
+        result = task_reassign_unfinished(
+            task=task, actor=request.user, from_username=request.POST.get("from_annotator", ""),
+            to_username=request.POST.get("to_annotator", ""),
+        )  # fmt: skip
+    except (ApplicationError, PermissionDenied) as err:
+        messages.error(request, getattr(err, "message", str(err)))
+    else:
+        kept = f"; {result['kept']} stay (already assigned to both)" if result["kept"] else ""
+        messages.success(request, f"Moved {result['moved']} unfinished item(s){kept}.")
+    return redirect("annotation:task-detail", task_id=task.pk)
 
 
 @login_required
