@@ -25,7 +25,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
 QUEUES = ("default", "training", "eval")
 
-app = Celery("rlvr", include=["workers.tasks", "workers.recovery", "workers.tasks_eval"])
+app = Celery(
+    "rlvr", include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification"]
+)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=[Queue(name) for name in QUEUES],

@@ -10,6 +10,7 @@ from typing import Any
 from celery import Task
 
 from workers.celery_app import app
+from workers.processes import verifier_processes_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -79,10 +80,11 @@ def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) ->
     sink = DjangoRunSink(run_id)
     try:
         config = config_from_dict(config_data, source=f"run {run_id}")
-        result = train(
-            config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
-            log=lambda msg: logger.info("run %s: %s", run_id, msg), overwrite_output_dir=resume_from is None,
-        )
+        with verifier_processes_allowed():  # math / numeric / code verifiers score in child processes
+            result = train(
+                config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
+                log=lambda msg: logger.info("run %s: %s", run_id, msg), overwrite_output_dir=resume_from is None,
+            )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink
             return "failed"

@@ -15,6 +15,7 @@ from typing import Any
 from celery import Task
 
 from workers.celery_app import app
+from workers.processes import verifier_processes_allowed
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ def _evaluate(eval_run_id: int, config_data: dict[str, Any], model_path: str) ->
     try:
         config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
         done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
-        result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
+        with verifier_processes_allowed():  # math / numeric / code verifiers score in child processes
+            result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
     except Exception as err:
         try:
             sink.flush()  # keep what finished: a resumed attempt starts after it

@@ -1,4 +1,5 @@
-/* Verifier pages: parameter help for the chosen type, the test bench, the audit table and the rescore table.
+/* Verifier pages: parameter help for the chosen type, the test bench, and the audit and rescore jobs (started
+   here, run by a worker, polled every second, shown again when the page is reopened).
    Every model/user text goes through textContent (rlvr.el), never innerHTML. */
 "use strict";
 (function () {
@@ -60,19 +61,69 @@
 
   const pct = (rate) => (rate === null || rate === undefined ? "—" : (100 * rate).toFixed(1) + "%");
   const versionId = () => window.rlvr.pageData().version_id;
+  const POLL_MS = 1000;
+
+  /* A verification job (audit or rescore) runs on a worker: start it, poll it every second with a progress
+     bar under #<prefix>-progress, then hand its result to ``render``. ``button`` stays disabled meanwhile. */
+  function jobTracker(prefix, button, unit, render) {
+    const box = document.getElementById(prefix + "-progress");
+    const bar = box.querySelector(".progress-bar");
+    const meter = box.querySelector("[role=progressbar]");
+    const status = document.getElementById(prefix + "-status");
+    const summary = document.getElementById(prefix + "-summary");
+    let timer = null;
+
+    const show = (job) => {
+      box.hidden = false;
+      box.dataset.status = job.status;
+      const fraction = job.status === "succeeded" ? 1 : job.progress || 0;
+      bar.style.width = (100 * fraction).toFixed(1) + "%";
+      meter.setAttribute("aria-valuenow", String(Math.round(100 * fraction)));
+      const counted = job.total ? job.done + " of " + job.total + " " + unit : "";
+      const who = job.created_by ? " by " + job.created_by : "";
+      const when = new Date(job.created_at).toLocaleString();
+      if (job.status === "queued") status.textContent = "Queued" + who + " at " + when + ": waiting for a worker on the 'default' queue…";
+      else if (job.status === "running") status.textContent = "Running: " + (job.done ? counted : "scoring " + job.total + " " + unit) + "…";
+      else if (job.status === "failed") status.textContent = "Failed: " + job.error;
+      else status.textContent = "Finished " + new Date(job.finished_at).toLocaleString() + " (started" + who + ").";
+    };
+    const follow = async (jobId) => {
+      clearTimeout(timer);
+      const resp = await window.rlvr.api("/api/verification-jobs/" + jobId + "/");
+      if (!resp.ok) {
+        if (resp.status === 404) { button.disabled = false; return; }
+        timer = setTimeout(() => follow(jobId), POLL_MS * 3);  // a blip: the job goes on without us
+        return;
+      }
+      const job = resp.body;
+      show(job);
+      if (job.status === "succeeded") { button.disabled = false; render(job.result); return; }
+      if (job.status === "failed") { button.disabled = false; summary.hidden = true; return; }
+      button.disabled = true;
+      timer = setTimeout(() => follow(jobId), POLL_MS);
+    };
+    const start = async (url, body) => {
+      button.disabled = true;
+      summary.hidden = true;
+      const resp = await window.rlvr.api(url, { method: "POST", json: body });
+      if (!resp.ok) {
+        button.disabled = false;
+        box.hidden = true;
+        summary.hidden = false;
+        summary.textContent = (resp.body && resp.body.message) || "Could not start the job (" + resp.status + ").";
+        return;
+      }
+      follow(resp.body.id);
+    };
+    return { start: start, follow: follow };
+  }
 
   /* Audit: acceptance rate per answer form, with up to two rejected examples each. */
   const auditButton = document.getElementById("audit-run");
   if (auditButton) {
-    auditButton.addEventListener("click", async () => {
+    const renderAudit = (report) => {
       const summary = document.getElementById("audit-summary");
-      auditButton.disabled = true;
       summary.hidden = false;
-      summary.textContent = "Scoring the variants…";
-      const resp = await window.rlvr.api("/api/verifier-versions/" + versionId() + "/audit/", { method: "POST", json: {} });
-      auditButton.disabled = false;
-      if (!resp.ok) { summary.textContent = (resp.body && resp.body.message) || "Audit failed."; return; }
-      const report = resp.body;
       summary.textContent = report.accepted + " of " + (report.total - report.errors) + " scored variants accepted (" + pct(report.rate) + "), " + report.errors + " errors.";
       const body = document.querySelector("#audit-table tbody");
       body.replaceChildren();
@@ -89,25 +140,22 @@
       const table = document.getElementById("audit-table");
       table.hidden = false;
       table.dataset.ready = "1";
+    };
+    const audit = jobTracker("audit", auditButton, "variants", renderAudit);
+    auditButton.addEventListener("click", () => {
+      document.getElementById("audit-table").hidden = true;
+      audit.start("/api/verifier-versions/" + versionId() + "/audit/", {});
     });
+    if (window.rlvr.pageData().audit_job) audit.follow(window.rlvr.pageData().audit_job);
   }
 
   /* Rescore: the verdicts of a run's stored rollouts that this version would change. */
   const rescore = document.getElementById("rescore-form");
   if (rescore) {
-    rescore.addEventListener("submit", async (event) => {
-      event.preventDefault();
+    const renderRescore = (r) => {
       const summary = document.getElementById("rescore-summary");
-      const button = document.getElementById("rescore-go");
-      button.disabled = true;
       summary.hidden = false;
-      summary.textContent = "Re-scoring…";
-      const run = Number(document.getElementById("rescore-run").value);
-      const resp = await window.rlvr.api("/api/verifier-versions/" + versionId() + "/rescore/", { method: "POST", json: { run: run } });
-      button.disabled = false;
-      if (!resp.ok) { summary.textContent = (resp.body && resp.body.message) || "Rescore failed."; return; }
-      const r = resp.body;
-      summary.textContent = "Scored " + r.scored + " of " + r.total + " rollouts: " + r.changed + " verdicts change (" + r.newly_correct + " now correct, " + r.newly_incorrect + " now incorrect), " + r.errors + " errors.";
+      summary.textContent = "Run #" + r.run + ": scored " + r.scored + " of " + r.total + " rollouts: " + r.changed + " verdicts change (" + r.newly_correct + " now correct, " + r.newly_incorrect + " now incorrect), " + r.errors + " errors." + (r.rows_truncated ? " The first " + r.rows.length + " changes are listed." : "");
       const body = document.querySelector("#rescore-table tbody");
       body.replaceChildren();
       for (const row of r.rows) {
@@ -119,6 +167,15 @@
       const table = document.getElementById("rescore-table");
       table.hidden = r.rows.length === 0;
       table.dataset.ready = "1";
+    };
+    const job = jobTracker("rescore", document.getElementById("rescore-go"), "rollouts", renderRescore);
+    rescore.addEventListener("submit", (event) => {
+      event.preventDefault();
+      document.getElementById("rescore-table").hidden = true;
+      const limit = document.getElementById("rescore-limit").value.trim();
+      const body = { run: Number(document.getElementById("rescore-run").value), limit: limit ? Number(limit) : null };
+      job.start("/api/verifier-versions/" + versionId() + "/rescore/", body);
     });
+    if (window.rlvr.pageData().rescore_job) job.follow(window.rlvr.pageData().rescore_job);
   }
 })();

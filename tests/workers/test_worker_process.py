@@ -24,7 +24,7 @@ from tests.workers.helpers import (
     tiny_experiment_config,
     wait_for,
 )
-from webapp.experiments.models import Checkpoint, MetricPoint, Run, RunEvent
+from webapp.experiments.models import Checkpoint, MetricPoint, Rollout, Run, RunEvent
 from webapp.experiments.services import run_cancel
 
 
@@ -57,7 +57,11 @@ def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
     from webapp.asgi import application
 
     owner = make_user("alice")
-    run = launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, max_steps=4))
+    config = tiny_experiment_config(random_model_dir, max_steps=4)
+    # math scores in the verifiers' own process pool (trainer/verifiers/timeout_pool.py), which a prefork
+    # child (daemonic) may only start inside workers/processes.py's allowance
+    config["verifiers"].append({"name": "math"})
+    run = launch_run(owner, make_project(owner), config)
     token = Token.objects.create(user=owner)
 
     async def watch() -> list[dict[str, Any]]:
@@ -85,6 +89,8 @@ def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
     run.refresh_from_db()
     assert (run.status, run.step, run.attempts) == ("succeeded", 4, 1)
     assert sorted(set(MetricPoint.objects.filter(run=run).values_list("step", flat=True))) == [1, 2, 3, 4]
+    math_details = [r.details["math"] for r in Rollout.objects.filter(run=run)]
+    assert len(math_details) == 4 * 2 * 4 and not [d for d in math_details if "error" in d], math_details[:3]
 
 
 @pytest.mark.slow

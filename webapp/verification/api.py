@@ -1,13 +1,16 @@
-"""Verifier definitions over HTTP: CRUD, versions, test cases, the test bench, the audit and a rescore.
+"""Verifier definitions over HTTP: CRUD, versions, test cases, the test bench, and audit and rescore jobs.
 
-Views stay thin: they parse input with a serializer, call a selector/service/bench function, and answer.
-Errors take the API's one shape (webapp/api/exception_handler.py); outsiders get 404.
+The bench answers at once; an audit or a rescore answers 202 with a job (webapp/verification/job_services.py)
+that a worker runs and the client polls at ``verification-jobs/<id>/``. Views stay thin: they parse input
+with a serializer, call a selector/service/bench function, and answer. Errors take the API's one shape
+(webapp/api/exception_handler.py); outsiders get 404.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -18,10 +21,19 @@ from rest_framework.views import APIView
 from webapp.experiments.selectors import run_get_for_user
 from webapp.teams.selectors import project_get_for_user
 from webapp.verification import bench
-from webapp.verification.models import VerifierDefinition, VerifierTestCase, VerifierVersion
+from webapp.verification.job_services import RESCORE_CAP, verification_audit_start, verification_rescore_start
+from webapp.verification.models import (
+    JobStatus,
+    VerificationJob,
+    VerifierDefinition,
+    VerifierTestCase,
+    VerifierVersion,
+)
 from webapp.verification.selectors import (
     definition_get_for_user,
     definitions_for_project,
+    job_get_for_user,
+    jobs_for_version,
     registry_schema,
     test_case_get_for_user,
     test_cases_for_definition,
@@ -98,13 +110,53 @@ class BenchIn(serializers.Serializer[None]):
 
 class RescoreIn(serializers.Serializer[None]):
     run = serializers.IntegerField(help_text="Id of a run of the same project.")
-    limit = serializers.IntegerField(required=False, default=bench.RESCORE_LIMIT, min_value=1, max_value=5000)
+    limit = serializers.IntegerField(
+        required=False, allow_null=True, default=None,
+        help_text=f"Score only the newest this many rollouts (at most {RESCORE_CAP}); null or absent: all of them.",
+    )  # fmt: skip
+
+
+class JobOut(serializers.ModelSerializer[VerificationJob]):
+    # A string, not an enum, in the schema: drf-spectacular names enums after the field, and a second
+    # ``status`` enum (runs' and evaluations' also have ``cancelled``) fails the schema check with a warning.
+    status = serializers.CharField(read_only=True, help_text=f"One of {', '.join(JobStatus.values)}.")
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    progress = serializers.SerializerMethodField(help_text="done / total, 0 to 1; null while the total is unknown.")
+    url = serializers.SerializerMethodField(help_text="Where to poll this job.")
+
+    class Meta:
+        model = VerificationJob
+        fields: tuple[str, ...] = (
+            "id", "kind", "version", "run", "limit", "status", "done", "total", "progress", "error", "attempts",
+            "created_by", "created_at", "started_at", "finished_at", "url",
+        )  # fmt: skip
+
+    def get_progress(self, job: VerificationJob) -> float | None:
+        return min(1.0, job.done / job.total) if job.total else None
+
+    def get_url(self, job: VerificationJob) -> str:
+        return reverse("verification-job-detail", kwargs={"job_id": job.pk})
+
+
+class JobDetailOut(JobOut):
+    result = serializers.JSONField(
+        read_only=True,
+        help_text="Once succeeded: the audit report {total, accepted, errors, rate, rows} or the rescore summary "
+        "{run, scored, total, changed, newly_correct, newly_incorrect, errors, rows, rows_truncated}; else {}.",
+    )
+
+    class Meta(JobOut.Meta):
+        fields = (*JobOut.Meta.fields, "result")
 
 
 def _valid(serializer_class: type[serializers.Serializer[None]], data: Any) -> dict[str, Any]:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def _job_json(job: VerificationJob, request: Request) -> dict[str, Any]:
+    return dict(JobDetailOut(job, context={"request": request}).data)
 
 
 def _definition_json(definition: VerifierDefinition) -> dict[str, Any]:
@@ -206,21 +258,38 @@ class BenchApi(APIView):
 
 
 class AuditApi(APIView):
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, summary="Metamorphic audit: acceptance rate per answer form (001:L43)")
+    @extend_schema(
+        request=None, responses={202: JobDetailOut},
+        summary="Start the metamorphic audit (acceptance rate per answer form, 001:L43) as a background job",
+    )  # fmt: skip
     def post(self, request: Request, version_id: int) -> Response:
         version = version_get_for_user(version_id=version_id, user=request.user)
-        return Response({"version": version.pk, **bench.audit(version).to_json()})
+        job = verification_audit_start(version=version, actor=request.user)
+        return Response(_job_json(job, request), status=status.HTTP_202_ACCEPTED)
 
 
 class RescoreApi(APIView):
-    @extend_schema(request=RescoreIn, responses=OpenApiTypes.OBJECT, summary="Re-score a run's stored rollouts; list the verdicts that change")
+    @extend_schema(
+        request=RescoreIn, responses={202: JobDetailOut},
+        summary="Start re-scoring a run's stored rollouts as a background job; its result lists the verdicts that change",
+    )  # fmt: skip
     def post(self, request: Request, version_id: int) -> Response:
         version = version_get_for_user(version_id=version_id, user=request.user)
         data = _valid(RescoreIn, request.data)
         run = run_get_for_user(run_id=data["run"], user=request.user)
-        if run.experiment.project_id != version.definition.project_id:
-            return Response(
-                {"message": "That run belongs to another project: pick a run of this verifier's project.", "extra": {}},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        return Response(bench.rescore_rollouts(version, run, limit=data["limit"]))
+        job = verification_rescore_start(version=version, run=run, actor=request.user, limit=data["limit"])
+        return Response(_job_json(job, request), status=status.HTTP_202_ACCEPTED)
+
+
+class VersionJobListApi(APIView):
+    @extend_schema(responses=JobOut(many=True), summary="A verifier version's recent audit and rescore jobs (no results)")
+    def get(self, request: Request, version_id: int) -> Response:
+        version = version_get_for_user(version_id=version_id, user=request.user)
+        jobs = jobs_for_version(version=version)
+        return Response(JobOut(jobs, many=True, context={"request": request}).data)
+
+
+class JobDetailApi(APIView):
+    @extend_schema(responses=JobDetailOut, summary="One audit or rescore job: status, progress, and its result once done")
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(_job_json(job_get_for_user(job_id=job_id, user=request.user), request))

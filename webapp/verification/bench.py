@@ -1,25 +1,25 @@
-"""Running a saved verifier version from the web process: one verdict, the test cases, the audit, a rescore.
+"""Running a saved verifier version: one verdict and the test cases (web process), the audit and a rescore
+(a worker's verification job, webapp/verification/job_services.py).
 
 Only trainer.verifiers is imported (no torch): verifiers that need a library or a sandbox run it in the
 trainer's timeout-pool workers, exactly as they do during training, so a verdict shown here is the
-verdict a run would get. Nothing here writes to the database (services.py does).
+verdict a run would get. Nothing here touches the database (services.py and job_services.py do).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainer.errors import RLVRError
 from trainer.samples import Sample
 from trainer.verifiers import Verifier, VerifierResult, build_verifier
-from trainer.verifiers.audit import AuditReport, audit_verifier
+from trainer.verifiers.audit import AuditReport, audit_verifier, generate_variants
 from webapp.core.errors import ApplicationError
-from webapp.experiments.models import Rollout, Run
 from webapp.verification.models import VerifierTestCase, VerifierVersion
 
-RESCORE_LIMIT = 500  # rollouts re-scored per request; the newest steps first
+CHANGED_ROWS_KEPT = 1000  # changed verdicts listed in a rescore's result (all are counted)
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,7 @@ def score(version: VerifierVersion, pairs: Sequence[tuple[str, str | None]]) -> 
     """Verdicts of (completion, reference) pairs under ``version``, in one batch."""
     if not pairs:
         return []
-    verifier = built(version.verifier, version.params)
-    samples = [Sample(f"bench-{i}", "", reference) for i, (_, reference) in enumerate(pairs)]
-    return [verdict_of(r) for r in verifier([c for c, _ in pairs], samples)]
+    return score_with(built(version.verifier, version.params), pairs)
 
 
 def check_cases(version: VerifierVersion, cases: Iterable[VerifierTestCase]) -> list[dict[str, Any]]:
@@ -85,39 +83,66 @@ def check_cases(version: VerifierVersion, cases: Iterable[VerifierTestCase]) -> 
     ]
 
 
+def score_with(verifier: Verifier, pairs: Sequence[tuple[str, str | None]]) -> list[Verdict]:
+    """Like ``score``, with a verifier built once by the caller (a rescore scores many chunks with it)."""
+    if not pairs:
+        return []
+    samples = [Sample(f"bench-{i}", "", reference) for i, (_, reference) in enumerate(pairs)]
+    return [verdict_of(r) for r in verifier([c for c, _ in pairs], samples)]
+
+
 def audit(version: VerifierVersion) -> AuditReport:
     return audit_verifier(built(version.verifier, version.params))
 
 
-def rescore_rollouts(version: VerifierVersion, run: Run, *, limit: int = RESCORE_LIMIT) -> dict[str, Any]:
-    """Score a run's stored rollouts (completion + reference answer) with ``version``; list changed verdicts.
+def audit_size() -> int:
+    """How many variants an audit scores: the job's ``total`` before it starts."""
+    return len(generate_variants())
 
-    The stored verdict is the rollout's ``correct`` (from the run's primary verifier). Only the newest
-    ``limit`` rollouts are scored, so the request stays short.
+
+@dataclass
+class RescoreTally:
+    """A rescore's running totals, added to chunk by chunk by the worker (job_services.py).
+
+    The stored verdict is the rollout's ``correct`` (from the run's primary verifier). Every changed verdict
+    is counted, but only the first ``CHANGED_ROWS_KEPT`` are kept as rows (newest steps first), so the
+    result of a rescore of a whole run stays a page, not a copy of the run.
     """
-    rows = list(
-        Rollout.objects.filter(run=run)
-        .order_by("-step", "group", "sample_index")
-        .values("id", "step", "group", "sample_index", "prompt", "completion", "answer", "correct", "reward")[:limit]
-    )
-    verdicts = score(version, [(r["completion"], r["answer"]) for r in rows])
-    changed = []
-    for row, verdict in zip(rows, verdicts, strict=True):
-        if verdict.correct != row["correct"]:
-            changed.append({
-                "rollout": row["id"], "step": row["step"], "group": row["group"], "sample_index": row["sample_index"],
-                "prompt": row["prompt"][:300], "completion": row["completion"][-500:], "answer": row["answer"],
-                "was_correct": row["correct"], "now_correct": verdict.correct, "reason": verdict.reason,
-                "extracted": verdict.extracted,
-            })  # fmt: skip
-    newly_correct = sum(1 for c in changed if c["now_correct"])
+
+    scored: int = 0
+    changed: int = 0
+    newly_correct: int = 0
+    errors: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, rollouts: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> None:
+        for row, verdict in zip(rollouts, verdicts, strict=True):
+            self.scored += 1
+            self.errors += int(verdict.error is not None)
+            if verdict.correct == row["correct"]:
+                continue
+            self.changed += 1
+            self.newly_correct += int(verdict.correct)
+            if len(self.rows) < CHANGED_ROWS_KEPT:
+                self.rows.append(_changed_row(row, verdict))
+
+    def to_json(self, *, run_id: int, total: int) -> dict[str, Any]:
+        return {
+            "run": run_id, "scored": self.scored, "total": total, "changed": self.changed,
+            "newly_correct": self.newly_correct, "newly_incorrect": self.changed - self.newly_correct,
+            "errors": self.errors, "rows": self.rows, "rows_truncated": self.changed > len(self.rows),
+        }  # fmt: skip
+
+
+def rescore_chunk(verifier: Verifier, rollouts: Sequence[dict[str, Any]], tally: RescoreTally) -> None:
+    """Score one chunk of rollouts (``selectors.RESCORE_FIELDS``) and add the verdicts to ``tally``."""
+    tally.add(rollouts, score_with(verifier, [(r["completion"], r["answer"]) for r in rollouts]))
+
+
+def _changed_row(row: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
     return {
-        "run": run.pk,
-        "scored": len(rows),
-        "total": Rollout.objects.filter(run=run).count(),
-        "changed": len(changed),
-        "newly_correct": newly_correct,
-        "newly_incorrect": len(changed) - newly_correct,
-        "errors": sum(1 for v in verdicts if v.error),
-        "rows": changed,
-    }
+        "rollout": row["id"], "step": row["step"], "group": row["group"], "sample_index": row["sample_index"],
+        "prompt": row["prompt"][:300], "completion": row["completion"][-500:], "answer": row["answer"],
+        "was_correct": row["correct"], "now_correct": verdict.correct, "reason": verdict.reason,
+        "extracted": verdict.extracted,
+    }  # fmt: skip

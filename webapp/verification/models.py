@@ -111,3 +111,60 @@ def config_label(name: str) -> str:
     """A metric-safe label from a definition name: 'GSM8K answer' -> 'gsm8k_answer' (reward/<label>_mean)."""
     cleaned = "".join(c if c.isalnum() else "_" for c in name.strip().lower())
     return "_".join(part for part in cleaned.split("_") if part)[:60] or "verifier"
+
+
+class JobKind(models.TextChoices):
+    AUDIT = "audit", "Metamorphic audit"
+    RESCORE = "rescore", "Rescore of a run's rollouts"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
+
+
+class VerificationJob(models.Model):
+    """An audit or a rescore of one version, run by a Celery worker (workers/tasks_verification.py).
+
+    Both take longer than a web request should (a math audit 10-20 s; a rescore of a whole run minutes),
+    so the page starts a job and polls it; the outcome stays here when the page is closed. ``done`` /
+    ``total`` count rollouts (rescore, saved after each chunk) or audit variants (set when it finishes).
+    """
+
+    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    version = models.ForeignKey(VerifierVersion, on_delete=models.CASCADE, related_name="jobs")
+    run = models.ForeignKey(
+        "experiments.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="+",
+        help_text="The run whose rollouts a rescore scores; null for an audit.",
+    )  # fmt: skip
+    limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Rescore only the newest this many rollouts; null: all of them."
+    )
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True, help_text="The audit report or the rescore summary.")
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0, help_text="Deliveries that started it (a dead worker's job restarts).")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = (models.Index(fields=["version", "kind", "-id"], name="verification_job_latest"),)
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} of version {self.version_id} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in JOB_FINISHED

@@ -9,10 +9,22 @@ from django.http import Http404
 
 from trainer.errors import RLVRError
 from trainer.verifiers import VERIFIERS
+from webapp.experiments.models import Rollout, Run
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
-from webapp.verification.models import VerifierDefinition, VerifierTestCase, VerifierVersion, config_label
+from webapp.verification.models import (
+    JobKind,
+    VerificationJob,
+    VerifierDefinition,
+    VerifierTestCase,
+    VerifierVersion,
+    config_label,
+)
+
+# What a rescore reads of each rollout (bench.RescoreTally turns a changed one into a result row).
+RESCORE_FIELDS = ("id", "step", "group", "sample_index", "prompt", "completion", "answer", "correct")
+RECENT_JOBS = 20
 
 
 def definitions_for_project(*, project: Project) -> QuerySet[VerifierDefinition]:
@@ -131,3 +143,42 @@ def registry_schema() -> list[dict[str, Any]]:
              "defaults": defaults}
         )  # fmt: skip
     return items
+
+
+def job_get_for_user(*, job_id: int, user: AnyUser) -> VerificationJob:
+    job = (
+        VerificationJob.objects.select_related("version", "version__definition", "version__definition__project",
+                                               "created_by")
+        .filter(pk=job_id)
+        .first()
+    )  # fmt: skip
+    if job is None:
+        raise Http404("No such verification job.")
+    require_role(project=job.version.definition.project, user=user, minimum=READ)
+    return job
+
+
+def jobs_for_version(*, version: VerifierVersion, limit: int = RECENT_JOBS) -> QuerySet[VerificationJob]:
+    """The version's newest jobs first (audits and rescores)."""
+    return VerificationJob.objects.filter(version=version).select_related("created_by").order_by("-id")[:limit]
+
+
+def latest_job(*, version: VerifierVersion, kind: JobKind) -> VerificationJob | None:
+    """The newest job of ``kind``: the page shows it again (progress or result) when reopened."""
+    return VerificationJob.objects.filter(version=version, kind=kind).order_by("-id").first()
+
+
+def rescore_rollout_ids(*, run: Run, limit: int | None) -> list[int]:
+    """Ids of the rollouts a rescore scores, in the order it lists changes: newest steps first."""
+    ids = Rollout.objects.filter(run=run).order_by("-step", "group", "sample_index").values_list("id", flat=True)
+    return list(ids if limit is None else ids[:limit])
+
+
+def rollouts_for_rescore(*, ids: list[int]) -> list[dict[str, Any]]:
+    """``RESCORE_FIELDS`` of the rollouts ``ids``, in the order of ``ids``."""
+    by_id = {row["id"]: row for row in Rollout.objects.filter(pk__in=ids).values(*RESCORE_FIELDS)}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def run_rollout_count(*, run: Run) -> int:
+    return Rollout.objects.filter(run=run).count()

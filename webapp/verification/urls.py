@@ -20,4 +20,6 @@ urlpatterns = [
     path("verifier-versions/<int:version_id>/test/", api.BenchApi.as_view(), name="verifier-bench"),
     path("verifier-versions/<int:version_id>/audit/", api.AuditApi.as_view(), name="verifier-audit"),
     path("verifier-versions/<int:version_id>/rescore/", api.RescoreApi.as_view(), name="verifier-rescore"),
+    path("verifier-versions/<int:version_id>/jobs/", api.VersionJobListApi.as_view(), name="verifier-version-jobs"),
+    path("verification-jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="verification-job-detail"),
 ]

@@ -1,7 +1,8 @@
 """Verifier pages: list per project, definition detail (versions, test cases, bench), edit form, version page.
 
-Forms post here and call services (errors become messages); the test bench, the audit and the rescore run
-through the API from static/js/verification.js. Viewers read; admins and owners edit; outsiders get 404.
+Forms post here and call services (errors become messages); the test bench runs through the API from
+static/js/verification.js, which also starts audit and rescore jobs and polls them. Viewers read (and use
+the bench, audit and rescore); admins and owners edit; outsiders get 404.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from webapp.experiments.selectors import runs_for_project
 from webapp.pages.views_common import report_error, role_context
 from webapp.teams.permissions import require_role
 from webapp.teams.selectors import project_get_for_user
+from webapp.verification.job_services import RESCORE_CAP
+from webapp.verification.models import JobKind, VerificationJob
 from webapp.verification.selectors import (
     definition_get_for_user,
     definitions_for_project,
+    latest_job,
     latest_version,
     registry_schema,
     test_case_get_for_user,
@@ -174,7 +178,17 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "config_entry_json": json.dumps(version.config_entry, indent=2),
         "used_by": version.runs.select_related("experiment").order_by("-id")[:20],
         "runs": runs_for_project(project=project).select_related("experiment").order_by("-id")[:RUNS_OFFERED],
-        "page_data": {"version_id": version.pk},
+        "rescore_cap": RESCORE_CAP,
+        # The newest audit and rescore jobs: the page shows their progress or result again when reopened.
+        "page_data": {
+            "version_id": version.pk,
+            "audit_job": _job_id(latest_job(version=version, kind=JobKind.AUDIT)),
+            "rescore_job": _job_id(latest_job(version=version, kind=JobKind.RESCORE)),
+        },
         **role_context(project=project, request=request),
     }
     return render(request, "verification/version.html", context)
+
+
+def _job_id(job: VerificationJob | None) -> int | None:
+    return None if job is None else job.pk

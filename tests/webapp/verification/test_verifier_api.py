@@ -1,5 +1,5 @@
 """The verifier API by role (viewers read and use the bench; admins and owners edit; outsiders get 404),
-and the bench, audit and rescore answers."""
+and the bench's answers. Audit and rescore jobs: test_verification_job_api.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from tests.webapp.helpers import rollout_record
-from webapp.experiments.models import Run
-from webapp.experiments.services import run_record_step
 from webapp.teams.models import Project
 from webapp.verification.models import VerifierDefinition, VerifierVersion
 
@@ -86,48 +83,6 @@ def test_the_bench_shows_verdict_extracted_answer_and_reason(
 def test_the_bench_reports_a_missing_reference_as_an_error(api: Api, alice: User, version: VerifierVersion) -> None:
     resp = api(alice).post(f"/api/verifier-versions/{version.pk}/test/", {"completion": "42"}, format="json")
     assert resp.json()["correct"] is False and "no reference answer" in resp.json()["error"]
-
-
-def test_the_audit_returns_acceptance_per_answer_form(api: Api, alice: User, version: VerifierVersion) -> None:
-    report = api(alice).post(f"/api/verifier-versions/{version.pk}/audit/", {}, format="json").json()
-    rows = {row["form"]: row for row in report["rows"]}
-    assert rows["plain"]["rate"] == 1.0 and rows["frac"]["rate"] == 0.0
-    assert report["total"] == sum(row["total"] for row in report["rows"]) > 200
-
-
-def test_rescoring_a_run_lists_the_verdicts_that_change(
-    api: Api, alice: User, run: Run, project: Project
-) -> None:
-    """The run's verifier said correct/incorrect; a case-insensitive exact check flips two of the verdicts."""
-    records = [
-        rollout_record(1, 0, 0, completion="Paris", answer="paris", correct=False),
-        rollout_record(1, 0, 1, completion="paris", answer="paris", correct=True),
-        rollout_record(1, 0, 2, completion="Lyon", answer="paris", correct=True),
-        rollout_record(1, 0, 3, completion="Lyon", answer="paris", correct=False),
-    ]
-    run_record_step(run_id=run.pk, step=1, max_steps=2, metrics={}, rollouts=records)
-    created = api(alice).post(
-        f"/api/projects/{project.pk}/verifiers/",
-        {"name": "casefold", "verifier": "exact", "params": {"case_sensitive": False}},
-        format="json",
-    ).json()
-    version_id = created["versions"][0]["id"]
-    body = api(alice).post(f"/api/verifier-versions/{version_id}/rescore/", {"run": run.pk}, format="json").json()
-    assert (body["scored"], body["changed"], body["newly_correct"], body["newly_incorrect"]) == (4, 2, 1, 1)
-    assert [(r["sample_index"], r["was_correct"], r["now_correct"]) for r in body["rows"]] == [(0, False, True), (2, True, False)]
-
-
-def test_rescoring_a_run_of_another_project_is_refused(
-    api: Api, alice: User, run: Run, version: VerifierVersion
-) -> None:
-    from webapp.teams.services import project_create
-
-    other = project_create(name="Other", owner=alice)
-    mine = api(alice).post(
-        f"/api/projects/{other.pk}/verifiers/", {"name": "v", "verifier": "exact"}, format="json"
-    ).json()["versions"][0]["id"]
-    resp = api(alice).post(f"/api/verifier-versions/{mine}/rescore/", {"run": run.pk}, format="json")
-    assert resp.status_code == 400 and "another project" in resp.json()["message"]
 
 
 def test_the_registry_lists_code_with_its_parameter_schema(api: Api, alice: User) -> None:

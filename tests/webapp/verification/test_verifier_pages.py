@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from webapp.experiments.models import Run
 from webapp.teams.models import Project
+from webapp.verification.job_services import verification_audit_start, verification_rescore_start
 from webapp.verification.models import TestStatus, VerifierDefinition, VerifierVersion
 from webapp.verification.services import verifier_definition_create, verifier_test_case_create
 
@@ -105,3 +109,16 @@ def test_the_project_page_links_the_verifiers(alice: User, project: Project) -> 
 def test_the_experiment_form_loads_the_verifier_picker(alice: User, project: Project) -> None:
     html = client_for(alice).get(f"/projects/{project.pk}/experiments/new/").content.decode()
     assert "js/verification_picker.js" in html and f'data-project="{project.pk}"' in html
+
+
+def test_the_version_page_hands_its_newest_jobs_to_the_script(
+    alice: User, casefold: VerifierVersion, run_with_rollouts: Run
+) -> None:
+    """Reopening the page shows the audit and rescore started earlier (their progress, or their result)."""
+    verification_audit_start(version=casefold, actor=alice)
+    newest_audit = verification_audit_start(version=casefold, actor=alice)  # the same queued job
+    rescore = verification_rescore_start(version=casefold, run=run_with_rollouts, actor=alice)
+    resp = client_for(alice).get(f"/verifier-versions/{casefold.pk}/")
+    data = json.loads(re.search(r'id="page-data"[^>]*>(.*?)</script>', resp.content.decode(), re.S).group(1))
+    assert data == {"version_id": casefold.pk, "audit_job": newest_audit.pk, "rescore_job": rescore.pk}
+    assert 'id="audit-progress"' in resp.content.decode() and 'id="rescore-limit"' in resp.content.decode()
