@@ -37,6 +37,7 @@ from webapp.benchmarks.models import (
 )
 from webapp.benchmarks.publish import publish_eval_event
 from webapp.benchmarks.verifier_versions import verifier_spec_for_version
+from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.datafiles.models import Dataset
 from webapp.datafiles.services import dataset_upload
@@ -228,19 +229,15 @@ def eval_cancel(*, eval_run: EvalRun, actor: AnyUser) -> EvalRun:
 
 
 def _enqueue_after_commit(eval_run_id: int) -> None:
-    def send() -> None:
-        try:
-            enqueue_evaluation(eval_run_id)
-        except Exception as err:  # broker unreachable: say so instead of leaving it queued forever
-            logger.exception("could not enqueue evaluation %s", eval_run_id)
-            eval_fail(
-                eval_run_id=eval_run_id,
-                message=f"Could not send the evaluation to a worker ({err}). Check that Redis is reachable "
-                "at REDIS_URL and that a worker listens on the 'eval' queue, then launch it again.",
-                traceback_text=tb.format_exc(),
-            )
+    def failed(err: Exception) -> None:
+        eval_fail(
+            eval_run_id=eval_run_id,
+            message=f"Could not send the evaluation to a worker ({err}). Check that Redis is reachable "
+            "at REDIS_URL and that a worker listens on the 'eval' queue, then launch it again.",
+            traceback_text=tb.format_exc(),
+        )
 
-    transaction.on_commit(send)
+    send_after_commit(lambda: enqueue_evaluation(eval_run_id), failed, f"evaluation {eval_run_id}")
 
 
 # --- evaluations, as the worker reports them --------------------------------------------------------

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainer.sinks import RolloutRecord, pack_token_arrays
+from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.experiments.config_validation import validate_experiment_config
 from webapp.experiments.dispatch import enqueue_training
@@ -195,19 +196,15 @@ def _requeue(run: Run) -> Checkpoint | None:
 
 
 def _enqueue_after_commit(run_id: int) -> None:
-    def send() -> None:
-        try:
-            enqueue_training(run_id)
-        except Exception as err:  # broker unreachable: say so on the run instead of leaving it queued forever
-            logger.exception("could not enqueue run %s", run_id)
-            run_fail(
-                run_id=run_id,
-                message=f"Could not send the run to a worker ({err}). Check that Redis is reachable at "
-                "REDIS_URL, then resume the run.",
-                traceback_text=tb.format_exc(),
-            )
+    def failed(err: Exception) -> None:
+        run_fail(
+            run_id=run_id,
+            message=f"Could not send the run to a worker ({err}). Check that Redis is reachable at REDIS_URL, "
+            "then resume the run.",
+            traceback_text=tb.format_exc(),
+        )
 
-    transaction.on_commit(send)
+    send_after_commit(lambda: enqueue_training(run_id), failed, f"run {run_id}")
 
 
 # --- runs, as the worker reports them --------------------------------------------------------------

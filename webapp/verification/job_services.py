@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainer.errors import RLVRError
+from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.experiments.models import Run
 from webapp.teams.permissions import READ, require_role
@@ -120,18 +121,14 @@ def _start(
 
 
 def _enqueue_after_commit(job_id: int) -> None:
-    def send() -> None:
-        try:
-            enqueue_verification_job(job_id)
-        except Exception as err:  # broker unreachable: say so instead of leaving it queued forever
-            logger.exception("could not enqueue verification job %s", job_id)
-            verification_job_fail(
-                job_id=job_id,
-                message=f"Could not send the job to a worker ({err}). Check that Redis is reachable at REDIS_URL "
-                "and that a worker listens on the 'default' queue, then start it again.",
-            )
+    def failed(err: Exception) -> None:
+        verification_job_fail(
+            job_id=job_id,
+            message=f"Could not send the job to a worker ({err}). Check that Redis is reachable at REDIS_URL "
+            "and that a worker listens on the 'default' queue, then start it again.",
+        )
 
-    transaction.on_commit(send)
+    send_after_commit(lambda: enqueue_verification_job(job_id), failed, f"verification job {job_id}")
 
 
 def _mark_started(*, job_id: int) -> VerificationJob | None:
