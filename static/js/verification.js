@@ -71,7 +71,9 @@
     const meter = box.querySelector("[role=progressbar]");
     const status = document.getElementById(prefix + "-status");
     const summary = document.getElementById(prefix + "-summary");
+    const cancel = document.getElementById(prefix + "-cancel");
     let timer = null;
+    let current = null;
 
     const show = (job) => {
       box.hidden = false;
@@ -85,6 +87,11 @@
       if (job.status === "queued") status.textContent = "Queued" + who + " at " + when + ": waiting for a worker on the 'default' queue…";
       else if (job.status === "running") status.textContent = "Running: " + (job.done ? counted : "scoring " + job.total + " " + unit) + "…";
       else if (job.status === "failed") status.textContent = "Failed: " + job.error;
+      else if (job.status === "cancelled") status.textContent = "Cancelled" + (job.done ? " after " + counted : "") + ".";
+      const live = job.status === "queued" || job.status === "running";
+      cancel.hidden = !live;
+      cancel.disabled = job.cancel_requested;
+      if (live && job.cancel_requested) status.textContent += " Stopping at the next chunk…";
       else status.textContent = "Finished " + new Date(job.finished_at).toLocaleString() + " (started" + who + ").";
     };
     const follow = async (jobId) => {
@@ -96,9 +103,10 @@
         return;
       }
       const job = resp.body;
+      current = job.id;
       show(job);
       if (job.status === "succeeded") { button.disabled = false; render(job.result); return; }
-      if (job.status === "failed") { button.disabled = false; summary.hidden = true; return; }
+      if (job.status === "failed" || job.status === "cancelled") { button.disabled = false; summary.hidden = true; return; }
       button.disabled = true;
       timer = setTimeout(() => follow(jobId), POLL_MS);
     };
@@ -115,6 +123,13 @@
       }
       follow(resp.body.id);
     };
+    cancel.addEventListener("click", async () => {
+      if (current === null) return;
+      cancel.disabled = true;
+      const resp = await window.rlvr.api("/api/verification-jobs/" + current + "/cancel/", { method: "POST" });
+      if (!resp.ok) status.textContent = (resp.body && resp.body.message) || "Could not cancel (" + resp.status + ").";
+      follow(current);
+    });
     return { start: start, follow: follow };
   }
 

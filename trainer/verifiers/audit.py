@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -253,12 +253,23 @@ def generate_variants(seeds: Iterable[Seed] = SEEDS) -> list[Variant]:
 
 
 def audit_verifier(
-    verifier: Verifier, variants: Sequence[Variant] | None = None, *, examples_per_form: int = 5
+    verifier: Verifier,
+    variants: Sequence[Variant] | None = None,
+    *,
+    examples_per_form: int = 5,
+    on_progress: Callable[[int], None] | None = None,
+    chunk_size: int = 64,
 ) -> AuditReport:
-    """Score every variant against its reference in one batch; rows keep the forms' first-seen order."""
+    """Score every variant against its reference, ``chunk_size`` per verifier call, calling ``on_progress``
+    with the number scored after each call (a job's progress bar); rows keep the forms' first-seen order."""
     variants = list(variants if variants is not None else generate_variants())
     samples = [Sample(f"audit-{i}", "audit", v.reference) for i, v in enumerate(variants)]
-    results = verifier([v.completion for v in variants], samples)
+    results = []
+    for start in range(0, len(variants), chunk_size):
+        part = slice(start, start + chunk_size)
+        results += verifier([v.completion for v in variants[part]], samples[part])
+        if on_progress is not None:
+            on_progress(len(results))
     rows: dict[str, FormRow] = {}
     for variant, result in zip(variants, results, strict=True):
         row = rows.setdefault(variant.form, FormRow(variant.form))

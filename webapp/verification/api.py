@@ -21,7 +21,12 @@ from rest_framework.views import APIView
 from webapp.experiments.selectors import run_get_for_user
 from webapp.teams.selectors import project_get_for_user
 from webapp.verification import bench
-from webapp.verification.job_services import RESCORE_CAP, verification_audit_start, verification_rescore_start
+from webapp.verification.job_services import (
+    RESCORE_CAP,
+    verification_audit_start,
+    verification_job_cancel,
+    verification_rescore_start,
+)
 from webapp.verification.models import (
     JobStatus,
     VerificationJob,
@@ -127,8 +132,8 @@ class JobOut(serializers.ModelSerializer[VerificationJob]):
     class Meta:
         model = VerificationJob
         fields: tuple[str, ...] = (
-            "id", "kind", "version", "run", "limit", "status", "done", "total", "progress", "error", "attempts",
-            "created_by", "created_at", "started_at", "finished_at", "url",
+            "id", "kind", "version", "run", "limit", "status", "cancel_requested", "done", "total", "progress",
+            "error", "attempts", "created_by", "created_at", "started_at", "finished_at", "url",
         )  # fmt: skip
 
     def get_progress(self, job: VerificationJob) -> float | None:
@@ -287,6 +292,14 @@ class VersionJobListApi(APIView):
         version = version_get_for_user(version_id=version_id, user=request.user)
         jobs = jobs_for_version(version=version)
         return Response(JobOut(jobs, many=True, context={"request": request}).data)
+
+
+class JobCancelApi(APIView):
+    @extend_schema(request=None, responses=JobDetailOut,
+                   summary="Cancel a job: a queued one at once, a running one at its next chunk (your own; admins: any)")
+    def post(self, request: Request, job_id: int) -> Response:
+        job = verification_job_cancel(job=job_get_for_user(job_id=job_id, user=request.user), actor=request.user)
+        return Response(_job_json(job_get_for_user(job_id=job.pk, user=request.user), request))
 
 
 class JobDetailApi(APIView):

@@ -8,7 +8,7 @@ verdict a run would get. Nothing here touches the database (services.py and job_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +91,8 @@ def score_with(verifier: Verifier, pairs: Sequence[tuple[str, str | None]]) -> l
     return [verdict_of(r) for r in verifier([c for c, _ in pairs], samples)]
 
 
-def audit(version: VerifierVersion) -> AuditReport:
-    return audit_verifier(built(version.verifier, version.params))
+def audit(version: VerifierVersion, on_progress: Callable[[int], None] | None = None) -> AuditReport:
+    return audit_verifier(built(version.verifier, version.params), on_progress=on_progress)
 
 
 def audit_size() -> int:

@@ -20,8 +20,9 @@ from django.utils import timezone
 
 from trainer.errors import RLVRError
 from webapp.core.dispatch import send_after_commit
-from webapp.core.errors import ApplicationError, InvalidInput
+from webapp.core.errors import ApplicationError, Conflict, InvalidInput
 from webapp.experiments.models import Run
+from webapp.teams.models import Role
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
 from webapp.verification import bench, selectors
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 # Who may start an audit or a rescore: whoever may use the test bench, i.e. read the project. Both only
 # score with a saved version and store the outcome; they change nothing a run or an experiment holds.
 RUN_BENCH = READ
+CANCEL_OTHERS_JOBS = Role.ADMIN  # anyone cancels their own job; admins and owners anyone's
 RESCORE_CAP = 200_000  # rollouts per rescore job: a few minutes of exact checks, ~30 MB of ids in the worker
 RESCORE_CHUNK = 500  # rollouts scored between two saves of the ``done`` counter
 ERROR_CHARS = 20_000
@@ -80,6 +82,11 @@ def verification_job_execute(*, job_id: int) -> str:
         return "skipped"
     try:
         result = _audit(job) if job.kind == JobKind.AUDIT else _rescore(job)
+    except _Cancelled as stop:
+        VerificationJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.CANCELLED, result=stop.partial, finished_at=timezone.now()
+        )
+        return "cancelled"
     except Exception as err:
         verification_job_fail(job_id=job.pk, message=_error_text(job, err))
         return "failed"
@@ -91,6 +98,35 @@ def verification_job_execute(*, job_id: int) -> str:
         row.finished_at = timezone.now()
         row.save(update_fields=["status", "result", "done", "finished_at"])
     return "succeeded"
+
+
+def verification_job_cancel(*, job: VerificationJob, actor: AnyUser) -> VerificationJob:
+    """Cancel a job: a queued one at once, a running one at its next chunk boundary (a rescore keeps what it
+    scored so far as a partial result). Whoever started it, or an admin, may cancel it."""
+    project = job.version.definition.project
+    if job.created_by_id != getattr(actor, "pk", None):
+        require_role(project=project, user=actor, minimum=CANCEL_OTHERS_JOBS)
+    with transaction.atomic():
+        row = VerificationJob.objects.select_for_update().get(pk=job.pk)
+        if row.finished:
+            raise Conflict(f"This {row.kind} job has already finished ({row.status}): there is nothing to cancel.")
+        if row.status == JobStatus.QUEUED:  # its message may still arrive: the worker then skips it
+            row.status, row.finished_at = JobStatus.CANCELLED, timezone.now()
+        row.cancel_requested = True
+        row.save(update_fields=["status", "finished_at", "cancel_requested"])
+    return row
+
+
+class _Cancelled(Exception):
+    """A running job saw its cancel request; ``partial`` is what it had scored (stored as the result)."""
+
+    def __init__(self, partial: dict[str, Any]) -> None:
+        super().__init__("cancelled")
+        self.partial = partial
+
+
+def _cancel_requested(job_id: int) -> bool:
+    return VerificationJob.objects.filter(pk=job_id, cancel_requested=True).exists()
 
 
 def verification_job_fail(*, job_id: int, message: str) -> None:
@@ -107,7 +143,8 @@ def _start(
     job is still queued or running gets that job back instead of a duplicate."""
     with transaction.atomic():
         same = VerificationJob.objects.select_for_update().filter(
-            version=version, kind=kind, run=run, limit=limit, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)
+            version=version, kind=kind, run=run, limit=limit, status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+            cancel_requested=False,
         )
         existing = same.order_by("-id").first()
         if existing is not None:
@@ -151,7 +188,14 @@ def _mark_started(*, job_id: int) -> VerificationJob | None:
 
 
 def _audit(job: VerificationJob) -> dict[str, Any]:
-    report = bench.audit(job.version)
+    """Score the variants chunk by chunk; ``done`` is saved after each chunk for the page's progress bar."""
+
+    def progress(done: int) -> None:
+        VerificationJob.objects.filter(pk=job.pk).update(done=done)
+        if _cancel_requested(job.pk):
+            raise _Cancelled({"version": job.version_id, "cancelled": True, "scored": done})
+
+    report = bench.audit(job.version, on_progress=progress)
     VerificationJob.objects.filter(pk=job.pk).update(total=report.total)
     return {"version": job.version_id, **report.to_json()}
 
@@ -168,6 +212,9 @@ def _rescore(job: VerificationJob) -> dict[str, Any]:
         chunk = ids[start : start + RESCORE_CHUNK]
         bench.rescore_chunk(verifier, selectors.rollouts_for_rescore(ids=chunk), tally)
         VerificationJob.objects.filter(pk=job.pk).update(done=start + len(chunk))
+        if start + len(chunk) < len(ids) and _cancel_requested(job.pk):
+            partial = tally.to_json(run_id=run.pk, total=selectors.run_rollout_count(run=run))
+            raise _Cancelled({**partial, "cancelled": True})
     return tally.to_json(run_id=run.pk, total=selectors.run_rollout_count(run=run))
 
 

@@ -123,9 +123,10 @@ class JobStatus(models.TextChoices):
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
 
 
-JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
+JOB_FINISHED = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
 class VerificationJob(models.Model):
@@ -150,6 +151,7 @@ class VerificationJob(models.Model):
     total = models.PositiveIntegerField(default=0)
     result = models.JSONField(default=dict, blank=True, help_text="The audit report or the rescore summary.")
     error = models.TextField(blank=True, default="")
+    cancel_requested = models.BooleanField(default=False, help_text="Stop at the next chunk boundary.")
     attempts = models.PositiveIntegerField(default=0, help_text="Deliveries that started it (a dead worker's job restarts).")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

@@ -22,4 +22,5 @@ urlpatterns = [
     path("verifier-versions/<int:version_id>/rescore/", api.RescoreApi.as_view(), name="verifier-rescore"),
     path("verifier-versions/<int:version_id>/jobs/", api.VersionJobListApi.as_view(), name="verifier-version-jobs"),
     path("verification-jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="verification-job-detail"),
+    path("verification-jobs/<int:job_id>/cancel/", api.JobCancelApi.as_view(), name="verification-job-cancel"),
 ]

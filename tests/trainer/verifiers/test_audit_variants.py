@@ -106,3 +106,12 @@ def test_the_math_verifier_accepts_latex_rewrites_and_the_cli_prints_the_table(c
     assert "| dfrac | 10 | 10 | 0 | 100% |" in table
     assert "| set_reversed | 3 | 3 | 0 | 100% |" in table
     assert "| **all** | " in table
+
+
+def test_the_audit_scores_in_chunks_reporting_progress_and_the_same_report() -> None:
+    verifier = build_verifier("exact", {})
+    seen: list[int] = []
+    chunked = audit_verifier(verifier, on_progress=seen.append, chunk_size=50)
+    total = len(generate_variants())
+    assert seen == [min(n, total) for n in range(50, total + 50, 50)]
+    assert chunked == audit_verifier(verifier, chunk_size=total)

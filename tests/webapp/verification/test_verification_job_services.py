@@ -61,7 +61,7 @@ def test_only_the_first_changed_rows_are_kept_but_all_are_counted(
 def test_a_crash_is_stored_with_its_type_as_a_failed_job(
     alice: User, version: VerifierVersion, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(version: VerifierVersion) -> Any:
+    def crash(version: VerifierVersion, on_progress: Any = None) -> Any:
         raise RuntimeError("pool died")
 
     monkeypatch.setattr(bench, "audit", crash)
@@ -75,7 +75,7 @@ def test_a_crash_is_stored_with_its_type_as_a_failed_job(
 def test_an_error_meant_for_the_user_is_stored_as_it_is(
     alice: User, version: VerifierVersion, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def refuse(version: VerifierVersion) -> Any:
+    def refuse(version: VerifierVersion, on_progress: Any = None) -> Any:
         raise ApplicationError("Unknown verifier 'mathh': pick one of exact, math.")
 
     monkeypatch.setattr(bench, "audit", refuse)
@@ -126,3 +126,10 @@ def test_a_job_that_cannot_reach_the_broker_fails_with_how_to_fix_it(
         job = verification_audit_start(version=version, actor=alice)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "REDIS_URL" in job.error and "'default' queue" in job.error
+
+
+def test_an_audit_job_reports_progress_until_every_variant_is_scored(alice: User, version: VerifierVersion) -> None:
+    job = verification_audit_start(version=version, actor=alice)
+    assert verification_job_execute(job_id=job.pk) == "succeeded"
+    job.refresh_from_db()
+    assert job.total == job.result["total"] and job.done == job.total > 64  # more than one chunk

@@ -43,6 +43,7 @@ class Migration(migrations.Migration):
                             ("running", "Running"),
                             ("succeeded", "Succeeded"),
                             ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
                         ],
                         db_index=True,
                         default="queued",
@@ -58,6 +59,10 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("error", models.TextField(blank=True, default="")),
+                (
+                    "cancel_requested",
+                    models.BooleanField(default=False, help_text="Stop at the next chunk boundary."),
+                ),
                 (
                     "attempts",
                     models.PositiveIntegerField(
