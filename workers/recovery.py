@@ -15,6 +15,10 @@ Four pieces, each simple on its own:
    worker picks its run up within seconds, not after the visibility timeout.
 4. ``run_training`` drops a delivery of a finished run or of a run whose lease is alive, and resumes from the run's last recorded complete checkpoint (``plan_start``), after
    deleting what was stored past it, so no step is stored twice or lost.
+
+Evaluations (workers/tasks_eval.py) come back the same way, without the lease:
+``requeue_evaluations_of_dead_incarnation`` re-queues those recorded as running on the restarted worker's
+name, and the evaluation resumes after the problems it had stored.
 """
 
 from __future__ import annotations
@@ -105,6 +109,24 @@ def requeue_runs_of_dead_incarnation(nodename: str) -> list[int]:
     return requeued
 
 
+def requeue_evaluations_of_dead_incarnation(nodename: str) -> list[int]:
+    """Re-queue, and send again, the evaluations still recorded as ``running`` on ``nodename``; they resume
+    after the problems already stored. Evaluations hold no lease, so unlike runs a second live worker
+    started under the same name (a misconfiguration) would see its evaluation sent twice; problems stored
+    twice are kept once (webapp/benchmarks/results.py)."""
+    from webapp.benchmarks.dispatch import enqueue_evaluation
+    from webapp.benchmarks.models import EvalRun, EvalStatus
+    from webapp.benchmarks.services import eval_requeue_after_worker_loss
+
+    requeued = []
+    for eval_run_id in EvalRun.objects.filter(status=EvalStatus.RUNNING, worker=nodename).values_list("pk", flat=True):
+        logger.warning("evaluation %s was running on %s when it died; re-queueing it", eval_run_id, nodename)
+        if eval_requeue_after_worker_loss(eval_run_id=eval_run_id):
+            enqueue_evaluation(eval_run_id)
+            requeued.append(eval_run_id)
+    return requeued
+
+
 @celeryd_after_setup.connect
 def _on_worker_setup(sender: str, instance: Any = None, **kwargs: Any) -> None:
     """Runs in the worker's main process after setup and before it consumes any message."""
@@ -112,9 +134,11 @@ def _on_worker_setup(sender: str, instance: Any = None, **kwargs: Any) -> None:
 
     django.setup()
     try:
-        requeue_runs_of_dead_incarnation(sender)
-    except Exception:  # never keep a worker from starting; the visibility timeout is the backstop
-        logger.exception("could not re-queue the runs of a previous incarnation of %s", sender)
+        for requeue in (requeue_runs_of_dead_incarnation, requeue_evaluations_of_dead_incarnation):
+            try:
+                requeue(sender)
+            except Exception:  # never keep a worker from starting; the visibility timeout is the backstop
+                logger.exception("could not re-queue the work of a previous incarnation of %s", sender)
     finally:
         from django.db import connections
 

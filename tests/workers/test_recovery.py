@@ -92,3 +92,30 @@ def test_a_run_whose_lease_is_alive_is_left_to_the_live_worker_with_the_same_nam
     monkeypatch.setattr("workers.lease.holder_alive", lambda run_id, client: True)
     assert requeue_runs_of_dead_incarnation("gpu@host") == []
     assert Run.objects.get(pk=running_run.pk).status == "running"
+
+
+def test_a_restarted_worker_requeues_and_resends_its_evaluations(
+    db: None, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webapp.benchmarks.models import EvalRun
+    from webapp.benchmarks.services import benchmark_create, eval_launch, eval_mark_started
+    from webapp.experiments.services import experiment_create
+    from workers.recovery import requeue_evaluations_of_dead_incarnation
+
+    settings.RLVR_ENQUEUE = False
+    owner = make_user("alice")
+    project = make_project(owner)
+    experiment = experiment_create(project=project, actor=owner, name="base", config={})
+    benchmark = benchmark_create(project=project, actor=owner, name="addition", source="builtin",
+                                 builtin="builtin:addition", config={"n_samples": 2, "max_problems": 2})
+    first, second = (eval_launch(benchmark=benchmark, actor=owner, experiments=[experiment])[0] for _ in range(2))
+    eval_mark_started(eval_run_id=first.pk, worker="eval@host")
+    eval_mark_started(eval_run_id=second.pk, worker="eval@host")
+    EvalRun.objects.filter(pk=second.pk).update(cancel_requested=True)  # it was being cancelled
+    sent: list[int] = []
+    monkeypatch.setattr("webapp.benchmarks.dispatch.enqueue_evaluation", sent.append)
+
+    assert requeue_evaluations_of_dead_incarnation("other@host") == []
+    assert requeue_evaluations_of_dead_incarnation("eval@host") == [first.pk] == sent
+    assert EvalRun.objects.get(pk=first.pk).status == "queued"
+    assert EvalRun.objects.get(pk=second.pk).status == "cancelled"

@@ -259,6 +259,22 @@ def eval_mark_started(*, eval_run_id: int, worker: str) -> EvalRun:
     return row
 
 
+def eval_requeue_after_worker_loss(*, eval_run_id: int) -> bool:
+    """The worker evaluating it died: queue it again (it resumes after the problems already stored). One whose
+    cancel was requested is cancelled instead. Returns whether it was re-queued."""
+    with transaction.atomic():
+        row = EvalRun.objects.select_for_update().get(pk=eval_run_id)
+        if row.status != EvalStatus.RUNNING:
+            return False
+        requeue = not row.cancel_requested
+        row.status = EvalStatus.QUEUED if requeue else EvalStatus.CANCELLED
+        if not requeue:
+            row.finished_at = timezone.now()
+        row.save(update_fields=["status", "finished_at"])
+        _publish_status(row)
+    return requeue
+
+
 def eval_set_total(*, eval_run_id: int, total: int, done: int) -> None:
     with transaction.atomic():
         EvalRun.objects.filter(pk=eval_run_id).update(problems_total=total, problems_done=done)
