@@ -75,15 +75,25 @@ def _start_and_train(run_id: int, me: str) -> str:
 def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) -> str:
     from trainer.config import config_from_dict
     from trainer.loop import train
+    from webapp.experiments import services
     from workers.sink import DjangoRunSink, StopPoller
 
     sink = DjangoRunSink(run_id)
+
+    def log(message: str) -> None:
+        """The trainer's few notes (memory plan, resume point, process launch) go to the run's event log."""
+        logger.info("run %s: %s", run_id, message)
+        try:
+            services.run_log_event(run_id=run_id, level="info", kind="trainer", message=message[:2000])
+        except Exception:  # a note must never fail the run
+            logger.exception("run %s: could not record a trainer note", run_id)
+
     try:
         config = config_from_dict(config_data, source=f"run {run_id}")
         with verifier_processes_allowed():  # math / numeric / code verifiers score in child processes
             result = train(
                 config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
-                log=lambda msg: logger.info("run %s: %s", run_id, msg), overwrite_output_dir=resume_from is None,
+                log=log, overwrite_output_dir=resume_from is None,
             )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink

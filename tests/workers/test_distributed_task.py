@@ -41,7 +41,9 @@ def test_the_training_task_runs_two_processes_and_stores_every_step(
     settings.RLVR_ENQUEUE = False
     settings.RLVR_RUNS_DIR = tmp_path / "runs"
     owner = make_user("alice")
-    run: Run = launch_run(owner, make_project(owner), distributed_config(random_model_dir, max_steps=2))
+    config = distributed_config(random_model_dir, max_steps=2)
+    config["training"]["memory_budget_gb"] = 2.0  # each rank plans; rank 0's note reaches the run's events
+    run: Run = launch_run(owner, make_project(owner), config)
 
     assert run_training.apply(args=(run.pk,)).get() == "succeeded"
 
@@ -55,6 +57,9 @@ def test_the_training_task_runs_two_processes_and_stores_every_step(
     assert Checkpoint.objects.filter(run=run, step=2).exists()
     assert run.final_metrics["budget/rollouts_used"] == 8.0
     assert not RunEvent.objects.filter(run=run, kind="failed").exists()
+    notes = list(RunEvent.objects.filter(run=run, kind="trainer").values_list("message", flat=True))
+    assert any(n.startswith("launching 2 data-parallel processes") for n in notes), notes
+    assert any(n.startswith("memory plan (estimated on CPU) for a 2.00 GiB budget") for n in notes), notes
 
 
 @pytest.mark.timeout(300)
