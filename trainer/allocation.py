@@ -37,6 +37,7 @@ class Group:
     rewards: list[float] = field(default_factory=list)
     correct: list[bool] = field(default_factory=list)
     abandoned: bool = False  # no more completions after a decided probe (early abandonment)
+    prior: tuple[float, float] = (1.0, 1.0)  # Beta prior on the prompt's success rate (the sampler's posterior)
 
     @property
     def size(self) -> int:
@@ -85,6 +86,63 @@ def early_abandon(groups: list[Group], generate: Generate, budget: RolloutBudget
     open_groups = [g for g in groups if not g.abandoned]
     if open_groups and group_size > k:
         generate(open_groups, [group_size - k] * len(open_groups))
+
+
+def effective_probability(successes: int, n: int, group_size: int, prior: tuple[float, float]) -> float:
+    """P(the completed group of ``group_size`` has both a success and a failure | ``successes`` of ``n`` so far).
+
+    SARA's closed-form predictor of group effectiveness (001:L97) for binary outcomes: with p ~ Beta(a + s,
+    b + n - s) the posterior, a probe that already has both outcomes is effective for sure; an all-success
+    probe becomes effective unless the remaining m = group_size - n are all successes, probability
+    E[p^m] = prod_{i<m} (a + i) / (a + b + i) (and symmetrically for all failures).
+    """
+    if 0 < successes < n:
+        return 1.0
+    m = group_size - n
+    if m <= 0:
+        return 0.0
+    a, b = prior[0] + successes, prior[1] + n - successes
+    same = a if successes == n else b  # the remaining draws must all repeat the probe's outcome
+    p_all_same = 1.0
+    for i in range(m):
+        p_all_same *= (same + i) / (a + b + i)
+    return 1.0 - p_all_same
+
+
+@ALLOCATORS.register("sara")
+def sara(groups: list[Group], generate: Generate, budget: RolloutBudgetConfig, group_size: int) -> None:
+    """SARA, sequential adaptive rollout allocation (001:L97): a short probe, then a two-threshold sequential test.
+
+    Every prompt gets ``budget.sara_probe`` completions. Then, round by round (one engine call each), every
+    undecided group's probability of ending *effective* (both a correct and an incorrect completion, so a
+    non-zero GRPO advantage) is computed from its Beta posterior (``effective_probability``; the prior is
+    the prompt sampler's posterior for that prompt with ``beta_learnability``, else Beta(1, 1)): below
+    ``sara_abandon_below`` the group is abandoned with what it has, at or above ``sara_commit_above`` it is
+    completed to ``num_generations``, in between it gets ``sara_step`` more completions and is tested again.
+    Differs from the paper: our thresholds are fixed probabilities rather than SPRT likelihood-ratio bounds,
+    rounds are batched over groups, and the freed budget goes to fresh prompts only with
+    ``budget.dynamic_sampling`` (abandoned groups are silent, so dynamic sampling drops and refills them).
+    """
+    generate(groups, [min(budget.sara_probe, group_size)] * len(groups))
+    undecided = list(groups)
+    while undecided:
+        calls: list[tuple[Group, int]] = []
+        still: list[Group] = []
+        for group in undecided:
+            left = group_size - group.size
+            if left <= 0:
+                continue
+            p_eff = effective_probability(sum(group.correct), group.size, group_size, group.prior)
+            if p_eff < budget.sara_abandon_below:
+                group.abandoned = True
+            elif p_eff >= budget.sara_commit_above:
+                calls.append((group, left))
+            else:
+                calls.append((group, min(budget.sara_step, left)))
+                still.append(group)
+        if calls:
+            generate([g for g, _ in calls], [n for _, n in calls])
+        undecided = still
 
 
 def vigor_budget(budget: RolloutBudgetConfig, num_prompts: int, group_size: int) -> int:

@@ -131,7 +131,9 @@ def collect_rollouts(run: Run, step: int) -> StepRollouts:
         if run.dist is not None:  # this rank's contiguous share (one round: the config refuses dynamic sampling)
             share = run.dist.share(len(drawn))
             drawn, first = drawn[share], first + share.start
-        fresh = [Group(s, render_prompt(s, cfg.data, run.tokenizer)) for s in drawn]
+        posterior = getattr(run.sampler, "posterior", None)  # per-prompt Beta state (beta_learnability)
+        fresh = [Group(s, render_prompt(s, cfg.data, run.tokenizer), prior=posterior(s.id) if posterior else (1.0, 1.0))
+                 for s in drawn]
         calls.group_index.update({id(g): first + i for i, g in enumerate(fresh)})
         allocate(fresh, calls.generate, budget, G)
         generated += fresh

@@ -469,7 +469,8 @@ class RolloutBudgetConfig(_Section):
         description="How many completions each prompt gets: 'fixed' (num_generations each, GRPO); 'vigor' "
         "(a few each, then extra ones to the highest reward-variance groups until a fixed budget, VIGOR, "
         "shared/seeds 001:L105); 'early_abandon' (stop a group after a unanimous probe of "
-        "early_abandon_after completions, SARA, 001:L97).",
+        "early_abandon_after completions, SARA, 001:L97); 'sara' (SARA's Beta-posterior sequential test: a "
+        "short probe, then abandon, complete or sample more by the probability that the group ends effective).",
     )
     dynamic_sampling: bool = Field(
         False,
@@ -495,6 +496,21 @@ class RolloutBudgetConfig(_Section):
     )
     vigor_rounds: int = Field(
         2, ge=1, le=32, description="VIGOR (001:L105): refinement rounds (one generation call each) that share the budget."
+    )
+    sara_probe: int = Field(
+        2, ge=1, description="sara (001:L97): completions every prompt gets before the sequential test."
+    )
+    sara_step: int = Field(
+        2, ge=1, description="sara: completions an undecided group gets per sequential round (one engine call each)."
+    )
+    sara_abandon_below: float = Field(
+        0.2, gt=0, lt=1,
+        description="sara: abandon a group whose posterior probability of ending effective (both a correct and an "
+        "incorrect completion) falls below this.",
+    )
+    sara_commit_above: float = Field(
+        0.8, gt=0, le=1,
+        description="sara: complete a group to num_generations once that probability reaches this.",
     )
     early_abandon_after: int = Field(
         4, ge=2,
@@ -639,6 +655,11 @@ class ExperimentConfig(_Section):
             raise ValueError(
                 f"budget.early_abandon_after ({b.early_abandon_after}) must be below rollout.num_generations ({G}): "
                 "the probe is the first part of a group"
+            )
+        if b.allocator == "sara" and b.sara_abandon_below >= b.sara_commit_above:
+            raise ValueError(
+                f"budget.sara_abandon_below ({b.sara_abandon_below}) must be below sara_commit_above "
+                f"({b.sara_commit_above}): between them a group samples more before it is decided"
             )
         if b.allocator == "vigor" and (b.vigor_rollout_budget or P * G) < b.vigor_initial_rollouts * P:
             raise ValueError(

@@ -92,5 +92,56 @@ def test_group_silence_and_variance() -> None:
 def test_unknown_allocator_lists_the_valid_names() -> None:
     from trainer.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="early_abandon, fixed, vigor"):
+    with pytest.raises(ConfigError, match="early_abandon, fixed, sara, vigor"):
         ALLOCATORS.get("nope")
+
+
+def test_the_effective_probability_is_the_beta_posterior_predictive() -> None:
+    from fractions import Fraction
+
+    from trainer.allocation import effective_probability
+
+    assert effective_probability(1, 2, 8, (1, 1)) == 1.0  # both outcomes seen: effective whatever follows
+    assert effective_probability(2, 2, 8, (1, 1)) == pytest.approx(2 / 3)  # 1 - E[p^6], p ~ Beta(3, 1)
+    assert effective_probability(0, 8, 8, (1, 1)) == 0.0  # complete and unanimous
+    # Against the exact Beta integral for an integer prior: P(the m remaining all fail) = B(a', b' + m) / B(a', b')
+    a, b, s_, n, size = 2, 5, 0, 3, 6
+
+    def beta_fn(x: int, y: int) -> Fraction:
+        from math import factorial
+
+        return Fraction(factorial(x - 1) * factorial(y - 1), factorial(x + y - 1))
+
+    post_a, post_b = a + s_, b + n - s_
+    all_fail = beta_fn(post_a, post_b + size - n) / beta_fn(post_a, post_b)
+    assert effective_probability(s_, n, size, (a, b)) == pytest.approx(float(1 - all_fail))
+    # a prior that expects failures makes an all-failure probe less promising
+    assert effective_probability(0, 2, 8, (1, 9)) < effective_probability(0, 2, 8, (1, 1))
+
+
+def test_sara_abandons_commits_or_samples_more_by_the_posterior() -> None:
+    script = Script({
+        "mixed": [1, 0, 1, 1, 0, 0, 1, 0],  # both outcomes in the probe: completed at once
+        "hopeless": [0.0] * 8,  # a prior that says this prompt is (almost) never solved: abandoned after the probe
+        "unsure": [0, 0, 0, 0, 1, 0, 0, 0],  # Beta(1, 1): all-wrong probes keep it undecided, then it is completed
+    })
+    gs = groups("mixed", "hopeless", "unsure")
+    gs[1].prior = (1.0, 60.0)
+    budget = RolloutBudgetConfig(allocator="sara", sara_probe=2, sara_step=2, sara_abandon_below=0.2,
+                                 sara_commit_above=0.8)
+    ALLOCATORS.get("sara")(gs, script, budget, 8)
+    assert script.calls[0] == {"mixed": 2, "hopeless": 2, "unsure": 2}
+    assert script.calls[1] == {"mixed": 6, "unsure": 2}
+    assert [(g.size, g.abandoned) for g in gs[:2]] == [(8, False), (2, True)]
+    # unsure: 2 wrong -> P(eff) = 1 - E[(1-p)^6 | Beta(1, 3)] = 1 - 3/9 = 2/3 (sample 2 more); 4 wrong -> 1 - 5/9 < 0.8
+    # and >= 0.2 (sample 2 more, one of them right) -> both outcomes: completed
+    assert gs[2].size == 8 and not gs[2].abandoned
+    assert all(g.size <= 8 for g in gs)
+
+
+def test_sara_thresholds_must_leave_room_between_them() -> None:
+    from trainer.config import config_from_dict
+    from trainer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"sara_abandon_below .* must be below sara_commit_above"):
+        config_from_dict({"budget": {"allocator": "sara", "sara_abandon_below": 0.5, "sara_commit_above": 0.5}})

@@ -20,8 +20,8 @@ def test_defaults_are_plain_grpo() -> None:
 
 
 def test_unknown_allocator_is_refused_with_the_valid_names() -> None:
-    with pytest.raises(ConfigError, match=r"budget\.allocator 'sara' is unknown; valid: early_abandon, fixed, vigor"):
-        cfg(allocator="sara")
+    with pytest.raises(ConfigError, match=r"budget\.allocator 'sarah' is unknown; valid: early_abandon, fixed, sara, vigor"):
+        cfg(allocator="sarah")
 
 
 def test_unknown_prompt_sampler_is_refused() -> None:

@@ -90,6 +90,24 @@ def test_vigor_spends_the_fixed_budget_unevenly(warm_model_dir: Path, tmp_path: 
     assert min(sizes) >= 2 and len(set(sizes)) > 1
 
 
+def test_sara_abandons_hopeless_groups_and_completes_effective_ones(warm_model_dir: Path, tmp_path: Path) -> None:
+    run = warm_run(warm_model_dir, tmp_path, allocator="sara", sara_probe=2, sara_step=1, sara_abandon_below=0.5,
+                   sara_commit_above=0.9)
+    ro = collect_rollouts(run, 1)
+    assert_consistent(run, ro)
+    for g in range(len(ro.samples)):
+        rows = [(a, c) for a, c, gid in zip(ro.allocation, ro.scores.correct, ro.group_ids.tolist(), strict=True)
+                if gid == g]
+        size, abandoned = rows[0][0]["group_size"], rows[0][0]["abandoned"]
+        outcomes = {c for _, c in rows}
+        if abandoned:  # stopped early, unanimous so far
+            assert size < 6 and len(outcomes) == 1
+        else:
+            assert size == 6
+    # seeded: the warm model's step 1 has one all-wrong group that the test gives up on after 3 completions
+    assert ro.metrics["budget/abandoned_groups"] >= 1 and ro.metrics["budget/rollouts_generated"] < 4 * 6
+
+
 def test_early_abandon_stops_decided_groups_after_the_probe(warm_model_dir: Path, tmp_path: Path) -> None:
     run = warm_run(warm_model_dir, tmp_path, allocator="early_abandon", early_abandon_after=2)
     ro = collect_rollouts(run, 1)
@@ -119,6 +137,7 @@ def test_beta_sampler_with_anchor_prior_picks_learnable_prompts(warm_model_dir: 
 @pytest.mark.parametrize("budget", [
     {"allocator": "vigor", "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
     {"allocator": "early_abandon", "early_abandon_after": 3, "dynamic_sampling": True},
+    {"allocator": "sara", "prompt_sampler": "beta_learnability"},
 ])
 def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
     warm_model_dir: Path, tmp_path: Path, budget: dict[str, Any]

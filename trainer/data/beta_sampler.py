@@ -123,6 +123,11 @@ class BetaPromptSampler:
         chosen = np.argsort(-score, kind="stable")[:count]
         return [self.samples[int(i)] for i in chosen]
 
+    def posterior(self, sample_id: str) -> tuple[float, float]:
+        """(alpha, beta) of the prompt's success-rate posterior (the SARA allocator's prior)."""
+        i = self._index[sample_id]
+        return float(self.alpha[i]), float(self.beta[i])
+
     def observe(self, outcomes: Sequence[tuple[str, int, int]]) -> None:
         """Posterior update with each generated group's ``(id, successes, rollouts)``."""
         for sample_id, successes, n in outcomes:
