@@ -52,11 +52,12 @@ class Run:
     rubric: RubricScorer | None  # the rubric reward with its judge model loaded (trainer/rubrics/)
     teacher: Teacher | None = None  # OPD / OPSD teacher (trainer/teacher.py); None without one
     dist: DistContext | None = None  # this rank of a data-parallel run (trainer/distributed.py); None: one process
-    micro_batch_size: int = 0  # rows per forward/backward: training.micro_batch_size, or the memory plan's
     memory_plan: MemoryPlan | None = None  # training.memory_budget_gb's sizing (trainer/memory.py); None: no budget
 
-    def __post_init__(self) -> None:
-        self.micro_batch_size = self.micro_batch_size or self.config.training.micro_batch_size
+    @property
+    def micro_batch_size(self) -> int:
+        """Rows per forward/backward: the memory plan's choice, else training.micro_batch_size."""
+        return self.memory_plan.micro_batch_size if self.memory_plan else self.config.training.micro_batch_size
 
     def reference_logprobs(self, batch: RolloutBatch) -> torch.Tensor | None:
         """Per-token logprobs under the KL reference, or None when beta is 0. With LoRA the reference is
@@ -229,7 +230,7 @@ def apply_memory_plan(run: Run, samples: list[Sample], log: Callable[[str], None
     if run.dist is not None:  # one size on every rank: a sharded (FSDP) update runs collectives per micro-batch
         sizes = run.dist.all_gather((plan.micro_batch_size, plan.generation_batch_size))
         plan = replace(plan, micro_batch_size=min(m for m, _ in sizes), generation_batch_size=min(g for _, g in sizes))
-    run.memory_plan, run.micro_batch_size = plan, plan.micro_batch_size
+    run.memory_plan = plan
     run.sampling = replace(run.sampling, batch_size=plan.generation_batch_size)
     log(plan.describe())
 

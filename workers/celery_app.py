@@ -26,7 +26,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 QUEUES = ("default", "training", "eval")
 
 app = Celery(
-    "rlvr", include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification"]
+    "rlvr",
+    include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification", "workers.processes"],
 )
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(

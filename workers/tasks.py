@@ -4,17 +4,15 @@ to enqueue and must never load torch) and record everything through webapp servi
 from __future__ import annotations
 
 import logging
-import traceback
 from typing import Any
 
 from celery import Task
 
 from workers.celery_app import app
-from workers.processes import verifier_processes_allowed
+from workers.failures import describe_failure
 
 logger = logging.getLogger(__name__)
 
-TRACEBACK_LIMIT = 20_000  # characters kept of an unexpected error's traceback (its end: where it broke)
 
 
 @app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks.run_training")
@@ -90,11 +88,10 @@ def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) ->
 
     try:
         config = config_from_dict(config_data, source=f"run {run_id}")
-        with verifier_processes_allowed():  # math / numeric / code verifiers score in child processes
-            result = train(
-                config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
-                log=log, overwrite_output_dir=resume_from is None,
-            )
+        result = train(
+            config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
+            log=log, overwrite_output_dir=resume_from is None,
+        )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink
             return "failed"
@@ -105,13 +102,8 @@ def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) ->
 def _fail(run_id: int, err: Exception) -> str:
     """Record an error the sink did not see (raised before training began). A trainer ``RLVRError`` is
     meant for the user and shown as it is; anything else is a bug and keeps its traceback."""
-    from trainer.errors import RLVRError
     from webapp.experiments import services
 
-    if isinstance(err, RLVRError):
-        message, trace = str(err), ""
-    else:
-        message, trace = f"{type(err).__name__}: {err}", traceback.format_exc()[-TRACEBACK_LIMIT:]
-        logger.exception("run %s failed", run_id)
+    message, trace = describe_failure(err, f"run {run_id}")
     services.run_fail(run_id=run_id, message=message, traceback_text=trace)
     return "failed"

@@ -9,17 +9,15 @@ resumes: the problems already stored are handed to the engine as ``done`` and ar
 from __future__ import annotations
 
 import logging
-import traceback
 from typing import Any
 
 from celery import Task
 
 from workers.celery_app import app
-from workers.processes import verifier_processes_allowed
+from workers.failures import describe_failure
 
 logger = logging.getLogger(__name__)
 
-TRACEBACK_LIMIT = 20_000
 
 
 @app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks_eval.run_evaluation")
@@ -48,8 +46,7 @@ def _evaluate(eval_run_id: int, config_data: dict[str, Any], model_path: str) ->
     try:
         config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
         done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
-        with verifier_processes_allowed():  # math / numeric / code verifiers score in child processes
-            result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
+        result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
     except Exception as err:
         try:
             sink.flush()  # keep what finished: a resumed attempt starts after it
@@ -66,13 +63,8 @@ def _evaluate(eval_run_id: int, config_data: dict[str, Any], model_path: str) ->
 
 def _fail(eval_run_id: int, err: Exception) -> str:
     """A trainer ``RLVRError`` is meant for the user and is shown as it is; anything else keeps its traceback."""
-    from trainer.errors import RLVRError
     from webapp.benchmarks import services
 
-    if isinstance(err, RLVRError):
-        message, trace = str(err), ""
-    else:
-        message, trace = f"{type(err).__name__}: {err}", traceback.format_exc()[-TRACEBACK_LIMIT:]
-        logger.exception("evaluation %s failed", eval_run_id)
+    message, trace = describe_failure(err, f"evaluation {eval_run_id}")
     services.eval_fail(eval_run_id=eval_run_id, message=message, traceback_text=trace)
     return "failed"

@@ -13,7 +13,6 @@ from typing import Any
 from celery import Task
 
 from workers.celery_app import app
-from workers.processes import verifier_processes_allowed
 
 
 @app.task(
@@ -23,5 +22,4 @@ def run_verification_job(self: Task[Any, Any], job_id: int) -> str:
     """Run job ``job_id`` to its end; 'succeeded', 'failed', or 'skipped' (gone, or already finished)."""
     from webapp.verification.job_services import verification_job_execute
 
-    with verifier_processes_allowed():
-        return verification_job_execute(job_id=job_id)
+    return verification_job_execute(job_id=job_id)

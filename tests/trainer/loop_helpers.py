@@ -6,6 +6,17 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config import ExperimentConfig, config_from_dict
+from trainer.sinks import NullSink, StepReport
+
+
+class Steps(NullSink):
+    """A sink that keeps every step report."""
+
+    def __init__(self) -> None:
+        self.reports: list[StepReport] = []
+
+    def on_step(self, report: StepReport) -> None:
+        self.reports.append(report)
 
 
 def tiny_config(model_dir: Path, out_dir: Path, **sections: dict[str, Any]) -> ExperimentConfig:

@@ -142,7 +142,8 @@ def test_beta_sampler_with_anchor_prior_picks_learnable_prompts(warm_model_dir: 
 def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
     warm_model_dir: Path, tmp_path: Path, budget: dict[str, Any]
 ) -> None:
-    from tests.trainer.test_resume import Steps, comparable
+    from tests.trainer.loop_helpers import Steps
+    from tests.trainer.test_resume import comparable
     from trainer.loop import train
 
     def config(out: Path, steps: int) -> Any:

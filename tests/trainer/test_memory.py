@@ -11,14 +11,14 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-from tests.trainer.loop_helpers import tiny_config
+from tests.trainer.loop_helpers import Steps, tiny_config
 from trainer.checkpoint import latest_checkpoint
 from trainer.config import ConfigError
 from trainer.data import load_samples
 from trainer.loop import train
 from trainer.memory import HEADROOM, kv_bytes_per_token, longest_prompt_tokens, plan_memory
 from trainer.run_setup import build_run
-from trainer.sinks import NullSink, StepReport
+from trainer.sinks import NullSink
 
 
 def _kv_cache_bytes(model: torch.nn.Module, tokens: int) -> int:
@@ -86,14 +86,6 @@ def test_a_budget_too_small_says_what_to_change(random_model_dir: Path) -> None:
         _plan(random_model_dir, 0.0001)
 
 
-class _Metrics(NullSink):
-    def __init__(self) -> None:
-        self.metrics: list[dict[str, float]] = []
-
-    def on_step(self, report: StepReport) -> None:
-        self.metrics.append(report.metrics)
-
-
 def test_budgeted_run_trains_like_the_same_micro_batch_set_by_hand(random_model_dir: Path, tmp_path: Path) -> None:
     common = {"max_steps": 2, "prompts_per_step": 2, "micro_batch_size": 16}
     probe = tiny_config(random_model_dir, tmp_path / "probe", training={**common, "memory_budget_gb": 1.0},
@@ -109,10 +101,10 @@ def test_budgeted_run_trains_like_the_same_micro_batch_set_by_hand(random_model_
     chosen = run.micro_batch_size
     assert chosen == 5  # the step's 16 completions take 4 micro-batches
     del run
-    sink = _Metrics()
+    sink = Steps()
     train(budgeted, sink, log=lambda m: None)
-    assert sink.metrics[-1]["perf/micro_batch_size"] == chosen
-    assert sink.metrics[-1]["perf/train_tokens_per_s"] > 0
+    assert sink.reports[-1].metrics["perf/micro_batch_size"] == chosen
+    assert sink.reports[-1].metrics["perf/train_tokens_per_s"] > 0
     by_hand = tiny_config(random_model_dir, tmp_path / "hand", training={**common, "micro_batch_size": chosen},
                           rollout={"max_completion_length": 6}, model={"device": "cpu"})
     train(by_hand, NullSink(), log=lambda m: None)
@@ -135,10 +127,10 @@ def test_on_cuda_the_real_peak_stays_within_the_budget(tmp_path: Path) -> None:
                       training={"max_steps": 2, "prompts_per_step": 16, "micro_batch_size": 128,
                                 "memory_budget_gb": budget},
                       rollout={"max_completion_length": 128, "generation_batch_size": 1024})
-    sink = _Metrics()
+    sink = Steps()
     train(cfg, sink, log=print)
-    assert sink.metrics[0]["perf/micro_batch_size"] < 128
-    for m in sink.metrics:
+    assert sink.reports[0].metrics["perf/micro_batch_size"] < 128
+    for m in (r.metrics for r in sink.reports):
         assert m["perf/gen_peak_memory_gb"] <= budget and m["perf/update_peak_memory_gb"] <= budget, m
 
 
@@ -152,6 +144,6 @@ def test_gradient_checkpointing_trains_and_needs_less_memory_per_row(random_mode
         assert run.memory_plan is not None
         per_row[checkpointing] = run.memory_plan.update_bytes_per_row
     assert per_row[True] < per_row[False]
-    sink = _Metrics()
+    sink = Steps()
     train(cfg, sink, log=lambda m: None)  # the checkpointed policy trains (activations recomputed in backward)
-    assert len(sink.metrics) == 2 and all(m["actor/grad_norm"] > 0 for m in sink.metrics)
+    assert len(sink.reports) == 2 and all(r.metrics["actor/grad_norm"] > 0 for r in sink.reports)

@@ -8,23 +8,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from tests.trainer.loop_helpers import tiny_config
+from tests.trainer.loop_helpers import Steps, tiny_config
 from trainer.checkpoint import latest_checkpoint, list_checkpoints
 from trainer.errors import CheckpointError
 from trainer.loop import train
 from trainer.sinks import JsonlSink, StepReport
-
-
-class Steps:
-    def __init__(self) -> None:
-        self.reports: list[StepReport] = []
-
-    def on_start(self, info: object) -> None: ...
-    def on_step(self, report: StepReport) -> None:
-        self.reports.append(report)
-    def on_checkpoint(self, step: int, path: str) -> None: ...
-    def on_end(self, status: str, final_metrics: dict[str, float]) -> None: ...
-    def on_error(self, message: str, traceback_text: str) -> None: ...
 
 
 def comparable(report: StepReport) -> dict[str, float]:

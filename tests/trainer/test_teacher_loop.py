@@ -7,17 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.trainer.loop_helpers import tiny_config
+from tests.trainer.loop_helpers import Steps, tiny_config
 from trainer.loop import train
-from trainer.sinks import NullSink, StepReport
-
-
-class Steps(NullSink):
-    def __init__(self) -> None:
-        self.reports: list[StepReport] = []
-
-    def on_step(self, report: StepReport) -> None:
-        self.reports.append(report)
+from trainer.sinks import StepReport
 
 
 def run(model_dir: Path, out: Path, teacher: dict[str, Any], **algorithm: Any) -> list[StepReport]:

@@ -12,30 +12,14 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from tests.trainer.loop_helpers import Steps
 from trainer.checkpoint import latest_checkpoint
 from trainer.config import config_from_dict
 from trainer.data.demo_task import addition_prompt
 from trainer.logprobs import positions_from_mask
 from trainer.loop import train
 from trainer.rollout import HFRolloutEngine, SamplingParams
-from trainer.sinks import StepReport
 from trainer.tiny_model import TEACHER_NAME, ensure_tiny_model, greedy_addition_accuracy
-
-
-class Steps:
-    def __init__(self) -> None:
-        self.reports: list[StepReport] = []
-
-    def on_start(self, info: object) -> None: ...
-
-    def on_step(self, report: StepReport) -> None:
-        self.reports.append(report)
-
-    def on_checkpoint(self, step: int, path: str) -> None: ...
-
-    def on_end(self, status: str, final_metrics: dict[str, float]) -> None: ...
-
-    def on_error(self, message: str, traceback_text: str) -> None: ...
 
 
 def reverse_kl_on_own_samples(student: PreTrainedModel, teacher: PreTrainedModel, tok: PreTrainedTokenizerBase) -> float:

@@ -1,6 +1,7 @@
 """A real ``celery worker -Q default`` process runs a rescore job end to end: the API answers 202, the
 worker scores the run's rollouts in chunks with the math verifier (whose timeout-pool processes a prefork
-child may start only through ``verifier_processes_allowed``) and stores the result the page then reads."""
+child may start only after ``workers.processes.allow_child_processes``) and stores the result the page
+then reads."""
 
 from __future__ import annotations
 

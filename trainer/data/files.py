@@ -160,7 +160,14 @@ def _scan_json(p: Path) -> _Scan:
 
 
 def _scan_csv(p: Path) -> _Scan:
-    where: list[str] = []
+    header, records = read_csv_records(p)
+    return _Scan(columns=header, where=[where for where, _ in records])
+
+
+def read_csv_records(p: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The checked header and every non-blank data row as (where it sits, for messages; its cells).
+    DataError for an empty file, an unnamed or repeated column, or text that is not valid CSV."""
+    records: list[tuple[str, list[str]]] = []
     with p.open(encoding="utf-8", newline="") as f:
         reader = csv.reader(f)
         try:
@@ -171,11 +178,11 @@ def _scan_csv(p: Path) -> _Scan:
             start = reader.line_num + 1
             for record in reader:
                 if record:  # pandas skips blank lines too
-                    where.append(f"row {len(where) + 1} (line {start})")
+                    records.append((f"row {len(records) + 1} (line {start})", record))
                 start = reader.line_num + 1  # a quoted field may span lines
         except csv.Error as err:
             raise DataError(f"{p}, line {reader.line_num}: not valid CSV ({err})") from None
-    return _Scan(columns=header, where=where)
+    return header, records
 
 
 def _check_csv_header(p: Path, header: list[str]) -> None:

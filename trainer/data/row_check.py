@@ -10,18 +10,17 @@ File-level problems (no such file, unknown extension, a CSV header without names
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainer.data.files import (
-    _check_csv_header,
     _check_is_file,
     _field_text,
     _read_rows,
     _Scan,
+    read_csv_records,
     resolve_format,
 )
 from trainer.errors import DataError
@@ -178,26 +177,12 @@ def _parse_json(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], l
 
 def _parse_csv(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
     rows: list[tuple[int, dict[str, Any]]] = []
-    where: list[str] = []
     problems: list[RowProblem] = []
-    with p.open(encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
-        try:
-            header = next(reader, None)
-            if header is None:
-                raise DataError(f"{p} is empty: a CSV file needs a header row naming its columns")
-            _check_csv_header(p, header)
-            start = reader.line_num + 1
-            for record in reader:
-                if record:
-                    where.append(f"row {len(where) + 1} (line {start})")
-                    index = len(where)
-                    if len(record) != len(header):
-                        problems.append(RowProblem(index, where[-1], f"has {len(record)} cells but the header "
-                                                   f"names {len(header)} columns; quote cells that hold commas"))
-                    else:
-                        rows.append((index, dict(zip(header, record, strict=True))))
-                start = reader.line_num + 1
-        except csv.Error as err:
-            raise DataError(f"{p}, line {reader.line_num}: not valid CSV ({err})") from None
-    return rows, where, problems
+    header, records = read_csv_records(p)
+    for index, (where, record) in enumerate(records, start=1):
+        if len(record) != len(header):
+            problems.append(RowProblem(index, where, f"has {len(record)} cells but the header "
+                                       f"names {len(header)} columns; quote cells that hold commas"))
+        else:
+            rows.append((index, dict(zip(header, record, strict=True))))
+    return rows, [where for where, _ in records], problems

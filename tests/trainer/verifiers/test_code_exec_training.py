@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.loop_helpers import tiny_config
+from tests.trainer.loop_helpers import Steps, tiny_config
 from trainer.loop import train
-from trainer.sinks import StepReport
 
 SETTINGS = Path(__file__).resolve().parents[3] / "webapp" / "settings.py"
 HOSTILE = [
@@ -23,21 +22,6 @@ HOSTILE = [
     "import os\nprint(os.environ['RLVR_SECRET_KEY'])",
 ]
 
-
-class Steps:
-    def __init__(self) -> None:
-        self.reports: list[StepReport] = []
-
-    def on_start(self, info: object) -> None: ...
-
-    def on_step(self, report: StepReport) -> None:
-        self.reports.append(report)
-
-    def on_checkpoint(self, step: int, path: str) -> None: ...
-
-    def on_end(self, status: str, final_metrics: dict[str, float]) -> None: ...
-
-    def on_error(self, message: str, traceback_text: str) -> None: ...
 
 
 @pytest.mark.slow
