@@ -19,6 +19,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# The code sandbox (trainer/sandbox) runs untrusted programs under bubblewrap with a libseccomp filter;
+# the unprivileged rlvr user starts it (compose gives the workers the seccomp profile it needs).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
+    && rm -rf /var/lib/apt/lists/*
+
 # Dependencies first (cached while only the code changes): install the project's requirements from
 # pyproject.toml with a stub package, then the real code.
 COPY pyproject.toml README.md ./

@@ -94,7 +94,7 @@ def measure_run_page(context: Any, url: str, run_id: int) -> dict[str, float | N
     )
     # A proxy any Plotly page satisfies: every metric key has a drawn chart.
     page.wait_for_function(
-        f"document.querySelectorAll('.js-plotly-plot').length >= {len(METRIC_KEYS)}", timeout=60_000
+        f"() => document.querySelectorAll('.js-plotly-plot').length >= {len(METRIC_KEYS)}", timeout=60_000
     )
     drawn = page.evaluate("() => performance.now()")
     charts_ready: float | None = None

@@ -89,9 +89,9 @@ def main() -> int:
 def run_benchmarks() -> list[tuple[str, float, str]]:
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
+    from webapp.accounts.tokens import issue_token
     from webapp.experiments.models import MetricPoint, Rollout
     from webapp.experiments.selectors import MAX_METRIC_POINTS, metrics_for_run
     from webapp.experiments.services import experiment_create, run_launch, run_record_step
@@ -103,7 +103,7 @@ def run_benchmarks() -> list[tuple[str, float, str]]:
     project = project_create(name="bench", owner=user)
     experiment = experiment_create(project=project, actor=user, name="bench", config={"training": {"max_steps": 10_000}})
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user).token}")
     results: list[tuple[str, float, str]] = []
 
     # 1. one step of 256 x 512 tokens

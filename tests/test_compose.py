@@ -6,6 +6,7 @@ Every service command names modules that exist; every variable the code reads is
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -24,7 +25,7 @@ NOT_CONFIGURATION = {
     "RANK", "LOCAL_RANK", "RLVR_DIST_RANK", "OMP_NUM_THREADS", "PYTHONPATH",
 }
 ENV_READ = re.compile(
-    r"""(?:env_(?:str|bool|int|list|choice)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""
+    r"""(?:env_(?:str|bool|int|list|choice|paths)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""
     r"""os\.environ\.setdefault\()\s*["']([A-Z][A-Z0-9_]*)["']|["']([A-Z][A-Z0-9_]*)["']\s+in\s+os\.environ"""
 )
 INTERPOLATION = re.compile(r"\$\{([A-Z][A-Z0-9_]*)")
@@ -155,3 +156,39 @@ def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_rea
     for name in APP_SERVICES:
         passed = set(compose["services"][name]["environment"])
         assert passed <= code, f"{name} sets variables nothing reads: {sorted(passed - code)}"
+
+
+WORKERS = ("worker", "worker-gpu", "worker-cpu")
+# What bubblewrap calls to build the code sandbox (trainer/sandbox): the workers' profile must allow them.
+BWRAP_NEEDS = {"clone", "clone3", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "sethostname", "capset"}
+# Machine administration and the kernel interfaces the workers never use: the profile must refuse them.
+WORKERS_NEVER_NEED = {
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "clock_settime", "settimeofday", "acct", "bpf", "perf_event_open", "userfaultfd", "keyctl",
+    "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev", "open_by_handle_at",
+    "io_uring_setup",
+}  # fmt: skip
+
+
+def test_workers_run_with_the_seccomp_profile_and_apparmor_setting_the_code_sandbox_needs(compose: dict[str, Any]) -> None:
+    for name in WORKERS:
+        service = compose["services"][name]
+        assert set(service["security_opt"]) == {"seccomp=deploy/seccomp-sandbox.json", "apparmor=unconfined"}, name
+        assert service["init"] is True, f"{name}: without an init the sandbox's exited bwrap processes stay zombies"
+    assert "security_opt" not in compose["services"]["web"]  # the web process runs no user code
+
+
+def test_the_workers_seccomp_profile_allows_bubblewrap_and_refuses_machine_administration() -> None:
+    profile = json.loads((REPO / "deploy" / "seccomp-sandbox.json").read_text(encoding="utf-8"))
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    refused = {n for rule in profile["syscalls"] if rule["action"] == "SCMP_ACT_ERRNO" for n in rule["names"]}
+    assert refused >= WORKERS_NEVER_NEED, sorted(WORKERS_NEVER_NEED - refused)
+    assert not BWRAP_NEEDS & refused, sorted(BWRAP_NEEDS & refused)
+    assert {a["architecture"] for a in profile["archMap"]} == {"SCMP_ARCH_X86_64", "SCMP_ARCH_AARCH64"}
+
+
+def test_the_image_installs_bubblewrap_and_libseccomp() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    install = next(line for line in dockerfile.splitlines() if "apt-get install" in line)
+    assert "bubblewrap" in install and "libseccomp2" in install
+    assert dockerfile.index("apt-get install") < dockerfile.index("USER rlvr")

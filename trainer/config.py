@@ -14,17 +14,27 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from trainer.bounds import (
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_SEED,
+    BoundedModel,
+    UnsafeInput,
+    safe_yaml_load,
+    strict_json_loads,
+)
 from trainer.errors import ConfigError
 from trainer.rubrics.config import RubricConfig
+from trainer.user_regex import PatternError, check_user_pattern
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class _Section(BoundedModel):
+    """A config section: unknown keys refused, every value bounded (trainer/bounds.py)."""
 
 
 class ModelConfig(_Section):
@@ -34,7 +44,8 @@ class ModelConfig(_Section):
         "tiny:addition",
         description="Local model directory loaded with AutoModelForCausalLM.from_pretrained, or "
         "'tiny:addition' for the built-in tiny model (built and warm-started locally on first use; "
-        "see `rlvr init-model`). Nothing is downloaded from a hub.",
+        "see `rlvr init-model`). Nothing is downloaded from a hub. Configs from the web app and API may name "
+        "only tiny: models, 'checkpoint:<id>' of a run in the same project, or folders under RLVR_MODEL_ROOTS.",
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="Parameter dtype. float32 on CPU; bfloat16 is the usual choice on GPUs."
@@ -56,13 +67,13 @@ class ModelConfig(_Section):
         "weights (ignored on CPU).",
     )
     lora_r: int = Field(
-        0, ge=0,
+        0, ge=0, le=1024,
         description="LoRA rank (Hu et al. 2021, through peft); 0 trains all weights. With LoRA the KL "
         "reference is the base model with the adapter disabled (no second copy in memory).",
     )
-    lora_alpha: float = Field(16.0, gt=0, description="LoRA scaling numerator: the update is (alpha / r) * B A.")
+    lora_alpha: float = Field(16.0, gt=0, le=10_000, description="LoRA scaling numerator: the update is (alpha / r) * B A.")
     lora_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA branch input.")
-    lora_target_modules: list[str] | Literal["all-linear"] = Field(
+    lora_target_modules: Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)] | Literal["all-linear"] = Field(
         "all-linear",
         description="Modules that get adapters: 'all-linear' or names such as ['q_proj', 'v_proj'].",
     )
@@ -76,7 +87,11 @@ class DataConfig(_Section):
         description="'demo': built-in 2-digit addition; 'file': a local JSONL/JSON/CSV/Parquet file; "
         "'reasoning_gym': a procedural task generated locally by the reasoning-gym package.",
     )
-    path: str | None = Field(None, description="Data file path (source='file').")
+    path: str | None = Field(
+        None,
+        description="Data file (source='file'): a local path for `rlvr train`; in the web app and API an uploaded "
+        "data file of the project as 'dataset:<id>' (the server resolves it; other paths are refused).",
+    )
     format: Literal["auto", "jsonl", "json", "csv", "parquet"] = Field(
         "auto", description="File format; 'auto' infers it from the file extension."
     )
@@ -94,8 +109,8 @@ class DataConfig(_Section):
         default_factory=dict,
         description="Extra reasoning-gym task parameters (difficulty knobs such as min_terms, max_terms).",
     )
-    size: int = Field(1000, ge=1, description="Number of prompts to generate (demo and reasoning_gym).")
-    data_seed: int = Field(0, description="Seed for generating procedural prompts (demo, reasoning_gym).")
+    size: int = Field(1000, ge=1, le=10_000_000, description="Number of prompts to generate (demo and reasoning_gym).")
+    data_seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed for generating procedural prompts (demo, reasoning_gym).")
     prompt_template: str = Field(
         "{prompt}",
         description="Python format string applied to each sample; may use {prompt}. Ignored when "
@@ -134,16 +149,16 @@ class RolloutConfig(_Section):
         "rest is left to training. TRL's colocate default is 0.3.",
     )
     num_generations: int = Field(
-        8, ge=2, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
+        8, ge=2, le=1024, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
     )
     max_completion_length: int = Field(
-        16, ge=1, description="Maximum new tokens per completion; longer ones end with finish reason 'length'."
+        16, ge=1, le=131_072, description="Maximum new tokens per completion; longer ones end with finish reason 'length'."
     )
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature (TRL name).")
+    temperature: float = Field(1.0, gt=0, le=100, description="Sampling temperature (TRL name).")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (TRL name).")
-    top_k: int = Field(0, ge=0, description="Top-k sampling; 0 disables it.")
+    top_k: int = Field(0, ge=0, le=1_000_000, description="Top-k sampling; 0 disables it.")
     generation_batch_size: int = Field(
-        256, ge=1, description="Completions generated together in one batch (bounds memory)."
+        256, ge=1, le=65_536, description="Completions generated together in one batch (bounds memory)."
     )
     seed_per_prompt: bool = Field(
         False,
@@ -185,19 +200,19 @@ class AlgorithmConfig(_Section):
         "entropy-derived segment, with a soft entropy saliency weight (HISPO, shared/seeds 001:L13; "
         "see the segment_* fields).",
     )
-    epsilon: float = Field(0.2, gt=0, description="Lower clip range: ratio >= 1 - epsilon (PPO).")
+    epsilon: float = Field(0.2, gt=0, le=10, description="Lower clip range: ratio >= 1 - epsilon (PPO).")
     epsilon_high: float | None = Field(
-        None,
+        None, gt=0, le=10,
         description="Upper clip range (clip-higher, DAPO, Yu et al. 2025: 0.28); default: epsilon.",
     )
     beta: float = Field(
-        0.0, ge=0, description="KL coefficient to the frozen reference model; 0 loads no reference."
+        0.0, ge=0, le=100, description="KL coefficient to the frozen reference model; 0 loads no reference."
     )
     kl_estimator: Literal["k3", "k1"] = Field(
         "k3", description="Per-token KL estimator (Schulman 2020): 'k3' unbiased low-variance, 'k1' log-ratio."
     )
     num_iterations: int = Field(
-        1, ge=1, description="Optimizer passes over each batch of rollouts (mu in GRPO); >1 reuses them "
+        1, ge=1, le=64, description="Optimizer passes over each batch of rollouts (mu in GRPO); >1 reuses them "
         "with stored old logprobs and PPO clipping.",
     )
     token_credit: TokenCreditName = Field(
@@ -215,10 +230,10 @@ class AlgorithmConfig(_Section):
     mask_truncated_completions: bool = Field(
         False, description="Exclude completions cut at max_completion_length from the loss (DAPO overlong filtering)."
     )
-    reward_weights: list[float] | None = Field(
-        None, description="One weight per verifier for the total reward (TRL name); default all 1.0."
+    reward_weights: list[Annotated[float, Field(ge=-1000, le=1000)]] | None = Field(
+        None, max_length=MAX_LIST_ITEMS, description="One weight per verifier for the total reward (TRL name); default all 1.0."
     )
-    advantage_eps: float = Field(1e-4, gt=0, description="Added to the std before dividing (TRL uses 1e-4).")
+    advantage_eps: float = Field(1e-4, gt=0, le=1, description="Added to the std before dividing (TRL uses 1e-4).")
     # Clip rule and importance-sampling unit (issue 5 part 4; trainer/algorithms/policy_losses.py, segments.py).
     clip_mode: Literal["fixed", "gapo"] = Field(
         "fixed",
@@ -228,7 +243,7 @@ class AlgorithmConfig(_Section):
         "001:L49); the form is in gapo_max_scale's help.",
     )
     gapo_max_scale: float = Field(
-        3.0, ge=1,
+        3.0, ge=1, le=100,
         description="GAPO (001:L49): a completion's clip range is epsilon x s (lower) and epsilon_high x s "
         "(upper) with s = clamp(|A_i| / rms(A), 1, gapo_max_scale), rms over the step's non-zero advantages. "
         "The abstract gives no formula; this one widens the range in proportion to the learning signal.",
@@ -240,7 +255,7 @@ class AlgorithmConfig(_Section):
         "cannot dominate the step. As verl's clip_ratio_c.",
     )
     dual_clip_c: float = Field(
-        3.0, gt=1, description="Dual-clip bound c (> 1; Ye et al. 2020 and verl use 3)."
+        3.0, gt=1, le=1000, description="Dual-clip bound c (> 1; Ye et al. 2020 and verl use 3)."
     )
     segment_boundary_quantile: float = Field(
         0.9, gt=0, lt=1,
@@ -249,12 +264,12 @@ class AlgorithmConfig(_Section):
         "may open segments). The abstract does not give the boundary rule; this is ours.",
     )
     segment_min_tokens: int = Field(
-        4, ge=1,
+        4, ge=1, le=131_072,
         description="HISPO segments: minimum tokens per segment; a high-entropy token closer than this to the "
         "previous boundary does not open a new one (avoids one-token segments, i.e. token-level IS).",
     )
     segment_saliency_temperature: float = Field(
-        1.0, ge=0,
+        1.0, ge=0, le=100,
         description="HISPO soft saliency: segment weight w_s proportional to exp(mean entropy of s / T), "
         "rescaled so a completion's token-weighted mean weight is 1. 0 turns saliency off (all weights 1).",
     )
@@ -262,7 +277,7 @@ class AlgorithmConfig(_Section):
     # Teacher-guided token credit and answer-span masking (issue 5 parts 2-3; trainer/algorithms/token_credit.py,
     # answer_span.py).
     ecr_strength: float = Field(
-        1.0, gt=0,
+        1.0, gt=0, le=100,
         description="ECR (UECR-GRPO, shared/seeds 001:L3), token_credit 'ecr': token t of a completion with "
         "advantage A gets A x w_t, w_t = 1 + s (d_t - mean d), d_t = sign(A) (log pi_teacher - log pi_old)(y_t) "
         "x (1 - H_teacher,t / log V); s = ecr_strength, lowered per completion when needed so that every "
@@ -302,9 +317,9 @@ class AlgorithmConfig(_Section):
 class VerifierSpec(_Section):
     """One reward function: a verifier registry name and its parameters."""
 
-    name: str = Field(description="Verifier registry name: exact, numeric, fuzzy_numeric, math, regex_format, reasoning_gym.")
+    name: str = Field(max_length=100, description="Verifier registry name: exact, numeric, fuzzy_numeric, math, regex_format, reasoning_gym.")
     params: dict[str, Any] = Field(default_factory=dict, description="Verifier parameters (see its docs).")
-    label: str | None = Field(None, description="Name used in metrics (reward/<label>_mean); default: name.")
+    label: str | None = Field(None, max_length=100, description="Name used in metrics (reward/<label>_mean); default: name.")
 
     @property
     def key(self) -> str:
@@ -314,16 +329,16 @@ class VerifierSpec(_Section):
 class TrainingConfig(_Section):
     """Optimisation."""
 
-    max_steps: int = Field(100, ge=1, description="Training steps; one step = one batch of rollouts.")
+    max_steps: int = Field(100, ge=1, le=10_000_000, description="Training steps; one step = one batch of rollouts.")
     prompts_per_step: int = Field(
-        4, ge=1, description="Prompts sampled per step; completions per step = prompts_per_step x "
+        4, ge=1, le=4096, description="Prompts sampled per step; completions per step = prompts_per_step x "
         "num_generations (TRL: per_device_train_batch_size / num_generations).",
     )
     micro_batch_size: int = Field(
-        64, ge=1, description="Completions per forward/backward pass; gradients accumulate over the step."
+        64, ge=1, le=65_536, description="Completions per forward/backward pass; gradients accumulate over the step."
     )
     memory_budget_gb: float | None = Field(
-        None, gt=0,
+        None, gt=0, le=16_384,
         description="Peak memory per process (GiB) a step may use; null: no limit. When set, the run sizes "
         "itself at start (trainer/memory.py): the micro-batch size (at most micro_batch_size; gradient "
         "accumulation covers the rest of the step) from a forward/backward probe at the longest prompt plus "
@@ -333,12 +348,12 @@ class TrainingConfig(_Section):
         "perf/generation_batch_size. The update does not depend on the split, except with loss_type 'bnpo' "
         "(a mean per micro-batch, as TRL defines it).",
     )
-    learning_rate: float = Field(1e-6, gt=0, description="AdamW learning rate (TRL name).")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    learning_rate: float = Field(1e-6, gt=0, le=1, description="AdamW learning rate (TRL name).")
+    weight_decay: float = Field(0.0, ge=0, le=10, description="AdamW weight decay.")
     adam_beta1: float = Field(0.9, ge=0, lt=1, description="AdamW beta1 (first-moment decay).")
     adam_beta2: float = Field(0.999, ge=0, lt=1, description="AdamW beta2 (second-moment decay).")
-    max_grad_norm: float = Field(1.0, ge=0, description="Gradient clipping by global norm; 0 disables it.")
-    warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps, then constant.")
+    max_grad_norm: float = Field(1.0, ge=0, le=1e6, description="Gradient clipping by global norm; 0 disables it.")
+    warmup_steps: int = Field(0, ge=0, le=10_000_000, description="Linear learning-rate warm-up steps, then constant.")
     num_processes: int = Field(
         1, ge=1, le=64,
         description="Data-parallel processes on this host (torch.distributed under torchrun; gloo on CPU, "
@@ -367,8 +382,8 @@ class CheckpointConfig(_Section):
     """Where and how often a run saves what it needs to resume."""
 
     output_dir: str = Field("runs/latest", description="Run directory: checkpoints, metrics.jsonl, rollouts.")
-    save_steps: int = Field(50, ge=0, description="Save a checkpoint every N steps (and at the end); 0: only at the end.")
-    save_total_limit: int = Field(2, ge=1, description="Keep at most this many checkpoints (oldest removed first).")
+    save_steps: int = Field(50, ge=0, le=10_000_000, description="Save a checkpoint every N steps (and at the end); 0: only at the end.")
+    save_total_limit: int = Field(2, ge=1, le=1000, description="Keep at most this many checkpoints (oldest removed first).")
 
 
 AnswerExtractMode = Literal["full", "first_line", "boxed", "last_number", "regex", "answer_tag"]  # = verifiers.extract
@@ -390,7 +405,7 @@ class ShapingConfig(_Section):
         description="'replace': the label-free reward replaces the verifiers' total (as TTRL; the verifiers "
         "still run, so rollout/accuracy keeps measuring real accuracy when answers exist). 'add': it is added.",
     )
-    majority_vote_weight: float = Field(1.0, gt=0, description="Weight of the label-free reward.")
+    majority_vote_weight: float = Field(1.0, gt=0, le=1000, description="Weight of the label-free reward.")
     answer_extract: AnswerExtractMode = Field(
         "last_number",
         description="How the answer is read from a completion for voting and for the 'answer_form' rarity cue: "
@@ -401,16 +416,16 @@ class ShapingConfig(_Section):
     )
     answer_tag: str = Field("answer", description="Tag name for answer_extract='answer_tag'.")
     overlong_buffer: int = Field(
-        0, ge=0,
+        0, ge=0, le=131_072,
         description="DAPO soft overlong punishment (Yu et al. 2025): completions longer than "
         "max_completion_length - overlong_buffer tokens lose reward linearly, reaching -overlong_penalty_factor "
         "at max_completion_length (as verl's overlong_buffer). 0 turns it off. DAPO uses 4096 of 20480.",
     )
     overlong_penalty_factor: float = Field(
-        1.0, gt=0, description="DAPO soft overlong punishment: the penalty at max_completion_length."
+        1.0, gt=0, le=1000, description="DAPO soft overlong punishment: the penalty at max_completion_length."
     )
     length_penalty: float = Field(
-        0.0, ge=0,
+        0.0, ge=0, le=1000,
         description="Plain length penalty: reward -= length_penalty x completion tokens / max_completion_length "
         "(the linear penalty that DLER 004:L467 and 'think fast and right' 004:L75 refine). 0 turns it off.",
     )
@@ -441,22 +456,22 @@ class EvaluationConfig(_Section):
     (Avg@k 001:L3, Pass@k 001:L13)."""
 
     eval_every: int = Field(
-        0, ge=0,
+        0, ge=0, le=10_000_000,
         description="Evaluate the current policy every N steps (after the step's update); 0 turns it off. "
         "The seeds plot benchmark accuracy over training steps (e.g. Pass@k during RL, 001:L93).",
     )
     benchmarks: list[str | dict[str, Any]] = Field(
-        default_factory=list,
+        default_factory=list, max_length=64,
         description="Benchmarks: built-in names ('builtin:addition', 'builtin:chain_sum-easy', ...; see "
         "trainer/eval_suite.py), paths to benchmark YAML/JSON files, or inline BenchmarkConfig mappings.",
     )
     n_samples: int | None = Field(
-        None, ge=1,
+        None, ge=1, le=1024,
         description="Override each benchmark's n_samples (the n of Avg@n / Pass@k, Chen et al. 2021) to keep "
         "periodic evaluation cheap; null keeps the benchmark's own.",
     )
     max_problems: int | None = Field(
-        None, ge=1, description="Evaluate only the first N problems of each benchmark during training."
+        None, ge=1, le=10_000_000, description="Evaluate only the first N problems of each benchmark during training."
     )
 
 
@@ -484,24 +499,24 @@ class RolloutBudgetConfig(_Section):
         "when they run out the step trains on the informative groups found so far.",
     )
     vigor_initial_rollouts: int = Field(
-        4, ge=2, description="VIGOR (001:L105): completions every prompt starts with (at least 2 to see a variance)."
+        4, ge=2, le=1024, description="VIGOR (001:L105): completions every prompt starts with (at least 2 to see a variance)."
     )
     vigor_rollout_budget: int | None = Field(
-        None, ge=1,
+        None, ge=1, le=4096 * 1024,
         description="VIGOR (001:L105): total completions per step; default prompts_per_step x num_generations "
         "(the same budget as GRPO).",
     )
     vigor_increment: int = Field(
-        2, ge=1, description="VIGOR (001:L105): completions added to a chosen group at a time."
+        2, ge=1, le=1024, description="VIGOR (001:L105): completions added to a chosen group at a time."
     )
     vigor_rounds: int = Field(
         2, ge=1, le=32, description="VIGOR (001:L105): refinement rounds (one generation call each) that share the budget."
     )
     sara_probe: int = Field(
-        2, ge=1, description="sara (001:L97): completions every prompt gets before the sequential test."
+        2, ge=1, le=1024, description="sara (001:L97): completions every prompt gets before the sequential test."
     )
     sara_step: int = Field(
-        2, ge=1, description="sara: completions an undecided group gets per sequential round (one engine call each)."
+        2, ge=1, le=1024, description="sara: completions an undecided group gets per sequential round (one engine call each)."
     )
     sara_abandon_below: float = Field(
         0.2, gt=0, lt=1,
@@ -513,7 +528,7 @@ class RolloutBudgetConfig(_Section):
         description="sara: complete a group to num_generations once that probability reaches this.",
     )
     early_abandon_after: int = Field(
-        4, ge=2,
+        4, ge=2, le=1024,
         description="early_abandon (SARA's short probe, 001:L97): completions generated before deciding; a group "
         "whose probe rewards are all equal is abandoned there (must be below num_generations).",
     )
@@ -531,7 +546,7 @@ class RolloutBudgetConfig(_Section):
         "prior, 001:L23); prompts not listed start from Beta(1, 1).",
     )
     prior_strength: float = Field(
-        8.0, gt=0,
+        8.0, gt=0, le=1e6,
         description="beta_learnability: pseudo-counts the anchor pass rate p is worth: Beta(1 + s p, 1 + s (1 - p)) "
         "(ThinkPrior does not give its form, 001:L23).",
     )
@@ -578,29 +593,29 @@ class TeacherConfig(_Section):
         "combined before group normalisation (PUU of UECR-GRPO, 001:L3; pair with token_credit 'ecr').",
     )
     opd_coef: float = Field(
-        1.0, gt=0, description="fusion 'opd': scale of the per-token reverse-KL advantage (1 = plain OPD, 001:L83)."
+        1.0, gt=0, le=1000, description="fusion 'opd': scale of the per-token reverse-KL advantage (1 = plain OPD, 001:L83)."
     )
     opd_until_step: int | None = Field(
-        None, ge=1,
+        None, ge=1, le=10_000_000,
         description="OPD-then-RL (001:L33): with fusion 'opd', steps 1..opd_until_step distil from the teacher "
         "and later steps train on the verifier reward alone (the paper switches on the OPD validation score; "
         "here at a fixed step). null: OPD for the whole run.",
     )
     additive_coef: float = Field(
-        0.1, gt=0,
+        0.1, gt=0, le=1000,
         description="fusion 'additive': lambda in A_t = A_verifier + lambda x gap_t (001:L33; 001:L83 shows a "
         "fixed lambda can collapse entropy when the gap dwarfs the bounded verifier advantage).",
     )
     modulation_strength: float = Field(
-        1.0, gt=0, description="fusion 'modulated' (001:L33): alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
+        1.0, gt=0, le=1000, description="fusion 'modulated' (001:L33): alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
     )
     modulation_max: float = Field(
-        2.0, gt=1,
+        2.0, gt=1, le=1000,
         description="fusion 'modulated': w_t is clamped to [1/modulation_max, modulation_max], so the teacher "
         "rescales a token's credit but never flips its sign.",
     )
     puu_coef: float = Field(
-        0.1, gt=0,
+        0.1, gt=0, le=1000,
         description="fusion 'puu' (UECR-GRPO's Path-Utility Unification, 001:L3): reward + puu_coef x "
         "mean over the completion's tokens of (log pi_teacher - log pi_old), before group normalisation; "
         "the sampling policy is the anchor.",
@@ -615,13 +630,13 @@ class TeacherConfig(_Section):
 class ExperimentConfig(_Section):
     """Everything one training run needs. YAML and JSON files load into it (`load_config`)."""
 
-    name: str = Field("experiment", description="Human-readable run name.")
-    seed: int = Field(0, description="Seed for sampling prompts and completions and for initialisation.")
+    name: str = Field("experiment", max_length=MAX_NAME_CHARS, description="Human-readable run name.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed for sampling prompts and completions and for initialisation.")
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     verifiers: list[VerifierSpec] = Field(
-        default_factory=lambda: [VerifierSpec(name="exact")],
+        default_factory=lambda: [VerifierSpec(name="exact")], max_length=64,
         description="Reward functions; rewards are combined with algorithm.reward_weights.",
     )
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
@@ -724,8 +739,6 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _check_shaping(self) -> ExperimentConfig:
         """Clip rules, IS units and shaping that cannot work together or with this rollout length."""
-        import re
-
         from trainer.errors import VerifierError
         from trainer.verifiers.extract import Extractor
 
@@ -769,9 +782,9 @@ class ExperimentConfig(_Section):
             if not sh.rarity_cue_pattern:
                 raise ValueError("shaping.rarity_cue is 'regex' but rarity_cue_pattern is empty: give a pattern")
             try:
-                re.compile(sh.rarity_cue_pattern)
-            except re.error as err:
-                raise ValueError(f"shaping.rarity_cue_pattern is not a valid regular expression ({err})") from None
+                check_user_pattern(sh.rarity_cue_pattern, what="shaping.rarity_cue_pattern")
+            except PatternError as err:
+                raise ValueError(str(err)) from None
         elif sh.rarity_cue_pattern is not None:
             raise ValueError("shaping.rarity_cue_pattern is only used with rarity_cue 'regex': remove it or set the cue")
         return self
@@ -779,8 +792,6 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _check_teacher(self) -> ExperimentConfig:
         """Teacher, fusion, ECR and answer-span settings that cannot work (trainer/teacher.py, fusion.py)."""
-        import re
-
         t, alg = self.teacher, self.algorithm
         if t.mode == "self" and t.name_or_path is not None:
             raise ValueError(
@@ -822,11 +833,9 @@ class ExperimentConfig(_Section):
             )
         if alg.answer_span_mask:
             try:
-                re.compile(alg.answer_span_pattern)
-            except re.error as err:
-                raise ValueError(
-                    f"algorithm.answer_span_pattern is not a valid regular expression ({err})"
-                ) from None
+                check_user_pattern(alg.answer_span_pattern, what="algorithm.answer_span_pattern")
+            except PatternError as err:
+                raise ValueError(str(err)) from None
         return self
 
     @model_validator(mode="after")
@@ -937,8 +946,8 @@ def load_config(path: str | Path) -> ExperimentConfig:
         raise ConfigError(f"config file {p} does not exist")
     text = p.read_text(encoding="utf-8")
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        data = strict_json_loads(text) if p.suffix == ".json" else safe_yaml_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError, UnsafeInput) as err:
         raise ConfigError(f"{p} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {err}") from None
     return config_from_dict(data or {}, source=str(p))
 

@@ -25,3 +25,10 @@ class VerifierError(RLVRError):
 
 class CheckpointError(RLVRError):
     """A checkpoint is missing, incomplete or does not match the run it should resume."""
+
+
+class TrainingDiverged(RLVRError):
+    """The loss, the gradient norm, the weights or the sampling probabilities became NaN or infinite.
+
+    The run stops instead of stepping on (an optimizer step on NaN gradients ruins every weight, and a
+    checkpoint of them cannot be resumed); the message names the step, the figures and the usual fixes."""

@@ -8,10 +8,11 @@ Avg@k (`001:L3`), Pass@k (`001:L13`, `001:L93`; the unbiased estimator is the st
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from trainer.bounds import MAX_SEED, BoundedModel
 from trainer.config import DataConfig, VerifierSpec
 from trainer.errors import ConfigError
 
@@ -20,10 +21,8 @@ def _default_eval_data() -> DataConfig:
     return DataConfig(source="demo", size=100, data_seed=1, shuffle=False)
 
 
-class BenchmarkConfig(BaseModel):
+class BenchmarkConfig(BoundedModel):
     """One benchmark: problems, how they are shown and scored, how many samples each, which metrics."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     name: str = Field(
         min_length=1, max_length=100,
@@ -36,7 +35,7 @@ class BenchmarkConfig(BaseModel):
         "template. data.shuffle is ignored: problems are evaluated in file / generation order.",
     )
     verifiers: list[VerifierSpec] = Field(
-        default_factory=lambda: [VerifierSpec(name="exact")],
+        default_factory=lambda: [VerifierSpec(name="exact")], max_length=64,
         description="Verifiers as in training; the first one decides 'correct' (what Pass@k and maj@k "
         "count) and gives the extracted answer that majority voting compares.",
     )
@@ -46,31 +45,31 @@ class BenchmarkConfig(BaseModel):
         "the seeds report Avg@12 (001:L3) and Pass@8 (001:L13)).",
     )
     temperature: float = Field(
-        1.0, gt=0, description="Sampling temperature (the seeds evaluate Pass@k with sampling, 001:L13)."
+        1.0, gt=0, le=100, description="Sampling temperature (the seeds evaluate Pass@k with sampling, 001:L13)."
     )
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (Holtzman et al. 2020).")
-    top_k: int = Field(0, ge=0, description="Top-k sampling; 0 disables it.")
+    top_k: int = Field(0, ge=0, le=1_000_000, description="Top-k sampling; 0 disables it.")
     max_tokens: int = Field(
-        16, ge=1, description="Maximum new tokens per sample; longer samples count as truncated."
+        16, ge=1, le=131_072, description="Maximum new tokens per sample; longer samples count as truncated."
     )
     seed: int = Field(
-        0, description="Sampling seed; seed i of num_seeds uses seed + i. The same seed gives the same "
+        0, ge=0, le=MAX_SEED, description="Sampling seed; seed i of num_seeds uses seed + i. The same seed gives the same "
         "samples on CPU, interrupted or not."
     )
-    pass_k: list[int] = Field(
-        default_factory=list,
+    pass_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=64,
         description="The k of Pass@k (probability that one of k samples is correct, 001:L13 / 001:L93), "
         "each 1 <= k <= n_samples; empty means [1, n_samples]. Estimated without bias from all n samples "
         "as 1 - C(n-c, k) / C(n, k) (Chen et al. 2021, METHODS.md [ext]).",
     )
-    maj_k: list[int] = Field(
-        default_factory=list,
+    maj_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=list, max_length=64,
         description="The k of maj@k: majority vote over the normalised extracted answers of the first k "
         "samples (self-consistency, 001:L47 / 004:L357), ties broken by first occurrence; each "
         "1 <= k <= n_samples; empty means [n_samples].",
     )
     batch_size: int = Field(
-        256, ge=1, description="Samples generated together in one batch (bounds memory); a batch holds "
+        256, ge=1, le=65_536, description="Samples generated together in one batch (bounds memory); a batch holds "
         "whole problems (max(1, batch_size // n_samples) of them)."
     )
     num_seeds: int = Field(
@@ -85,7 +84,7 @@ class BenchmarkConfig(BaseModel):
     )
     confidence: float = Field(0.95, gt=0, lt=1, description="Coverage of the bootstrap confidence intervals.")
     max_problems: int | None = Field(
-        None, ge=1, description="Evaluate only the first N problems (quick looks, periodic evaluation)."
+        None, ge=1, le=10_000_000, description="Evaluate only the first N problems (quick looks, periodic evaluation)."
     )
 
     @model_validator(mode="after")

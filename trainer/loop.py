@@ -27,10 +27,11 @@ from trainer.collect import collect_rollouts
 from trainer.config import ExperimentConfig
 from trainer.device import autocast, describe, peak_memory_gb, reset_peak_memory
 from trainer.distributed import fault_point, in_rank
-from trainer.errors import ConfigError, RLVRError
+from trainer.divergence import divergence_message, is_nan_sampling_error
+from trainer.errors import ConfigError, RLVRError, TrainingDiverged
 from trainer.evaluate import PeriodicEvaluation
 from trainer.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sharded
-from trainer.optimize import UpdateBatch, batch_logprobs, policy_update
+from trainer.optimize import NonFiniteUpdate, UpdateBatch, batch_logprobs, policy_update
 from trainer.reporting import rollout_records, step_metrics
 from trainer.run_setup import Run, build_run
 from trainer.sinks import EventSink, NullSink, RunInfo, StepReport
@@ -106,6 +107,22 @@ def training_step(run: Run, step: int) -> StepReport:
                       elapsed_s=time.perf_counter() - t0)
 
 
+def _guarded_step(run: Run, step: int, previous: dict[str, float]) -> StepReport:
+    """``training_step``, with NaN / infinity (in the update, or in sampling on blown-up weights) turned into
+    ``TrainingDiverged`` naming the step and the fix; ``previous`` is the last step's metrics. The run stops
+    there: no optimizer step is taken on NaN gradients and no checkpoint of broken weights is written."""
+    try:
+        return training_step(run, step)
+    except NonFiniteUpdate as err:
+        raise TrainingDiverged(divergence_message(run.config, step, err.what, err.grad_norm)) from err
+    except RuntimeError as err:
+        if not is_nan_sampling_error(err):
+            raise
+        what = "the sampling probabilities became NaN or infinite"
+        norm = previous.get("actor/grad_norm")
+        raise TrainingDiverged(divergence_message(run.config, step, what, norm, step - 1)) from err
+
+
 def _save(run: Run, step: int, sink: EventSink) -> None:
     """Save a checkpoint; in a data-parallel run only rank 0 writes (the ranks hold identical weights and
     optimizer states) and every rank waits for it, so a resume finds the checkpoint complete. A sharded model's
@@ -171,7 +188,8 @@ def train(
         device=describe(run.device) + (f" x {dist.world_size} processes" if dist else "")
         + (" (fsdp)" if is_sharded(run.model) else ""),
     ))
-    step, metrics, status = run.start_step, {}, "succeeded"
+    step, status = run.start_step, "succeeded"
+    metrics: dict[str, float] = {}
     try:
         while step < max_steps:
             stop = should_stop()
@@ -184,7 +202,7 @@ def train(
             fault_point(dist, step)
             reset_peak_memory(run.device)
             with autocast(run.device, config.model.autocast_bf16):  # generation, scoring passes and the update
-                report = training_step(run, step)
+                report = _guarded_step(run, step, metrics)
             if run.memory_plan is not None:
                 report.metrics.update(run.memory_plan.metrics())
             if periodic_eval.due(step):  # every rank evaluates (same weights), so none waits in a collective

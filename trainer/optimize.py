@@ -4,10 +4,15 @@ Per micro-batch: training forward -> per-token logprobs -> policy loss (+ beta *
 backward. Memory is bounded by ``micro_batch_size`` whatever the step's size; each micro-batch is
 trimmed to its own longest prompt and completion, so padding costs nothing. ``UpdateBatch.extras`` (HISPO
 segment ids, GAPO clip scales; trainer/algorithms/policy_losses.py) is sliced with the same rows and columns.
+
+A non-finite loss or gradient norm stops the update before the optimizer steps, and weights that became
+non-finite in the step stop it right after: :class:`NonFiniteUpdate`, which the loop turns into
+``TrainingDiverged`` with the step and the fix (trainer/divergence.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,6 +53,28 @@ class UpdateStats:
     grad_norm: float
     logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
     dual_clip_frac: float = 0.0  # share of loss tokens where the dual-clip cap was active (in clip_frac too)
+
+
+class NonFiniteUpdate(Exception):
+    """The update met NaN or infinity; ``what`` says where ("the loss became nan"), ``grad_norm`` is the
+    norm before clipping."""
+
+    def __init__(self, what: str, grad_norm: float) -> None:
+        super().__init__(f"{what} (grad norm {grad_norm:.3g} before clipping)")
+        self.what, self.grad_norm = what, grad_norm
+
+
+def _non_finite_parameters(params: list[Tensor], dist: DistContext | None) -> int:
+    """How many parameter tensors (sharded: shards of them) hold a NaN or infinity; one device sync for all
+    of them. Pass ``dist`` for a sharded model only: its shards differ, so the count is summed over ranks
+    and every rank takes the same decision (unsharded ranks hold identical weights and need no collective)."""
+    from torch.distributed.tensor import DTensor
+
+    local = [p.to_local().detach() if isinstance(p, DTensor) else p.detach() for p in params]
+    count = int(torch.stack([(~torch.isfinite(t)).any() for t in local]).sum()) if local else 0
+    if dist is not None:
+        count = int(dist.all_reduce_sum([float(count)])[0])
+    return count
 
 
 def _slices(n: int, size: int) -> list[slice]:
@@ -146,15 +173,29 @@ def policy_update(
         dist.all_reduce_grads([p for p in model.parameters() if p.requires_grad])
     params = [p for p in model.parameters() if p.grad is not None]
     grad_norm = full_tensor(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    total_norm = float(grad_norm)
+    # The norm is global (gradients were summed over ranks), so every rank stops here together; the loss
+    # is this rank's share, so it is only checked in a single process (a NaN loss gives a NaN norm anyway).
+    if not math.isfinite(total_norm) or (dist is None and not math.isfinite(sums["loss"])):
+        optimizer.zero_grad(set_to_none=True)
+        total_loss = sums["loss"]
+        raise NonFiniteUpdate(
+            f"the loss became {total_loss:g}" if not math.isfinite(total_loss)
+            else f"the gradient norm became {total_norm:g}",
+            total_norm,
+        )
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    broken = _non_finite_parameters([p for p in model.parameters() if p.requires_grad], dist if is_sharded(model) else None)
+    if broken:
+        raise NonFiniteUpdate(f"the optimizer step made {broken} weight tensor(s) NaN or infinite", total_norm)
     return UpdateStats(
         loss=sums["loss"],
         pg_loss=sums["pg_loss"],
         kl=sums["kl"] / tokens,
         entropy=sums["entropy"] / tokens,
         clip_frac=sums["clipped"] / tokens,
-        grad_norm=float(grad_norm),
+        grad_norm=total_norm,
         logprobs=new_logprobs,
         dual_clip_frac=sums["dual_clipped"] / tokens,
     )

@@ -34,7 +34,7 @@ the platform (this machine):
 
 API client (a running server):
   login               get an API token and store it in ~/.config/rlvr-studio/credentials.json
-  logout              forget the stored token
+  logout              revoke the stored token and forget it
   runs                list runs
   launch FILE         create an experiment from a YAML/JSON file and launch a run of it
   tail RUN_ID         print a run's metrics as they arrive

@@ -2,8 +2,10 @@
 
 Talks HTTP (httpx) and websockets only: importing this module loads neither Django nor torch, so it runs
 from any machine with the package installed. ``login`` stores the server URL and an API token in
-``~/.config/rlvr-studio/credentials.json`` (mode 0600; ``$XDG_CONFIG_HOME`` is honoured). ``tail`` listens
-on the run's websocket and falls back to polling ``/api/runs/<id>/metrics/?since_step=`` when it cannot.
+``~/.config/rlvr-studio/credentials.json`` (mode 0600; ``$XDG_CONFIG_HOME`` is honoured); the server
+keeps only a digest of that token, which expires (``RLVR_API_TOKEN_DAYS``) and ``logout`` revokes.
+``tail`` listens on the run's websocket and falls back to polling ``/api/runs/<id>/metrics/?since_step=``
+when it cannot.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import getpass
 import json
 import math
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +28,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import httpx
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+# `tail` also stops on a run the task queue refused: it will not move until someone queues it again.
+STOPPED = FINISHED | {"not_queued"}
 # The metrics `tail` prints for each step, in this order, when the run reports them.
 TAIL_KEYS = ("rollout/reward_mean", "rollout/accuracy", "actor/pg_loss", "actor/kl", "rollout/response_len_mean", "perf/step_s")
 POLL_INTERVAL_S = 2.0
@@ -143,9 +148,17 @@ class Api:
             items.extend(data.get("results", []))
         return items
 
+    def issue_token(self, username: str, password: str, name: str = "") -> dict[str, Any]:
+        """A new token (``token``, ``expires_at``, ...): the server shows it this once and keeps a digest."""
+        body = {"username": username, "password": password, "name": name}
+        data: dict[str, Any] = self.request("POST", "/api/auth/token/", json=body)
+        return data
+
     def login(self, username: str, password: str) -> str:
-        data = self.request("POST", "/api/auth/token/", json={"username": username, "password": password})
-        return str(data["token"])
+        return str(self.issue_token(username, password)["token"])
+
+    def revoke_current_token(self) -> None:
+        self.request("DELETE", "/api/tokens/current/")
 
     def projects(self) -> list[dict[str, Any]]:
         return self.get_all("/api/projects/")
@@ -318,25 +331,27 @@ class Tail:
             self.emit(step, event.get("metrics") or {})
         elif kind == "run.status":
             self.status = str(event.get("status", self.status))
-        return self.status in FINISHED
+        return self.status in STOPPED
 
     def via_polling(self, sleep: Callable[[float], None] = time.sleep) -> None:
         while True:
             self.refresh_status()
             self.catch_up()
-            if self.status in FINISHED:
+            if self.status in STOPPED:
                 self.catch_up()
                 return
             sleep(POLL_INTERVAL_S)
 
-    def run(self, ws_url: str | None) -> int:
+    def run(self, ws_url: str | None, sleep: Callable[[float], None] = time.sleep) -> int:
+        """Follow the run until it stops (websocket, else REST polling; ``ws_url`` None: polling only), then
+        print its outcome with its message; 0 when it succeeded."""
         self.refresh_status()
-        if self.status not in FINISHED and ws_url is not None:
-            if not asyncio.run(self.via_websocket(ws_url)):
-                print("(websocket unavailable: polling the REST API)", file=sys.stderr)
-                self.via_polling()
-        else:
-            self.catch_up()
+        if self.status not in STOPPED:
+            followed = ws_url is not None and asyncio.run(self.via_websocket(ws_url))
+            if not followed:
+                if ws_url is not None:
+                    print("(websocket unavailable: polling the REST API)", file=sys.stderr)
+                self.via_polling(sleep)
         self.catch_up()
         return self.finish()
 
@@ -347,14 +362,22 @@ class Tail:
 def _cmd_login(args: argparse.Namespace) -> int:
     url = normalize_url(args.url)
     password = args.password if args.password is not None else getpass.getpass(f"password for {args.username}: ")
-    token = Api(url).login(args.username, password)
-    path = save_credentials(Credentials(url=url, token=token, username=args.username))
-    print(f"logged in to {url} as {args.username}; token stored in {path}")
+    issued = Api(url).issue_token(args.username, password, name=f"rlvr CLI on {socket.gethostname()}"[:100])
+    path = save_credentials(Credentials(url=url, token=str(issued["token"]), username=args.username))
+    expires = f" until {str(issued['expires_at'])[:16].replace('T', ' ')} UTC" if issued.get("expires_at") else ""
+    print(f"logged in to {url} as {args.username}; token (valid{expires}) stored in {path}")
     return 0
 
 
 def _cmd_logout(args: argparse.Namespace) -> int:
+    """Revoke the stored token on the server (when it still answers), then forget it here."""
     path = credentials_path()
+    if path.is_file():
+        try:
+            creds = load_credentials(path)
+            Api(creds.url, creds.token).revoke_current_token()
+        except ClientError as err:
+            print(f"(the server did not revoke the token: {err.args[0].splitlines()[0]})", file=sys.stderr)
     path.unlink(missing_ok=True)
     print(f"removed {path}")
     return 0
@@ -400,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--password", help="default: prompt (keeps it out of the shell history)")
     p.set_defaults(func=_cmd_login)
 
-    p = sub.add_parser("logout", help="forget the stored token")
+    p = sub.add_parser("logout", help="revoke the stored token on the server and forget it")
     p.set_defaults(func=_cmd_logout)
 
     p = sub.add_parser("runs", help="list runs of your projects")

@@ -148,3 +148,18 @@ def _redact(url: str) -> str:
     if parts.password is None:
         return url
     return url.replace(f":{parts.password}@", ":***@", 1)
+
+
+def env_paths(name: str, default: list[Path], *, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """A colon-separated list of absolute folders (as PATH); empty or relative items are an error."""
+    value = _raw(name, environ)
+    if value is None:
+        return list(default)
+    items = [item.strip() for item in value.split(":")]
+    bad = [item for item in items if not item or not item.startswith("/")]
+    if bad:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} has an empty or relative item {bad[0]!r}: give absolute folders separated by "
+            "single colons, e.g. '/srv/models:/data/models'"
+        )
+    return [Path(item) for item in items]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from webapp.env import (
     env_choice,
     env_int,
     env_list,
+    env_paths,
     env_str,
     sqlite_database,
 )
@@ -32,6 +34,11 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("RLVR_DATA_DIR", str(REPO_DIR / ".rlvr-data"))).resolve()
 RLVR_RUNS_DIR = Path(env_str("RLVR_RUNS_DIR", str(DATA_DIR / "runs"))).resolve()
 RLVR_DATASETS_DIR = DATA_DIR / "datasets"
+# Folders a config from the web may load models from (webapp/core/paths.py): a model is a tiny: name, a
+# checkpoint of a run in the same project, or a folder under one of these. The tiny models' cache
+# ($RLVR_HOME/models, as trainer/tiny_model.py) and $RLVR_DATA_DIR/models by default.
+RLVR_HOME = Path(env_str("RLVR_HOME", str(Path.home() / ".cache" / "rlvr-studio")))
+RLVR_MODEL_ROOTS = env_paths("RLVR_MODEL_ROOTS", [RLVR_HOME / "models", DATA_DIR / "models"])
 
 DEBUG = env_bool("RLVR_DEBUG", False)
 
@@ -81,10 +88,11 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "axes",  # login lockout (django-axes): webapp/accounts/lockout.py
     "drf_spectacular",
     "channels",
     "webapp.core",
+    "webapp.accounts",
     "webapp.teams",
     "webapp.experiments",
     "webapp.datafiles",
@@ -97,13 +105,16 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "webapp.accounts.csp.content_security_policy_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "webapp.core.limits.RequestLimitsMiddleware",  # before anything reads the body: size and NUL checks
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 answer
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -140,10 +151,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "webapp.accounts.passwords.RevokeTokensOnPasswordChange"},  # rejects nothing
 ]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# --- accounts: login lockout, API tokens, proxies, cookies (webapp/accounts/) ----------------------
+# Reverse proxies in front of the server. 0: X-Forwarded-For is ignored (REMOTE_ADDR is the client);
+# N: the N-th X-Forwarded-For entry from the right is. Used by the lockout and the API throttles alike.
+RLVR_TRUSTED_PROXIES = env_int("RLVR_TRUSTED_PROXIES", 0, minimum=0)
+RLVR_API_TOKEN_DAYS = env_int("RLVR_API_TOKEN_DAYS", 30, minimum=1)
+AUTHENTICATION_BACKENDS = [
+    "webapp.accounts.lockout.LockoutBackend",  # first: refuses a locked-out login before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("RLVR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("RLVR_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+# Either one locks: many usernames tried from one address, or one username tried from many addresses.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_ip"
+AXES_LOCKOUT_CALLABLE = "webapp.accounts.lockout.lockout_response"
+AXES_VERBOSE = False
+RLVR_HTTPS = env_bool("RLVR_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = RLVR_HTTPS
+SESSION_COOKIE_HTTPONLY = True
+if RLVR_HTTPS and RLVR_TRUSTED_PROXIES > 0:  # only a trusted proxy may say the client used HTTPS
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -204,17 +242,27 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # False: launching a run stores it as queued but sends nothing to Celery (tests, a web-only process).
 RLVR_ENQUEUE = env_bool("RLVR_ENQUEUE", True)
 RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
+# Every other request body (JSON, forms): Django's own 2.5 MB default, answered 413 (webapp/core/limits.py).
+RLVR_MAX_BODY_KB = env_int("RLVR_MAX_BODY_KB", 2560, minimum=64)
+DATA_UPLOAD_MAX_MEMORY_SIZE = RLVR_MAX_BODY_KB * 1024
 
 # --- REST API --------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first: an unauthenticated API call then answers 401 with "WWW-Authenticate: Token".
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "webapp.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "NUM_PROXIES": RLVR_TRUSTED_PROXIES,  # throttles key on the client address as the proxies saw it
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.api.exception_handler.api_exception_handler",
+    # NUL, lone surrogates, NaN / Infinity and deep nesting are a 400 (webapp/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "webapp.api.parsers.StrictJSONParser",
+        "webapp.api.parsers.StrictFormParser",
+        "webapp.api.parsers.StrictMultiPartParser",
+    ],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -227,6 +275,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # Runs have a `not_queued` status that evaluations do not: name each status set after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "webapp.experiments.models.RunStatus",
+        "EvalStatusEnum": "webapp.benchmarks.models.EvalStatus",
+    },
 }
 
 LOGGING = {
@@ -243,6 +296,8 @@ LOGGING = {
 ENV_VARIABLES = (
     "RLVR_DATA_DIR",
     "RLVR_RUNS_DIR",
+    "RLVR_HOME",
+    "RLVR_MODEL_ROOTS",
     "RLVR_DEBUG",
     "RLVR_SECRET_KEY",
     "RLVR_ALLOWED_HOSTS",
@@ -253,5 +308,11 @@ ENV_VARIABLES = (
     "RLVR_TASK_VISIBILITY_TIMEOUT_S",
     "RLVR_ENQUEUE",
     "RLVR_MAX_UPLOAD_MB",
+    "RLVR_MAX_BODY_KB",
     "RLVR_LOG_LEVEL",
+    "RLVR_TRUSTED_PROXIES",
+    "RLVR_API_TOKEN_DAYS",
+    "RLVR_LOGIN_FAILURE_LIMIT",
+    "RLVR_LOGIN_LOCKOUT_MINUTES",
+    "RLVR_HTTPS",
 )

@@ -1,8 +1,9 @@
 """Websocket authentication by API token: ``ws://host/ws/runs/<id>/?token=<token>``.
 
 Browsers send their session cookie (Channels' AuthMiddlewareStack reads it); the CLI and scripts have
-no session, so a ``token`` query parameter authenticates them with the same token the REST API takes.
-A bad token leaves the connection anonymous, and the consumer refuses it.
+no session, so a ``token`` query parameter authenticates them with the same check the REST API makes
+(webapp/accounts/tokens.py: hashed, expiring, revocable tokens). A bad, expired or revoked token leaves
+the connection anonymous, and the consumer refuses it (close code 4401).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from django.contrib.auth.models import AnonymousUser, User
 
 
 @database_sync_to_async
-def user_for_token(key: str) -> User | AnonymousUser:
-    from rest_framework.authtoken.models import Token
+def user_for_token(token: str) -> User | AnonymousUser:
+    from webapp.accounts.tokens import TokenRefused, check_token
 
-    token = Token.objects.select_related("user").filter(key=key).first()
-    if token is None or not token.user.is_active:
+    try:
+        user = check_token(token).user
+    except TokenRefused:
         return AnonymousUser()
-    return token.user
+    return user if isinstance(user, User) else AnonymousUser()
 
 
 class TokenAuthMiddleware(BaseMiddleware):

@@ -47,6 +47,7 @@ def run_training(self: Task[Any, Any], run_id: int) -> str:
 def _start_and_train(run_id: int, me: str) -> str:
     """Mark the run started, decide where it starts (fresh or a checkpoint), drop rows past that, train."""
     from webapp.experiments import selectors, services
+    from webapp.experiments.config_paths import references, run_config_for_worker
     from workers.recovery import plan_start
 
     before = selectors.run_get(run_id=run_id)
@@ -67,10 +68,17 @@ def _start_and_train(run_id: int, me: str) -> str:
     if plan.truncate:
         services.run_truncate_after(run_id=run_id, step=plan.step)
         services.run_log_event(run_id=run_id, level="info", kind="resume", message=plan.note, step=plan.step)
-    return _train(run_id, run.config, plan.resume_from)
+    try:
+        config_data = run_config_for_worker(run=run)  # checked again here, references resolved to server paths
+    except Exception as err:
+        return _fail(run_id, err)
+    return _train(run_id, config_data, plan.resume_from, references(run.config, config_data))
 
 
-def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) -> str:
+def _train(
+    run_id: int, config_data: dict[str, Any], resume_from: str | None, shown_as: dict[str, str] | None = None
+) -> str:
+    """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages."""
     from trainer.config import config_from_dict
     from trainer.loop import train
     from webapp.experiments import services
@@ -95,15 +103,18 @@ def _train(run_id: int, config_data: dict[str, Any], resume_from: str | None) ->
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink
             return "failed"
-        return _fail(run_id, err)
+        return _fail(run_id, err, shown_as)
     return result.status
 
 
-def _fail(run_id: int, err: Exception) -> str:
+def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -> str:
     """Record an error the sink did not see (raised before training began). A trainer ``RLVRError`` is
-    meant for the user and shown as it is; anything else is a bug and keeps its traceback."""
+    meant for the user and shown as it is; anything else is a bug and keeps its traceback. Server paths
+    the config resolved (an upload's file) are shown as the user named them (``dataset:<id>``)."""
     from webapp.experiments import services
 
     message, trace = describe_failure(err, f"run {run_id}")
+    for path, reference in (shown_as or {}).items():
+        message, trace = message.replace(path, reference), trace.replace(path, reference)
     services.run_fail(run_id=run_id, message=message, traceback_text=trace)
     return "failed"

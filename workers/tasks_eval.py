@@ -9,12 +9,15 @@ resumes: the problems already stored are handed to the engine as ``done`` and ar
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Task
 
 from workers.celery_app import app
 from workers.failures import describe_failure
+
+if TYPE_CHECKING:
+    from webapp.benchmarks.models import EvalRun
 
 logger = logging.getLogger(__name__)
 
@@ -32,18 +35,20 @@ def run_evaluation(self: Task[Any, Any], eval_run_id: int) -> str:
     if row.cancel_requested:
         services.eval_finish(eval_run_id=eval_run_id, status="cancelled", metrics={}, ci={}, timings={})
         return "cancelled"
-    return _evaluate(eval_run_id, row.config, row.model_path)
+    return _evaluate(eval_run_id, row)
 
 
-def _evaluate(eval_run_id: int, config_data: dict[str, Any], model_path: str) -> str:
+def _evaluate(eval_run_id: int, row: EvalRun) -> str:
     from trainer.eval_config import benchmark_from_dict
     from trainer.evaluate import ProblemResult, evaluate
     from webapp.benchmarks import selectors, services
+    from webapp.benchmarks.config_validation import eval_inputs_for_worker
     from workers.eval_sink import DjangoEvalSink, EvalStopPoller
 
     sink = DjangoEvalSink(eval_run_id)
     stop = EvalStopPoller(eval_run_id)
     try:
+        config_data, model_path = eval_inputs_for_worker(eval_run=row)  # checked again, resolved to server paths
         config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
         done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
         result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)

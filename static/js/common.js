@@ -36,5 +36,12 @@ window.rlvr = (function () {
     const node = document.getElementById(id || "page-data");
     return node ? JSON.parse(node.textContent) : {};
   }
+  /* <form data-confirm="Question?">: asks before submitting (the Content-Security-Policy forbids onsubmit=). */
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (form instanceof HTMLFormElement && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+    }
+  });
   return { api: api, el: el, csrfToken: csrfToken, pageData: pageData };
 })();

@@ -107,15 +107,35 @@
     Plotly.extendTraces(s.div, { x: [xs, xs.slice()], y: [ys.slice(), sm] }, [0, 1]);
   }
 
-  function setStatus(newStatus) {
+  function setStatus(newStatus, errorMessage) {
     status = newStatus;
     const badge = document.querySelector("#run-status .badge");
     if (badge) { badge.textContent = newStatus; badge.className = "badge status-" + newStatus; }
+    if (errorMessage !== undefined) showError(errorMessage);
+    const queueAgain = document.getElementById("queue-again");
+    if (queueAgain) queueAgain.style.display = newStatus === "not_queued" ? "" : "none";
     if (!["queued", "running"].includes(newStatus)) {
       // A finished run cannot be cancelled: drop the button rendered when the page loaded.
       document.querySelectorAll("form[action$='/cancel/']").forEach((form) => form.remove());
     }
   }
+
+  function showError(message) {
+    const p = document.getElementById("run-error");
+    if (!p) return;
+    p.textContent = message || "";
+    p.style.display = message ? "" : "none";
+  }
+
+  // A run the task queue refused (Redis down) is "not_queued": this button sends it again.
+  const queueAgainButton = document.getElementById("queue-again");
+  if (queueAgainButton) queueAgainButton.addEventListener("click", async () => {
+    queueAgainButton.disabled = true;
+    const resp = await window.rlvr.api("/api/runs/" + runId + "/queue/", { method: "POST" });
+    queueAgainButton.disabled = false;
+    if (resp.ok) setStatus(resp.body.status, resp.body.error_message);
+    else showError((resp.body && resp.body.message) || "Could not queue the run (HTTP " + resp.status + ").");
+  });
 
   function setProgress(step, maxSteps) {
     const pct = maxSteps ? Math.min(100, (100 * step) / maxSteps) : 0;
@@ -149,9 +169,16 @@
       el("span", { class: "message" }, e.message)));
   }
 
+  async function refreshStatus() {
+    // The run itself over REST: its status and message reach the page even when the websocket is down.
+    const resp = await window.rlvr.api("/api/runs/" + runId + "/");
+    if (resp.ok && resp.body) { setStatus(resp.body.status, resp.body.error_message); setProgress(resp.body.step, resp.body.max_steps); }
+  }
+
   async function catchUp() {
     const since = lastStep >= 0 ? "?since_step=" + lastStep : "";
     const resp = await window.rlvr.api("/api/runs/" + runId + "/metrics/" + since);
+    refreshStatus();
     if (!resp.ok) return;
     addColumns(resp.body.metrics || {});
     const empty = document.getElementById("charts-empty");
@@ -169,7 +196,9 @@
     socket.onmessage = (msg) => {
       const ev = JSON.parse(msg.data);
       if (ev.type === "run.hello") {
-        setStatus(ev.status); setProgress(ev.step, ev.max_steps);
+        // On every (re)connect: where the run stands now, final status and its message included, even
+        // when the run.status event that ended it was sent while this page was disconnected.
+        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps);
         if (ev.step > lastStep) catchUp();
       } else if (ev.type === "run.step") {
         if (ev.step <= lastStep) return;
@@ -180,7 +209,7 @@
         lastStep = ev.step;
         setProgress(ev.step, ev.max_steps);
       } else if (ev.type === "run.status") {
-        setStatus(ev.status); setProgress(ev.step, ev.max_steps);
+        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps);
       } else if (ev.type === "run.log") {
         addEvent(ev);
       }
@@ -188,6 +217,7 @@
     socket.onclose = (e) => {
       if (e.code === 4401 || e.code === 4404) { setLive("not allowed"); return; }
       setLive("reconnecting in " + Math.round(backoff / 1000) + "s…");
+      catchUp();  // steps and the final status that were sent while the socket was down
       setTimeout(connect, backoff);
       backoff = Math.min(30000, backoff * 2);
     };

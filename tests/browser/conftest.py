@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.workers.conftest import real_services, runs_dir, start_worker  # noqa: F401 -- fixtures, shared
@@ -55,7 +56,8 @@ def live_server_url(
         if not redis_reachable(redis_url()):
             _missing(f"browser tests need Redis at REDIS_URL ({redis_url()})")
         # RLVR_ENQUEUE=1 whatever the test process has: a run launched from the browser must reach the worker.
-        env = {**worker_env(tmp_path_factory.mktemp("web-data")), "RLVR_DEBUG": "1", "RLVR_ENQUEUE": "1"}
+        roots = [*settings.RLVR_MODEL_ROOTS, tmp_path_factory.getbasetemp()]  # where the test models are built
+        env = {**worker_env(tmp_path_factory.mktemp("web-data"), roots), "RLVR_DEBUG": "1", "RLVR_ENQUEUE": "1"}
     port = free_port()
     log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
     with open(log_path, "wb") as log:

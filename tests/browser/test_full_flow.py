@@ -72,14 +72,14 @@ def test_sign_in_create_launch_watch_inspect_tokens_and_compare(
     page.click("button:has-text('Launch run')")
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
     first = Run.objects.latest("id")
-    page.wait_for_function("document.querySelectorAll('#charts .chart').length > 0", timeout=60_000)
+    page.wait_for_function("() => document.querySelectorAll('#charts .chart').length > 0", timeout=60_000)
     seen = chart_points(page)
     page.wait_for_function(
         f"() => [...document.querySelectorAll('#charts .chart')].some(d => d.data && d.data[0] && d.data[0].x.length > {seen})",
         timeout=60_000,
     )  # new points arrived over the websocket; the page was never reloaded
     wait_for(lambda: Run.objects.get(pk=first.pk).status == "succeeded", 90, "the first run", worker)
-    page.wait_for_function("document.querySelector('#progress-text').textContent.includes('8 / 8')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#progress-text').textContent.includes('8 / 8')", timeout=30_000)
     screenshot(page, "05-run")
 
     page.goto(f"/runs/{first.pk}/rollouts/")
@@ -101,6 +101,6 @@ def test_sign_in_create_launch_watch_inspect_tokens_and_compare(
     wait_for(lambda: Run.objects.get(pk=second.pk).status == "succeeded", 90, "the second run", worker)
 
     page.goto(f"/projects/{project.pk}/compare/?runs={first.pk},{second.pk}")
-    page.wait_for_function("document.querySelectorAll('#compare-charts .js-plotly-plot, #compare-charts .chart').length > 0")
+    page.wait_for_function("() => document.querySelectorAll('#compare-charts .js-plotly-plot, #compare-charts .chart').length > 0")
     screenshot(page, "07-compare")
     assert page.js_errors == []

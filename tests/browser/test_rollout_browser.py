@@ -65,7 +65,7 @@ def test_switching_the_channel_and_hovering_a_token_shows_the_api_value(
     page.wait_for_selector("body[data-rows-ready='1']")
     assert page.input_value("#rb-step-number") == "2"
     page.locator("body").press("ArrowLeft")  # keyboard step picker
-    page.wait_for_function("document.querySelector('#rb-step-number').value === '1'")
+    page.wait_for_function("() => document.querySelector('#rb-step-number').value === '1'")
     page.wait_for_selector(f"#rb-table tr[data-id='{rollout.pk}']")
     page.locator(f"#rb-table tr[data-id='{rollout.pk}'] .rb-tokens-btn").click()
     page.wait_for_selector(f"#tv-tokens[data-ready='1'][data-rollout='{rollout.pk}']")

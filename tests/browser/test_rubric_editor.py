@@ -71,7 +71,7 @@ def test_a_rubric_is_built_in_the_browser_and_picked_as_the_training_reward(
     screenshot(page, "detail")
 
     page.click("text=Train with this rubric")
-    page.wait_for_function("document.getElementById('cfg-rubric').value.includes('judge sum')")
+    page.wait_for_function("() => document.getElementById('cfg-rubric').value.includes('judge sum')")
     section = json.loads(page.input_value("#cfg-rubric"))
     assert section["aggregation"] == "rank" and [c["name"] for c in section["criteria"]] == ["has digits", "tone", "judge sum"]
     page.fill("#exp-name", "rubric reward")

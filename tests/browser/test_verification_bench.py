@@ -35,7 +35,7 @@ def seed_rollouts(owner: Any, project: Any) -> Any:
 
     from webapp.experiments.services import experiment_create, run_launch
 
-    experiment = experiment_create(project=project, actor=owner, name="arith", config={"model": {"name_or_path": "tiny"}})
+    experiment = experiment_create(project=project, actor=owner, name="arith", config={"model": {"name_or_path": "tiny:addition"}})
     with override_settings(RLVR_ENQUEUE=False):
         run = run_launch(experiment=experiment, actor=owner)
     evil = '<img src=x onerror="window.__xss=2"> 4'
@@ -80,7 +80,7 @@ def test_define_a_verifier_run_the_bench_audit_it_and_pick_it_for_an_experiment(
     evil = '<img src=x onerror="window.__xss=1">'
     page.fill("#bench-completion", evil)
     page.click("#bench-run")
-    page.wait_for_function("document.getElementById('bench-verdict').textContent === 'rejected'", timeout=60_000)
+    page.wait_for_function("() => document.getElementById('bench-verdict').textContent === 'rejected'", timeout=60_000)
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert page.locator("#bench img").count() == 0
 

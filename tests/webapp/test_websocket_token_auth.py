@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
 
+from webapp.accounts.models import ApiToken
+from webapp.accounts.tokens import issue_token, revoke_token
 from webapp.websocket_auth import TokenAuthMiddleware
 
 
@@ -28,8 +31,7 @@ def user_seen_with(query_string: bytes) -> Any:
 @pytest.mark.django_db(transaction=True)
 def test_a_valid_token_sets_the_user() -> None:
     alice = User.objects.create_user(username="alice", password="pw-alice-123")
-    token = Token.objects.create(user=alice)
-    assert user_seen_with(f"token={token.key}".encode()) == alice
+    assert user_seen_with(f"token={issue_token(alice).token}".encode()) == alice
 
 
 @pytest.mark.django_db(transaction=True)
@@ -40,8 +42,23 @@ def test_a_bad_token_leaves_the_connection_anonymous() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_token_of_a_deactivated_user_is_refused() -> None:
     bob = User.objects.create_user(username="bob", password="pw-bob-123", is_active=False)
-    token = Token.objects.create(user=bob)
-    assert user_seen_with(f"token={token.key}".encode()).is_authenticated is False
+    assert user_seen_with(f"token={issue_token(bob).token}".encode()).is_authenticated is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expired_token_leaves_the_connection_anonymous() -> None:
+    alice = User.objects.create_user(username="alice", password="pw-alice-123")
+    issued = issue_token(alice)
+    ApiToken.objects.filter(pk=issued.record.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert user_seen_with(f"token={issued.token}".encode()).is_authenticated is False
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_revoked_token_leaves_the_connection_anonymous() -> None:
+    alice = User.objects.create_user(username="alice", password="pw-alice-123")
+    issued = issue_token(alice)
+    revoke_token(issued.record)
+    assert user_seen_with(f"token={issued.token}".encode()).is_authenticated is False
 
 
 def test_without_a_token_the_session_user_is_kept() -> None:

@@ -13,6 +13,14 @@ from pytest_django import Settings
 from tests.workers.helpers import CeleryWorker, clear_queues, redis_reachable, redis_url, worker_env
 
 
+@pytest.fixture(autouse=True)
+def model_roots(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The test models are built under pytest's temporary folder, so it is a model root here, as
+    RLVR_MODEL_ROOTS makes a server's model folder one (worker processes get it through worker_env)."""
+    settings.RLVR_MODEL_ROOTS = [*settings.RLVR_MODEL_ROOTS, tmp_path_factory.getbasetemp()]
+    return list(settings.RLVR_MODEL_ROOTS)
+
+
 @pytest.fixture
 def runs_dir(settings: Settings, tmp_path: Path) -> Path:
     """Run outputs go under the test's tmp dir, never into the repository's .rlvr-data."""

@@ -130,8 +130,13 @@ class CeleryWorker:
         return self.log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
 
 
-def worker_env(data_dir: Path) -> dict[str, str]:
+def worker_env(data_dir: Path, model_roots: list[Path] | None = None) -> dict[str, str]:
+    """The environment of a worker (or server) process on the test database and Redis; its model roots are
+    this process's (tests/workers/conftest.py adds pytest's temporary folder) unless given."""
+    from django.conf import settings
+
     env = dict(os.environ)
+    roots = settings.RLVR_MODEL_ROOTS if model_roots is None else model_roots
     env.update({
         "DJANGO_SETTINGS_MODULE": "webapp.settings",
         "DATABASE_URL": database_url(),
@@ -139,6 +144,7 @@ def worker_env(data_dir: Path) -> dict[str, str]:
         "RLVR_CHANNEL_LAYER": "redis",
         "RLVR_DATA_DIR": str(data_dir),
         "RLVR_RUNS_DIR": str(data_dir / "runs"),
+        "RLVR_MODEL_ROOTS": ":".join(str(root) for root in roots),
         "RLVR_SECRET_KEY": "worker-test-secret-key-not-for-production",
         "CELERY_SKIP_CHECKS": "1",
         "PYTHONUNBUFFERED": "1",

@@ -57,11 +57,17 @@ def test_an_evaluation_cancelled_while_queued_is_skipped(owner: Any) -> None:
     assert EvalRun.objects.get(pk=row.pk).status == "cancelled"
 
 
-def test_an_unknown_model_fails_with_the_trainers_message(owner: Any, tmp_path: Path) -> None:
-    row = launch(owner, model=str(tmp_path / "no-such-model"))
+def test_a_model_folder_removed_after_launch_fails_with_a_message_saying_what_is_allowed(
+    owner: Any, tmp_path: Path
+) -> None:
+    model = tmp_path / "gone-model"
+    model.mkdir()
+    row = launch(owner, model=str(model))  # launch checks the folder exists; the worker checks again
+    model.rmdir()
     assert run_evaluation.apply(args=(row.pk,)).get() == "failed"
     row.refresh_from_db()
-    assert "does not exist" in row.error_message and row.traceback == ""
+    assert "is not a folder under the allowed model folders" in row.error_message and row.traceback == ""
+    assert "RLVR_MODEL_ROOTS" in row.error_message
 
 
 @pytest.mark.slow
@@ -136,5 +142,7 @@ def test_a_checkpoint_of_a_trained_run_is_evaluated_at_its_step(owner: Any, rand
     assert run_evaluation.apply(args=(row.pk,)).get() == "succeeded"
 
     row.refresh_from_db()
-    assert (row.target_kind, row.step, row.model_path, row.problems_done) == ("checkpoint", 1, checkpoint.path, 2)
+    assert (row.target_kind, row.step, row.model_path, row.problems_done) == (
+        "checkpoint", 1, f"checkpoint:{checkpoint.pk}", 2
+    )
     assert row.label.endswith("step 1") and "pass@1 (n=4)" in row.metrics

@@ -1,5 +1,9 @@
-"""Redis dies while a run trains: every step is still stored, the run finishes, and the worker takes new
-runs once Redis returns (browsers, which heard nothing meanwhile, catch up through the REST API)."""
+"""Redis outages, told truthfully.
+
+Redis dies while a run trains: every step is still stored, the run finishes, and the worker takes new
+runs once Redis returns (browsers, which heard nothing meanwhile, catch up through the REST API).
+Redis is down when a run is launched: the launch raises QueueUnavailable (the API's 503) instead of
+claiming "queued", the run is kept as ``not_queued``, and queued again once Redis is back it trains."""
 
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from tests.workers.helpers import (
     tiny_experiment_config,
     wait_for,
 )
+from webapp.core.dispatch import QueueUnavailable
 from webapp.experiments.models import MetricPoint, Run
+from webapp.experiments.services import run_queue
 from webapp.stack import Child, embedded_redis, free_port, port_open
 from workers.celery_app import app
 from workers.tasks import run_training
@@ -80,3 +86,39 @@ def test_a_run_keeps_storing_steps_while_redis_is_down_and_the_worker_reconnects
     later = launch_run(owner, make_project(owner, "later"), tiny_experiment_config(random_model_dir, max_steps=1))
     send(later.pk, url)
     wait_for(lambda: Run.objects.get(pk=later.pk).status == "succeeded", 60, "a run sent after the outage", worker)
+
+
+def use_broker(url: str) -> None:
+    """Point this process's Celery producer at ``url`` (its connection pools are built on first use)."""
+    app.conf.update(broker_url=url)
+    app._pool = None  # type: ignore[attr-defined]  # Celery keeps no public way to drop its pools
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_run_launched_while_redis_is_down_is_kept_not_queued_and_trains_once_queued_again(
+    start_worker: Callable[..., CeleryWorker], own_redis: Callable[[], Child], random_model_dir: Path,
+    settings: Settings,
+) -> None:
+    redis = own_redis()
+    url = f"redis://127.0.0.1:{redis.argv[redis.argv.index('--port') + 1]}/0"
+    redis.stop()
+    settings.RLVR_ENQUEUE = True
+    original = str(app.conf.broker_url)
+    use_broker(url)
+    try:
+        owner = make_user("alice")
+        with pytest.raises(QueueUnavailable) as refused:
+            launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, max_steps=1))
+        run = Run.objects.get(pk=refused.value.extra["run_id"])
+        assert run.status == "not_queued" and "Connection refused" in run.error_message
+
+        own_redis()  # back, with the same port and data
+        worker = start_worker("requeue@%h", redis_url=url)
+        assert run_queue(run=run, actor=owner).status == "queued"
+        wait_for(lambda: Run.objects.get(pk=run.pk).status not in ("queued", "running"), 90, "the run", worker)
+        run.refresh_from_db()
+        assert run.status == "succeeded", run.error_message
+    finally:
+        use_broker(original)

@@ -9,6 +9,7 @@ import pytest
 from pytest_django import Settings
 
 from tests.workers.helpers import FakeRedis, launch_run, make_project, make_user, tiny_experiment_config
+from webapp.datafiles.models import Dataset
 from webapp.experiments.models import Checkpoint, MetricPoint, Rollout, Run, RunEvent
 from webapp.experiments.services import run_cancel
 from workers.celery_app import app
@@ -32,8 +33,8 @@ def owner(db: None, settings: Settings, tmp_path: Path) -> Any:
     return make_user("alice")
 
 
-def launch(owner: Any, config: dict[str, Any]) -> Run:
-    run: Run = launch_run(owner, make_project(owner), config)
+def launch(owner: Any, config: dict[str, Any], project: Any = None) -> Run:
+    run: Run = launch_run(owner, project or make_project(owner), config)
     return run
 
 
@@ -58,15 +59,21 @@ def test_a_run_trains_to_the_end_and_every_step_is_stored(owner: Any, random_mod
 
 
 def test_a_trainer_error_fails_the_run_with_the_message_the_trainer_wrote(owner: Any, random_model_dir: Path) -> None:
+    project = make_project(owner)
+    broken = Dataset.objects.create(  # a stored file that no longer parses (uploads are checked when stored)
+        project=project, name="broken", path=str(DATA / "malformed_line.jsonl"), format="jsonl", rows=3,
+        prompt_field="prompt", answer_field="answer",
+    )
     config = tiny_experiment_config(random_model_dir)
-    config["data"] = {"source": "file", "path": str(DATA / "malformed_line.jsonl")}
-    run = launch(owner, config)
+    config["data"] = {"source": "file", "path": f"dataset:{broken.pk}"}
+    run = launch(owner, config, project)
 
     assert run_training.apply(args=(run.pk,)).get() == "failed"
 
     run.refresh_from_db()
     assert run.status == "failed"
-    assert "malformed_line.jsonl" in run.error_message and "line" in run.error_message
+    assert run.error_message.startswith(f"dataset:{broken.pk}, line 3: not valid JSON")  # named as the user did
+    assert str(DATA) not in run.error_message  # the server path of the file never shows
     assert "Traceback" not in run.error_message
     assert RunEvent.objects.filter(run=run, kind="failed").exists()
 
@@ -118,3 +125,23 @@ def test_a_second_delivery_of_a_finished_run_changes_nothing(owner: Any, random_
     run.refresh_from_db()
     assert (run.status, run.attempts) == ("succeeded", 1)
     assert MetricPoint.objects.filter(run=run).count() == stored
+
+
+def test_a_run_trains_on_an_uploaded_dataset_named_by_id(owner: Any, random_model_dir: Path, settings: Settings) -> None:
+    from io import BytesIO
+
+    from webapp.datafiles.services import dataset_upload
+
+    settings.RLVR_DATASETS_DIR = settings.RLVR_RUNS_DIR.parent / "datasets"
+    project = make_project(owner)
+    raw = (DATA / "addition.jsonl").read_bytes()
+    dataset = dataset_upload(project=project, actor=owner, file=BytesIO(raw), filename="addition.jsonl", size=len(raw))
+    config = tiny_experiment_config(random_model_dir, max_steps=1)
+    config["data"] = {"source": "file", "path": f"dataset:{dataset.pk}"}
+    run = launch(owner, config, project)
+
+    assert run_training.apply(args=(run.pk,)).get() == "succeeded", Run.objects.get(pk=run.pk).error_message
+
+    prompts = set(Rollout.objects.filter(run=run).values_list("prompt", flat=True))
+    assert prompts and prompts <= {line.split('"')[3] for line in raw.decode().splitlines()}
+    assert Run.objects.get(pk=run.pk).config["data"]["path"] == f"dataset:{dataset.pk}"

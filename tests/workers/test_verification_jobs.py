@@ -39,7 +39,7 @@ def test_the_verification_task_goes_to_the_default_queue_and_is_acknowledged_lat
 def test_a_worker_rescores_a_whole_run_in_chunks(real_services: None, tmp_path: Path, settings: Any) -> None:
     owner = make_user("alice")
     project = make_project(owner)
-    experiment = experiment_create(project=project, actor=owner, name="exp", config={"model": {"name_or_path": "tiny"}})
+    experiment = experiment_create(project=project, actor=owner, name="exp", config={"model": {"name_or_path": "tiny:addition"}})
     settings.RLVR_ENQUEUE = False
     run = run_launch(experiment=experiment, actor=owner)  # stays queued: no training worker here
     settings.RLVR_ENQUEUE = True  # the rescore job below is sent to the worker

@@ -13,7 +13,6 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from pytest_django import Settings
-from rest_framework.authtoken.models import Token
 
 from tests.workers.helpers import (
     CeleryWorker,
@@ -24,6 +23,7 @@ from tests.workers.helpers import (
     tiny_experiment_config,
     wait_for,
 )
+from webapp.accounts.tokens import issue_token
 from webapp.experiments.models import Checkpoint, MetricPoint, Rollout, Run, RunEvent
 from webapp.experiments.services import run_cancel
 
@@ -62,11 +62,11 @@ def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
     # child (daemonic) may only start inside workers/processes.py's allowance
     config["verifiers"].append({"name": "math"})
     run = launch_run(owner, make_project(owner), config)
-    token = Token.objects.create(user=owner)
+    token = issue_token(owner).token
 
     async def watch() -> list[dict[str, Any]]:
         communicator = WebsocketCommunicator(
-            application, f"/ws/runs/{run.pk}/?token={token.key}", headers=[(b"origin", b"http://localhost")]
+            application, f"/ws/runs/{run.pk}/?token={token}", headers=[(b"origin", b"http://localhost")]
         )
         connected, _ = await communicator.connect()
         assert connected

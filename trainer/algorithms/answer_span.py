@@ -22,12 +22,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from trainer.user_regex import UserPattern, compile_user_pattern
+
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
     from transformers import PreTrainedTokenizerBase
 
 
-def answer_char_span(text: str, pattern: re.Pattern[str]) -> tuple[int, int] | None:
+def answer_char_span(text: str, pattern: UserPattern | re.Pattern[str]) -> tuple[int, int] | None:
     """(start, end) characters of the answer in ``text``: the last match (or its answer group), or None."""
     last = None
     for last in pattern.finditer(text):  # noqa: B007  # the loop leaves the last match in ``last``
@@ -70,7 +72,7 @@ def answer_span_token_mask(
     """1 for tokens to keep, 0 for tokens in the answer span. [N, T] like ``completion_ids``."""
     import torch
 
-    compiled = re.compile(pattern)
+    compiled = compile_user_pattern(pattern, what="algorithm.answer_span_pattern")  # RE2: linear time
     keep = torch.ones_like(completion_ids, dtype=torch.float32)
     ids = completion_ids.tolist()
     for row, (n, text) in enumerate(zip(lengths, texts, strict=True)):

@@ -20,12 +20,12 @@ matches of a user pattern (e.g. strategy keywords). A completion with no cue val
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trainer.config import ShapingConfig
+from trainer.user_regex import compile_user_pattern
 from trainer.verifiers.extract import Extractor
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
@@ -41,7 +41,7 @@ def strategy_cues(texts: Sequence[str], sh: ShapingConfig) -> list[str]:
     if sh.rarity_cue == "completion":
         return [" ".join(t.split()) for t in texts]
     assert sh.rarity_cue_pattern is not None  # ShapingConfig's validator guarantees it
-    pattern = re.compile(sh.rarity_cue_pattern)
+    pattern = compile_user_pattern(sh.rarity_cue_pattern, what="shaping.rarity_cue_pattern")  # RE2: linear time
     return ["|".join(sorted({m.group(0).lower() for m in pattern.finditer(t)})) for t in texts]
 
 

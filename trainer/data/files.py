@@ -12,6 +12,11 @@ column that also holds ``2.5`` comes back as ``1.0``; JSON columns are therefore
 Nothing is fetched from a hub: the packaged "json"/"csv"/"parquet" builders with a local path resolve
 locally (tests/trainer/data/test_file_loading.py blocks sockets to prove it), and the Arrow cache goes
 to a temporary directory removed after loading (``keep_in_memory``), not to ~/.cache/huggingface.
+
+Messages never quote a file's text unless it reads as a data file: a line that is not valid JSON is named
+by its number and the parser's complaint, and a CSV's header names and cells are quoted only when it is a
+table (two or more named columns, every row as wide as the header). Any text file parses as a
+one-column CSV, and a key file's first line must not come back as "the columns are: ..." in an error.
 """
 
 from __future__ import annotations
@@ -25,6 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.data.limits import (
+    DEFAULT_LIMITS,
+    FileLimits,
+    check_columns,
+    check_file_size,
+    check_json_depth,
+    check_parquet,
+    check_row_count,
+    csv_lines,
+    numbered_lines,
+)
 from trainer.errors import DataError
 from trainer.jsonable import to_jsonable
 from trainer.samples import Sample
@@ -46,6 +62,7 @@ class _Scan:
     columns: list[str] | None  # None: let datasets infer the types (Parquet carries its own schema)
     where: list[str]  # per row, e.g. "line 7" (JSONL) or "row 3 (line 5)" (CSV)
     blank_lines: bool = False  # a JSON Lines file with blank lines between records
+    quotable: bool = True  # messages may quote column names and cells (see the module docstring)
 
 
 def load_file_samples(
@@ -55,22 +72,25 @@ def load_file_samples(
     prompt_field: str = "prompt",
     answer_field: str | None = "answer",
     id_field: str | None = None,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> list[Sample]:
     """Load a local data file into Samples; raise DataError naming the file, row and field on bad data.
 
     ``prompt_field`` and (unless None) ``answer_field`` must be present and non-empty in every row; values
     are turned into text (JSON numbers as written). Ids come from ``id_field`` (must be unique) or are
-    ``row-<n>``, 1-based. Every other column goes into ``Sample.meta`` as JSON-serialisable values.
+    ``row-<n>``, 1-based. Every other column goes into ``Sample.meta`` as JSON-serialisable values. A file
+    over ``limits`` (columns, line length, rows, size, nesting; trainer/data/limits.py) is refused early.
     """
     p = Path(path)
     _check_is_file(p)
     fmt = resolve_format(p, format)
-    scan = _scan(p, fmt)
+    check_file_size(p, fmt, limits)
+    scan = _scan(p, fmt, limits)
     rows = _read_rows(p, fmt, scan) if scan.where or scan.columns is None else []
     if not rows:
         raise DataError(f"{p} has no rows: add at least one row with a {prompt_field!r} field")
     where = scan.where if len(scan.where) == len(rows) else [f"row {i + 1}" for i in range(len(rows))]
-    return _rows_to_samples(p, rows, where, prompt_field, answer_field, id_field)
+    return _rows_to_samples(p, rows, where, prompt_field, answer_field, id_field, scan.quotable)
 
 
 def resolve_format(path: Path, format: str = "auto") -> str:
@@ -98,28 +118,30 @@ def _check_is_file(p: Path) -> None:
     raise DataError(f"data file {p} does not exist{where}: check data.path")
 
 
-def _scan(p: Path, fmt: str) -> _Scan:
+def _scan(p: Path, fmt: str, limits: FileLimits = DEFAULT_LIMITS) -> _Scan:
     try:
         if fmt == "jsonl":
-            return _scan_json_lines(p)
+            return _scan_json_lines(p, limits)
         if fmt == "json":
-            return _scan_json(p)
+            return _scan_json(p, limits)
         if fmt == "csv":
-            return _scan_csv(p)
+            return _scan_csv(p, limits)
     except UnicodeDecodeError as err:
         raise DataError(f"{p} is not UTF-8 text ({err.reason}): save it as UTF-8") from None
+    check_parquet(p, limits)
     return _Scan(columns=None, where=[])
 
 
-def _scan_json_lines(p: Path) -> _Scan:
+def _scan_json_lines(p: Path, limits: FileLimits = DEFAULT_LIMITS) -> _Scan:
     columns: dict[str, None] = {}
     where: list[str] = []
     blank_lines = False
     with p.open(encoding="utf-8-sig") as f:  # datasets strips a BOM too
-        for lineno, line in enumerate(f, start=1):
+        for lineno, line in numbered_lines(f, p, limits):
             if not line.strip():
                 blank_lines = True
                 continue
+            check_json_depth(p, f"line {lineno}", line, limits)
             try:
                 record = json.loads(line.strip())
             except json.JSONDecodeError as err:
@@ -131,52 +153,68 @@ def _scan_json_lines(p: Path) -> _Scan:
                 raise DataError(
                     f"{p}, line {lineno}: expected a JSON object {{...}}, got a {type(record).__name__}"
                 )
-            columns.update(dict.fromkeys(record))
+            if not record.keys() <= columns.keys():  # only a new key can pass the column limits
+                columns.update(dict.fromkeys(record))
+                check_columns(p, f"line {lineno}", columns, limits)
             where.append(f"line {lineno}")
     return _Scan(columns=list(columns), where=where, blank_lines=blank_lines)
 
 
-def _scan_json(p: Path) -> _Scan:
+def _scan_json(p: Path, limits: FileLimits = DEFAULT_LIMITS) -> _Scan:
     text = p.read_text(encoding="utf-8-sig")
+    check_json_depth(p, "the document", text, limits)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":  # several top-level values: a JSON Lines file named .json
-            return _scan_json_lines(p)
+            return _scan_json_lines(p, limits)
         raise DataError(f"{p}, line {err.lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
     if not isinstance(data, list):
         raise DataError(
             f"{p}: expected a JSON array of objects [{{...}}, ...] or one object per line (JSON Lines), "
             f"got a top-level {type(data).__name__}"
         )
+    check_row_count(p, len(data), limits)
     columns: dict[str, None] = {}
     for i, record in enumerate(data):
         if not isinstance(record, dict):
             raise DataError(
                 f"{p}, record {i + 1}: expected a JSON object {{...}}, got a {type(record).__name__}"
             )
-        columns.update(dict.fromkeys(record))
+        if not record.keys() <= columns.keys():  # only a new key can pass the column limits
+            columns.update(dict.fromkeys(record))
+            check_columns(p, f"record {i + 1}", columns, limits)
     return _Scan(columns=list(columns), where=[f"record {i + 1}" for i in range(len(data))])
 
 
-def _scan_csv(p: Path) -> _Scan:
-    header, records = read_csv_records(p)
-    return _Scan(columns=header, where=[where for where, _ in records])
+def _scan_csv(p: Path, limits: FileLimits = DEFAULT_LIMITS) -> _Scan:
+    header, records = read_csv_records(p, limits)
+    return _Scan(columns=header, where=[where for where, _ in records], quotable=csv_is_table(header, records))
 
 
-def read_csv_records(p: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
+def csv_is_table(header: list[str], records: list[tuple[str, list[str]]]) -> bool:
+    """Whether a CSV reads as a table, so messages may quote its header names and cells: two or more columns
+    and every row as wide as the header (any text file is a one-column CSV, a key file included)."""
+    return len(header) >= 2 and all(len(cells) == len(header) for _, cells in records)
+
+
+def read_csv_records(p: Path, limits: FileLimits = DEFAULT_LIMITS) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """The checked header and every non-blank data row as (where it sits, for messages; its cells).
     DataError for an empty file, an unnamed or repeated column, or text that is not valid CSV."""
     records: list[tuple[str, list[str]]] = []
     with p.open(encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
+        reader = csv.reader(csv_lines(f, p, limits))  # read one bounded line at a time
         try:
             header = next(reader, None)
             if header is None:
                 raise DataError(f"{p} is empty: a CSV file needs a header row naming its columns")
+            check_columns(p, "line 1 (the header)", header, limits)
             _check_csv_header(p, header)
             start = reader.line_num + 1
             for record in reader:
+                if len(record) > limits.max_columns:
+                    check_columns(p, f"line {start}", record, limits)
+                check_row_count(p, len(records) + 1, limits)
                 if record:  # pandas skips blank lines too
                     records.append((f"row {len(records) + 1} (line {start})", record))
                 start = reader.line_num + 1  # a quoted field may span lines
@@ -186,15 +224,16 @@ def read_csv_records(p: Path) -> tuple[list[str], list[tuple[str, list[str]]]]:
 
 
 def _check_csv_header(p: Path, header: list[str]) -> None:
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for i, name in enumerate(header):
         if not name.strip():
             raise DataError(f"{p}, line 1: column {i + 1} of the header has no name; name every column")
-        if name in seen:
+        if name in seen:  # the name itself is not quoted: the file is not known to be a data file yet
             raise DataError(
-                f"{p}, line 1: the header names column {name!r} twice; column names must be unique"
+                f"{p}, line 1: columns {seen[name] + 1} and {i + 1} of the header have the same name; column "
+                "names must be unique"
             )
-        seen.add(name)
+        seen[name] = i
 
 
 def _read_rows(p: Path, fmt: str, scan: _Scan) -> list[dict[str, Any]]:
@@ -258,6 +297,7 @@ def _rows_to_samples(
     prompt_field: str,
     answer_field: str | None,
     id_field: str | None,
+    quotable: bool = True,
 ) -> list[Sample]:
     columns = list(rows[0])
     own = {prompt_field, answer_field, id_field}
@@ -265,7 +305,7 @@ def _rows_to_samples(
     first_seen: dict[str, str] = {}
     for i, row in enumerate(rows):
         at = f"{p}, {where[i]}"
-        prompt = _field_text(row, prompt_field, at, columns, "data.prompt_field", "the problem text")
+        prompt = _field_text(row, prompt_field, at, columns, "data.prompt_field", "the problem text", quotable=quotable)
         answer = None
         if answer_field is not None:
             answer = _field_text(
@@ -276,13 +316,14 @@ def _rows_to_samples(
                 "data.answer_field",
                 "the reference answer",
                 hint="; set data.answer_field to null for label-free data",
+                quotable=quotable,
             )
         sample_id = f"row-{i + 1}"
         if id_field is not None:
-            sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id")
+            sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable)
             if sample_id in first_seen:
                 raise DataError(
-                    f"{at}: id {sample_id!r} is already used at {first_seen[sample_id]}; "
+                    f"{at}: {f'id {sample_id!r}' if quotable else 'its id'} is already used at {first_seen[sample_id]}; "
                     f"the {id_field!r} column must hold a unique id per row"
                 )
             first_seen[sample_id] = where[i]
@@ -292,13 +333,16 @@ def _rows_to_samples(
 
 
 def _field_text(
-    row: dict[str, Any], field: str, at: str, columns: list[str], setting: str, holds: str, hint: str = ""
+    row: dict[str, Any], field: str, at: str, columns: list[str], setting: str, holds: str, hint: str = "",
+    *, quotable: bool = True,
 ) -> str:
     if field not in columns:
-        raise DataError(
-            f"{at}: there is no {field!r} field; the columns are: {', '.join(columns)}. "
-            f"Set {setting} to the column that holds {holds}{hint}"
+        listed = (
+            f"the columns are: {', '.join(columns)}" if quotable
+            else f"the header (line 1) has {len(columns)} column(s), not shown as the file is not a table of "
+            "named columns (two or more, every row as wide as the header)"
         )
+        raise DataError(f"{at}: there is no {field!r} field; {listed}. Set {setting} to the column that holds {holds}{hint}")
     text = _as_text(row[field])
     if text is None:
         raise DataError(f"{at}: the {field!r} field is missing or null; every row needs {holds}{hint}")

@@ -20,12 +20,24 @@ from trainer.data.files import (
     _field_text,
     _read_rows,
     _Scan,
+    csv_is_table,
     read_csv_records,
     resolve_format,
 )
+from trainer.data.limits import (
+    DEFAULT_LIMITS,
+    FileLimits,
+    check_columns,
+    check_file_size,
+    check_json_depth,
+    check_parquet,
+    check_row_count,
+    numbered_lines,
+)
 from trainer.errors import DataError
 
-_SHOWN_PROBLEMS = 20  # in a summary message; the report itself keeps them all
+_SHOWN_PROBLEMS = 20  # in a summary message
+_KEPT_PROBLEMS = 100  # in the report (problem_count counts them all), so an error never grows with the file
 
 
 @dataclass(frozen=True)
@@ -39,7 +51,8 @@ class RowProblem:
 class RowReport:
     path: str
     rows: int
-    problems: list[RowProblem] = field(default_factory=list)
+    problems: list[RowProblem] = field(default_factory=list)  # the first _KEPT_PROBLEMS, by row
+    problem_count: int = 0  # all of them
 
     @property
     def ok(self) -> bool:
@@ -53,10 +66,10 @@ class RowReport:
         """One message for the user: how many rows are bad, and the first few of them."""
         if self.ok:
             return f"{self.path}: all {self.rows} rows are valid"
-        lines = [f"{self.path}: {len(self.problems)} of {self.rows} rows are invalid (fix them and import again):"]
+        lines = [f"{self.path}: {self.problem_count} of {self.rows} rows are invalid (fix them and import again):"]
         lines += [f"  row {p.row} ({p.where}): {p.message}" for p in self.problems[:_SHOWN_PROBLEMS]]
-        if len(self.problems) > _SHOWN_PROBLEMS:
-            lines.append(f"  ... and {len(self.problems) - _SHOWN_PROBLEMS} more")
+        if self.problem_count > _SHOWN_PROBLEMS:
+            lines.append(f"  ... and {self.problem_count - _SHOWN_PROBLEMS} more")
         return "\n".join(lines)
 
 
@@ -67,13 +80,16 @@ def check_data_file(
     prompt_field: str = "prompt",
     answer_field: str | None = "answer",
     id_field: str | None = None,
+    limits: FileLimits = DEFAULT_LIMITS,
 ) -> RowReport:
     """Validate every row of a local data file with the rules of ``load_file_samples``."""
     p = Path(path)
     _check_is_file(p)
     fmt = resolve_format(p, format)
     try:
-        rows, where, problems = _parse_rows(p, fmt)
+        check_file_size(p, fmt, limits)
+        rows, where, problems = _parse_rows(p, fmt, limits)
+        quotable = fmt != "csv" or csv_is_table(*read_csv_records(p))  # files.py: never quote a non-table
     except UnicodeDecodeError as err:
         raise DataError(f"{p} is not UTF-8 text ({err.reason}): save it as UTF-8") from None
     report = RowReport(path=str(p), rows=len(where), problems=problems)
@@ -90,12 +106,14 @@ def check_data_file(
         row = dict.fromkeys(columns) | record  # a key absent from this row reads as null, as datasets fills it
         for name, setting, holds, hint in checks:
             try:
-                _field_text(row, name, at, list(columns), setting, holds, hint)
+                _field_text(row, name, at, list(columns), setting, holds, hint, quotable=quotable)
             except DataError as err:
                 report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
         if id_field is not None:
-            _check_id(report, row, index, at, id_field, list(columns), seen_ids)
+            _check_id(report, row, index, at, id_field, list(columns), seen_ids, quotable)
     report.problems.sort(key=lambda problem: problem.row)
+    report.problem_count = len(report.problems)
+    del report.problems[_KEPT_PROBLEMS:]
     if report.rows == 0:
         raise DataError(f"{p} has no rows: add at least one row with a {prompt_field!r} field")
     return report
@@ -103,45 +121,53 @@ def check_data_file(
 
 def _check_id(
     report: RowReport, row: dict[str, Any], index: int, at: str, id_field: str, columns: list[str],
-    seen: dict[str, str],
+    seen: dict[str, str], quotable: bool,
 ) -> None:
     try:
-        sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id")
+        sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable)
     except DataError as err:
         report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
         return
     if sample_id in seen:
         report.problems.append(RowProblem(
-            index, at, f"id {sample_id!r} is already used at {seen[sample_id]}; the {id_field!r} column must "
+            index, at, f"{f'id {sample_id!r}' if quotable else 'its id'} is already used at {seen[sample_id]}; "
+            f"the {id_field!r} column must "
             "hold a unique id per row",
         ))
     else:
         seen[sample_id] = at
 
 
-def _parse_rows(p: Path, fmt: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+def _parse_rows(
+    p: Path, fmt: str, limits: FileLimits = DEFAULT_LIMITS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
     """(row number, record) of every parsable row, where each row sits, and the rows that did not parse."""
     if fmt == "jsonl":
-        return _parse_json_lines(p)
+        return _parse_json_lines(p, limits)
     if fmt == "json":
-        return _parse_json(p)
+        return _parse_json(p, limits)
     if fmt == "csv":
-        return _parse_csv(p)
+        return _parse_csv(p, limits)
+    check_parquet(p, limits)
     records = _read_rows(p, fmt, _Scan(columns=None, where=[]))  # Parquet: typed rows, no parse errors
     where = [f"row {i + 1}" for i in range(len(records))]
     return list(enumerate(records, start=1)), where, []
 
 
-def _parse_json_lines(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+def _parse_json_lines(
+    p: Path, limits: FileLimits = DEFAULT_LIMITS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
     rows: list[tuple[int, dict[str, Any]]] = []
     where: list[str] = []
     problems: list[RowProblem] = []
+    columns: dict[str, None] = {}
     with p.open(encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, start=1):
+        for lineno, line in numbered_lines(f, p, limits):
             if not line.strip():
                 continue
             where.append(f"line {lineno}")
             index = len(where)
+            check_json_depth(p, where[-1], line, limits)
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
@@ -152,33 +178,47 @@ def _parse_json_lines(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[s
                 problems.append(RowProblem(index, where[-1], f"expected a JSON object {{...}}, got a "
                                            f"{type(record).__name__}"))
                 continue
+            if not record.keys() <= columns.keys():  # only a new key can pass the column limits
+                columns.update(dict.fromkeys(record))
+                check_columns(p, where[-1], columns, limits)
             rows.append((index, record))
     return rows, where, problems
 
 
-def _parse_json(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+def _parse_json(
+    p: Path, limits: FileLimits = DEFAULT_LIMITS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+    text = p.read_text(encoding="utf-8-sig")
+    check_json_depth(p, "the document", text, limits)
     try:
-        data = json.loads(p.read_text(encoding="utf-8-sig"))
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":  # several top-level values: a JSON Lines file named .json
-            return _parse_json_lines(p)
+            return _parse_json_lines(p, limits)
         raise DataError(f"{p}, line {err.lineno}: not valid JSON ({err.msg} at column {err.colno})") from None
     if not isinstance(data, list):
         raise DataError(f"{p}: expected a JSON array of objects [{{...}}, ...] or one object per line (JSON Lines)")
+    check_row_count(p, len(data), limits)
     rows, problems = [], []
+    columns: dict[str, None] = {}
     where = [f"record {i + 1}" for i in range(len(data))]
     for i, record in enumerate(data, start=1):
         if isinstance(record, dict):
+            if not record.keys() <= columns.keys():  # only a new key can pass the column limits
+                columns.update(dict.fromkeys(record))
+                check_columns(p, where[i - 1], columns, limits)
             rows.append((i, record))
         else:
             problems.append(RowProblem(i, where[i - 1], f"expected a JSON object {{...}}, got a {type(record).__name__}"))
     return rows, where, problems
 
 
-def _parse_csv(p: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
+def _parse_csv(
+    p: Path, limits: FileLimits = DEFAULT_LIMITS
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str], list[RowProblem]]:
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[RowProblem] = []
-    header, records = read_csv_records(p)
+    header, records = read_csv_records(p, limits)
     for index, (where, record) in enumerate(records, start=1):
         if len(record) != len(header):
             problems.append(RowProblem(index, where, f"has {len(record)} cells but the header "

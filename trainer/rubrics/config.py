@@ -8,11 +8,13 @@ are never scored in training. Importable without torch.
 
 from __future__ import annotations
 
-import re
 import string
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from trainer.bounds import MAX_LIST_ITEMS, BoundedModel
+from trainer.user_regex import PatternError, check_user_pattern
 
 Scale = Literal["binary", "likert5", "range"]
 ScorerKind = Literal["rule", "judge", "human"]
@@ -27,8 +29,8 @@ DEFAULT_JUDGE_TEMPLATE = (
 DEFAULT_PARSE_PATTERN = r"(-?\d+(?:\.\d+)?)"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class _Section(BoundedModel):
+    """A rubric section: unknown keys refused, every value bounded (trainer/bounds.py)."""
 
 
 class RuleSpec(_Section):
@@ -74,9 +76,9 @@ class JudgeSpec(_Section):
         if "completion" not in names:
             raise ValueError("judge.prompt_template must contain {completion}: the judge has to see the response")
         try:
-            re.compile(self.parse_pattern)
-        except re.error as err:
-            raise ValueError(f"judge.parse_pattern is not a valid regular expression: {err}") from None
+            check_user_pattern(self.parse_pattern, what="judge.parse_pattern")
+        except PatternError as err:
+            raise ValueError(str(err)) from None
         return self
 
 
@@ -90,9 +92,9 @@ class CriterionSpec(_Section):
         description="'binary' (0/1), 'likert5' (1-5) or 'range' (min_value..max_value). Scores are "
         "normalised to [0, 1] by the scale for weighted_sum (linear normalised sum, 001:L7).",
     )
-    min_value: float = Field(0.0, description="Lowest score of a 'range' scale (binary: 0, likert5: 1).")
-    max_value: float = Field(1.0, description="Highest score of a 'range' scale (binary: 1, likert5: 5).")
-    weight: float = Field(1.0, ge=0, description="Weight of this criterion when merging (both aggregators).")
+    min_value: float = Field(0.0, ge=-1e6, le=1e6, description="Lowest score of a 'range' scale (binary: 0, likert5: 1).")
+    max_value: float = Field(1.0, ge=-1e6, le=1e6, description="Highest score of a 'range' scale (binary: 1, likert5: 5).")
+    weight: float = Field(1.0, ge=0, le=1000, description="Weight of this criterion when merging (both aggregators).")
     scorer: ScorerKind = Field(
         "rule", description="'rule' (verifiable rule), 'judge' (LLM judge) or 'human' (annotation only; "
         "excluded from the training reward)."
@@ -144,9 +146,9 @@ class JudgeModelConfig(_Section):
         "A frozen judge model, as in rubric-conditioned judging (Prometheus, 004:L439).",
     )
     max_new_tokens: int = Field(8, ge=1, le=512, description="Tokens the judge may write per verdict.")
-    temperature: float = Field(1.0, gt=0, description="Judge sampling temperature (with top_k 1: greedy).")
-    top_k: int = Field(1, ge=0, description="Judge top-k; the default 1 makes the judge greedy and deterministic.")
-    batch_size: int = Field(64, ge=1, description="Judge prompts generated together in one batch.")
+    temperature: float = Field(1.0, gt=0, le=100, description="Judge sampling temperature (with top_k 1: greedy).")
+    top_k: int = Field(1, ge=0, le=1_000_000, description="Judge top-k; the default 1 makes the judge greedy and deterministic.")
+    batch_size: int = Field(64, ge=1, le=4096, description="Judge prompts generated together in one batch.")
     chat_template: Literal["auto", "always", "never"] = Field(
         "auto",
         description="Wrap each judge prompt as a user message in the judge tokenizer's chat template (instruct "
@@ -160,16 +162,16 @@ class JudgeModelConfig(_Section):
 class RubricConfig(_Section):
     """A rubric as the training reward: criteria, aggregation (RLVR^2, 001:L7) and the judge model."""
 
-    name: str = Field("rubric", description="Rubric name (shown in metrics and rollout details).")
+    name: str = Field("rubric", max_length=200, description="Rubric name (shown in metrics and rollout details).")
     aggregation: str = Field(
         "weighted_sum",
         description="'weighted_sum': normalise each criterion to [0, 1] by its scale, weighted mean "
         "(the linear baseline of 001:L7); 'rank': RLVR^2 (001:L7), within-group ordinal outcomes per "
         "criterion -> win-rate utility -> weighted mean.",
     )
-    criteria: list[CriterionSpec] = Field(description="The criteria, in rubric order.")
+    criteria: list[CriterionSpec] = Field(max_length=MAX_LIST_ITEMS, description="The criteria, in rubric order.")
     reward_weight: float = Field(
-        1.0, ge=0, description="Weight of the rubric reward added to the verifiers' total (set "
+        1.0, ge=0, le=1000, description="Weight of the rubric reward added to the verifiers' total (set "
         "algorithm.reward_weights to [0] to train on the rubric alone).",
     )
     judge_model: JudgeModelConfig = Field(

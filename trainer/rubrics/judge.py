@@ -12,7 +12,6 @@ when it has one (``judge_model.chat_template``: auto / always / never). How ours
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.rubrics.config import CriterionSpec, JudgeModelConfig, JudgeSpec
 from trainer.samples import Sample
+from trainer.user_regex import compile_user_pattern
 
 if TYPE_CHECKING:
     import torch
@@ -55,10 +55,11 @@ def render_judge_prompt(spec: JudgeSpec, criterion: CriterionSpec, completion: s
 def parse_judge_score(output: str, spec: JudgeSpec, criterion: CriterionSpec) -> JudgeVerdict:
     """The first match of the parse pattern (its first group, if any) as a number within the scale's bounds."""
     shown = output if len(output) <= _SHOWN else output[: _SHOWN - 3] + "..."
-    match = re.search(spec.parse_pattern, output)
+    pattern = compile_user_pattern(spec.parse_pattern, what="judge.parse_pattern")  # RE2: linear in the output
+    match = pattern.search(output)
     if match is None:
         return JudgeVerdict(math.nan, {"error": UNPARSEABLE, "reason": "the parse pattern did not match", "output": shown})
-    text = match.group(1) if match.re.groups else match.group(0)
+    text = match.group(1) if pattern.groups else match.group(0)
     try:
         score = float(text)
     except (TypeError, ValueError):

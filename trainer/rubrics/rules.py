@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from trainer.errors import ConfigError
 from trainer.registry import Registry
 from trainer.samples import Sample
+from trainer.user_regex import PatternError, check_user_pattern, compile_user_pattern
 
 
 @dataclass
@@ -69,7 +70,7 @@ def _passed(ok: bool, **detail: Any) -> RuleOutcome:
 
 
 class RegexParams(RuleParams):
-    pattern: str = Field(description="Python regular expression.")
+    pattern: str = Field(description="Regular expression (RE2 syntax: linear-time, no lookarounds or backreferences).")
     mode: Literal["search", "fullmatch"] = Field("search", description="Match anywhere, or the whole completion.")
     ignore_case: bool = False
     dotall: bool = Field(False, description="'.' also matches newlines.")
@@ -78,9 +79,9 @@ class RegexParams(RuleParams):
     @model_validator(mode="after")
     def _compile(self) -> RegexParams:
         try:
-            re.compile(self.pattern)
-        except re.error as err:
-            raise ValueError(f"pattern is not a valid regular expression: {err}") from None
+            check_user_pattern(self.pattern, ignore_case=self.ignore_case, dotall=self.dotall)
+        except PatternError as err:
+            raise ValueError(str(err)) from None
         return self
 
 
@@ -95,8 +96,7 @@ class RegexRule:
     Params: ClassVar[type[RuleParams]] = RegexParams
 
     def __init__(self, params: RegexParams) -> None:
-        flags = (re.IGNORECASE if params.ignore_case else 0) | (re.DOTALL if params.dotall else 0)
-        self.regex = re.compile(params.pattern, flags)
+        self.regex = compile_user_pattern(params.pattern, ignore_case=params.ignore_case, dotall=params.dotall)
         self.params = params
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
@@ -165,7 +165,17 @@ class FormatParams(RuleParams):
         bad = [t for t in self.tags if not re.fullmatch(r"[A-Za-z_][\w.-]*", t)]
         if bad:
             raise ValueError(f"tags must be plain tag names (letters, digits, _ . -), got {bad}")
+        if self.kind == "tags":
+            try:
+                check_user_pattern(_tags_pattern(self.tags), dotall=True, what="tags")
+            except PatternError as err:
+                raise ValueError(str(err)) from None
         return self
+
+
+def _tags_pattern(tags: list[str]) -> str:
+    """Every tag as <tag>...</tag>, in order; the names are escaped (RE2, so opening tags alone stay linear)."""
+    return ".*?".join(rf"<{re.escape(t)}>.*?</{re.escape(t)}>" for t in tags)
 
 
 _FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
@@ -189,6 +199,9 @@ class FormatRule:
 
     def __init__(self, params: FormatParams) -> None:
         self.params = params
+        self._tags = (
+            compile_user_pattern(_tags_pattern(params.tags), dotall=True, what="tags") if params.kind == "tags" else None
+        )
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
         kind = self.params.kind
@@ -198,8 +211,8 @@ class FormatRule:
             m = re.fullmatch(r"\s*<think>(.*?)</think>(.*)", completion, re.DOTALL)
             return _passed(bool(m and m.group(2).strip()), kind=kind)
         if kind == "tags":
-            pattern = ".*?".join(rf"<{re.escape(t)}>.*?</{re.escape(t)}>" for t in self.params.tags)
-            return _passed(re.search(pattern, completion, re.DOTALL) is not None, kind=kind, tags=self.params.tags)
+            assert self._tags is not None
+            return _passed(self._tags.search(completion) is not None, kind=kind, tags=self.params.tags)
         if kind == "json":
             try:
                 json.loads(json_payload(completion))

@@ -15,13 +15,14 @@ from trainer.verifiers import (  # noqa: F401 -- registers
 from trainer.verifiers.base import VERIFIERS, Verifier, VerifierParams, VerifierResult, build_verifier
 from trainer.verifiers.extract import Extraction, Extractor, extract_answer
 from trainer.verifiers.scoring import ScoreBatch, build_verifiers, score_batch
-from trainer.verifiers.timeout_pool import Outcome, TimeoutPool, run_with_timeout
+from trainer.verifiers.timeout_pool import Outcome, PoolStartError, TimeoutPool, run_with_timeout
 
 __all__ = [
     "VERIFIERS",
     "Extraction",
     "Extractor",
     "Outcome",
+    "PoolStartError",
     "ScoreBatch",
     "TimeoutPool",
     "Verifier",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from trainer.errors import VerifierError
 from trainer.registry import Registry
 from trainer.samples import Sample
-from trainer.verifiers.timeout_pool import describe_error
+from trainer.verifiers.timeout_pool import PoolStartError, describe_error
 
 
 @dataclass
@@ -36,7 +36,7 @@ class VerifierResult:
 class VerifierParams(BaseModel):
     """Base for each verifier's parameter model; unknown keys are refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every bound: tests/trainer/test_config_bounds.py
 
 
 class Verifier(Protocol):
@@ -115,13 +115,17 @@ def score_whole_batch(
 ) -> list[VerifierResult]:
     """``score_each`` for verifiers that score a batch at once (e.g. in the timeout pool).
 
-    Checks the lengths, and turns an exception of ``score`` into one error result per completion.
+    Checks the lengths, and turns an exception of ``score`` into one error result per completion, except
+    ``PoolStartError``: a process pool that cannot start is an environment fault, and turning it into
+    rewards of 0 for every sample would train on silence, so it propagates.
     """
     mismatch = _length_problem(completions, samples)
     if mismatch is not None:
         return mismatch
     try:
         results = score(completions, samples)
+    except PoolStartError:
+        raise
     except Exception as err:
         return [error_result(err) for _ in completions]
     if len(results) != len(completions):

@@ -7,10 +7,12 @@ or assert statements run after the program (MBPP / HumanEval style).
 
 How it differs from the papers' harnesses:
 
-- Every test runs in ``trainer.sandbox.run_python``: a fresh child process with no network, no access to
-  the application's files or environment, and CPU, memory, output-size, process-count and wall-clock
-  limits (see that module for which layer protects what). A program that hangs, forks, allocates 10 GB
-  or opens a socket fails its test; training goes on.
+- Every test runs in ``trainer.sandbox.run_python``: bubblewrap namespaces plus a seccomp filter (no
+  network, no host files, processes or environment) and CPU, memory, output-size, process-count and
+  wall-clock limits (see that package for what guarantees what). A program that hangs, forks, allocates
+  10 GB or opens a socket fails its test; training goes on. Where the sandbox cannot be built (no
+  bubblewrap, user namespaces disabled) the verifier refuses: every completion gets an error saying
+  what is missing; nothing runs unsandboxed.
 - Completions are scored in parallel in timeout-pool workers (each worker starts sandboxes), with a hard
   per-completion budget ``max_tests x wall_s`` plus a margin, so no completion can stall a batch.
 - Tests come from ``sample.meta[tests_field]`` (the data file's column) or, when absent, from the reference
@@ -201,6 +203,12 @@ class CodeVerifier:
             raise ValueError(f"sample {sample.id!r}: test cases in {where}: {err}") from None
 
     def _score_batch(self, completions: Sequence[str], samples: Sequence[Sample]) -> list[VerifierResult]:
+        from trainer.sandbox import SandboxUnavailable, require_sandbox
+
+        try:
+            require_sandbox()  # fail closed: never run a completion without the sandbox
+        except SandboxUnavailable as err:
+            return [error_result(str(err)) for _ in completions]
         p = self.params
         results: list[VerifierResult | None] = [None] * len(completions)
         jobs: list[tuple[int, str, int]] = []

@@ -12,7 +12,8 @@ Modes (``extract`` parameter of every answer-checking verifier):
   the numeric verifier can decide what it means. A ``-`` glued to a preceding digit or letter is a range or
   subtraction, not a sign (``3-5`` -> ``5``).
 - ``regex``: the *last* match of the user's ``pattern``: its group named ``answer`` if it has one, else its
-  first capture group, else the whole match. Use inline flags such as ``(?is)``.
+  first capture group, else the whole match. Use inline flags such as ``(?is)``. The pattern is RE2 syntax
+  (trainer/user_regex.py: linear-time matching, no lookarounds or backreferences), as is the tag rule below.
 - ``answer_tag``: the content of the last ``<answer>...</answer>`` (tag name set by ``tag``); the same rule as
   ``reasoning_gym.utils.extract_answer``, re-implemented so that importing it does not load reasoning-gym.
 
@@ -29,19 +30,27 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from trainer.errors import VerifierError
+from trainer.user_regex import PatternError, UserPattern, compile_user_pattern
 from trainer.verifiers.base import VerifierParams
 
 ExtractMode = Literal["full", "first_line", "boxed", "last_number", "regex", "answer_tag"]
 
 _GROUPED_INT = r"\d{1,3}(?:,\d{3})+(?!\d)"  # 1,234,567 (and not the "1,234" inside "1,2345")
 _INT = rf"(?:{_GROUPED_INT}|\d+)"
+# Scientific notation written out: "2 \times 10^{5}", "2\cdot10^5", "2×10^5", "1.5 x 10^-3", "2*10**5".
+_TIMES = r"\s*(?:\\times|\\cdot|×|·|\*|x)\s*"
+_POW_OF_TEN = r"\s*(?:\^|\*\*)\s*(?:\{{\s*(?P<{name}>[-+−]?\d+)\s*\}}|(?P<{name}2>[-+−]?\d+))"
 _NUMBER_RE = re.compile(
     rf"""
     (?P<frac>\\[dt]?frac\{{\s*(?P<fnum>[-−]?\d+)\s*\}}\{{\s*(?P<fden>[-−]?\d+)\s*\}})
     |
     (?P<sign>(?<![\w.])[-−+])?                      # a sign only when not glued to a word or number
-    (?P<num>{_INT}(?:\.\d+)?|\.\d+)
-    (?P<exp>[eE][-+]?\d+)?
+    (?:
+      (?<![\w.])10{_POW_OF_TEN.format(name="tenexp")}  # a bare power of ten: 10^{{5}}, 10^-3
+    |
+      (?P<num>{_INT}(?:\.\d+)?|\.\d+)
+      (?:(?P<exp>[eE][-+]?\d+)|{_TIMES}10{_POW_OF_TEN.format(name="pexp")})?  # 2e5, 2 \times 10^{{5}}
+    )
     (?:\s*/\s*(?P<den>{_INT}))?                      # a fraction a/b
     (?P<pct>\s*\\?%)?
     """,
@@ -69,8 +78,9 @@ class ExtractParams(VerifierParams):
     )
     pattern: str | None = Field(
         None,
-        description="Regular expression for extract='regex'; the last match is used: its group named 'answer', "
-        "else group 1, else the whole match. Example: 'answer is\\s*(\\S+)'.",
+        description="Regular expression for extract='regex' (RE2 syntax: linear-time, no lookarounds or "
+        "backreferences); the last match is used: its group named 'answer', else group 1, else the whole "
+        "match. Example: 'answer is\\s*(\\S+)'.",
     )
     tag: str = Field("answer", description="Tag name for extract='answer_tag' (<tag>...</tag>).")
 
@@ -92,17 +102,14 @@ class Extractor:
 
     def __init__(self, mode: ExtractMode = "full", pattern: str | None = None, tag: str = "answer") -> None:
         self.mode = mode
-        self._regex: re.Pattern[str] | None = None
+        self._regex: UserPattern | None = None
         if mode == "regex":
             if not pattern:
                 raise VerifierError("extract='regex' needs a pattern, e.g. pattern: 'answer is\\s*(\\S+)'")
             try:
-                self._regex = re.compile(pattern)
-            except re.error as err:
-                raise VerifierError(
-                    f"pattern {pattern!r} is not a valid regular expression ({err}); fix it or escape special "
-                    "characters with a backslash"
-                ) from None
+                self._regex = compile_user_pattern(pattern)
+            except PatternError as err:
+                raise VerifierError(str(err)) from None
         elif pattern is not None:
             raise VerifierError(
                 f"pattern is only used with extract='regex' (extract is {mode!r}): remove pattern or set extract: regex"
@@ -112,7 +119,7 @@ class Extractor:
                 raise VerifierError(
                     f"tag {tag!r} is not a valid tag name: use letters, digits, '_', '-' or '.', e.g. 'answer'"
                 )
-            self._regex = re.compile(rf"<{re.escape(tag)}>\s?(.*?)\s?</{re.escape(tag)}>", re.DOTALL)
+            self._regex = compile_user_pattern(rf"<{re.escape(tag)}>\s?(.*?)\s?</{re.escape(tag)}>", dotall=True)
         self.tag = tag
 
     def __call__(self, text: str) -> Extraction:
@@ -134,10 +141,10 @@ class Extractor:
         return self._last_regex_match(text)
 
     def _last_tag(self, text: str) -> Extraction:
-        matches = list(self._regex.finditer(text)) if self._regex else []
-        if not matches:
+        last = self._regex.last_match(text) if self._regex else None
+        if last is None:
             return Extraction(None, f"no <{self.tag}>...</{self.tag}> in completion")
-        value = matches[-1].group(1).strip()
+        value = last.group(1).strip()
         return (
             Extraction(value, f"last <{self.tag}> tag")
             if value
@@ -146,9 +153,7 @@ class Extractor:
 
     def _last_regex_match(self, text: str) -> Extraction:
         assert self._regex is not None
-        match = None
-        for match in self._regex.finditer(text):  # noqa: B007 -- only the last match counts
-            pass
+        match = self._regex.last_match(text)
         if match is None:
             return Extraction(None, "pattern did not match")
         if "answer" in self._regex.groupindex:
@@ -221,9 +226,39 @@ def extract_last_number(text: str) -> Extraction:
         value = f"{match.group('fnum')}/{match.group('fden')}".replace("−", "-")
         return Extraction(value, "last number")
     sign = (match.group("sign") or "").replace("−", "-").replace("+", "")
-    value = sign + match.group("num").replace(",", "") + (match.group("exp") or "")
+    value = sign + _scientific(match)
     if match.group("den"):
         value += "/" + match.group("den").replace(",", "")
     if match.group("pct"):
         value += "%"
     return Extraction(value, "last number")
+
+
+def _scientific(match: re.Match[str]) -> str:
+    """The unsigned number of a ``_NUMBER_RE`` match in ``e`` notation: ``2 \\times 10^{5}`` -> ``2e5``.
+
+    The exponent is part of the number (``2e5`` is 200000, never 2): a plain ``e``/``E`` exponent, a written
+    out ``\\times 10^{k}`` / ``\\cdot 10^k`` / ``× 10^k``, or a bare ``10^{k}``.
+    """
+    ten = match.group("tenexp") or match.group("tenexp2")
+    if ten is not None:
+        return "1e" + ten.replace("−", "-")
+    value = match.group("num").replace(",", "")
+    written = match.group("pexp") or match.group("pexp2")
+    if written is not None:
+        return f"{value}e{written.replace('−', '-')}"
+    return value + (match.group("exp") or "")
+
+
+def normalize_scientific(text: str) -> str:
+    """``text`` with a single written-out scientific number rewritten in ``e`` notation, else unchanged.
+
+    >>> normalize_scientific("2 \\\\times 10^{5}")
+    '2e5'
+    """
+    s = text.strip()
+    match = _NUMBER_RE.fullmatch(s)
+    if match is None or match.group("frac") or match.group("den") or match.group("pct"):
+        return text
+    sign = (match.group("sign") or "").replace("−", "-")
+    return sign + _scientific(match)

@@ -3,7 +3,13 @@
 Numbers are parsed exactly (``fractions.Fraction``), so huge integers and long decimals compare without
 float rounding or overflow: ``1234567890123456789`` differs from ``...788``. Accepted forms: integers,
 decimals, ``1,234`` thousands separators, fractions ``a/b`` and ``\\frac{a}{b}``, scientific notation
-``1.5e-3``, a leading ``+``/``-``/``−``, surrounding ``$``, and a trailing ``%`` read as set by ``percent``.
+(``1.5e-3``, ``2E5``, ``2 \\times 10^{5}``, ``2\\cdot10^5``, ``2×10^5``: the exponent is always read, so
+``2e5`` is 200000, never 2), a leading ``+``/``-``/``−``, surrounding ``$``, and a trailing ``%`` read as
+set by ``percent``.
+
+The default absolute tolerance (``abs_tol`` unset) is 1e-6 but never more than 0.1% of a nonzero reference
+(``_ABS_TOL_SHARE``): a flat 1e-6 would make a reference of 1e-9 accept 2e-9, or any answer below 1e-6. An
+``abs_tol`` that is set explicitly is used as given.
 
 ``numeric`` is the tolerance check of the "relative-tolerance numeric cascade" in shared/seeds 001:L43. That
 paper shows a relative tolerance accepts off-by-one answers once numbers are large (100% acceptance at or
@@ -13,11 +19,17 @@ above 10^4 for its τ), so here the default relative tolerance is 0 and only a s
 "assigns higher rewards to closer approximations". The abstract gives no formula; this one is linear in the
 scaled error and reaches 0 at an error of ``scale`` times the reference's magnitude::
 
-    reward = 1                                          if the answer is correct (within tolerance)
-    reward = max(0, 1 - |a - b| / (scale * max(|b|, 1)))   otherwise
+    reward = 1                                              if the answer is correct (within tolerance)
+    reward = max(0, 1 - |a - b| / (scale * max(|b|, floor)))   otherwise
 
-``max(|b|, 1)`` keeps the reward defined for a reference of 0 and makes small counts absolute (for b = 3,
-answering 4 gives 1 - 1/3 ≈ 0.67 with scale 1). ``correct`` stays strict: only answers within tolerance count.
+The error is relative to the reference (for b = 3, answering 4 gives 1 - 1/3 ≈ 0.67 with scale 1; for
+b = 0.5, answering 0.9 gives 0.2; for b = 0.001, answering 0.002 gives 0). ``floor`` (default 1e-9) keeps
+the reward defined for a reference of 0, where a relative error is not: answers within ``abs_tol`` of 0
+score 1 and the reward of others reaches 0 at an error of ``scale * floor``, so with the defaults a reference
+of 0 is scored right or wrong. References smaller than ``floor`` are measured against it: lower it for data
+with tinier numbers. An earlier version used ``max(|b|, 1)``, which swamped every reference below 1: 0.002
+for 0.001 scored 0.999.
+``correct`` stays strict: only answers within tolerance count.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from pydantic import Field
 
 from trainer.samples import Sample
 from trainer.verifiers.base import VERIFIERS, VerifierParams, VerifierResult, error_result, score_each, shown
-from trainer.verifiers.extract import ExtractMode, ExtractParams
+from trainer.verifiers.extract import ExtractMode, ExtractParams, normalize_scientific
 
 PercentMode = Literal["strip", "fraction", "either"]
 
@@ -40,6 +52,8 @@ _DECIMAL_RE = re.compile(
 )
 _LATEX_FRAC_RE = re.compile(r"(-?)\\[dt]?frac\{([^{}]+)\}\{([^{}]+)\}")
 _MAX_EXPONENT = 1000  # "1e999999999" would build a billion-digit integer: refuse it instead
+_DEFAULT_ABS_TOL = Fraction(1, 10**6)
+_ABS_TOL_SHARE = Fraction(1, 1000)  # the default abs_tol is capped at this share of a nonzero reference
 
 
 def parse_number(text: str) -> tuple[Fraction, bool] | None:
@@ -55,6 +69,7 @@ def parse_number(text: str) -> tuple[Fraction, bool] | None:
     percent = s.endswith("%")
     if percent:
         s = s.removesuffix("%").removesuffix("\\").strip()
+    s = normalize_scientific(s)  # "2 \\times 10^{5}" -> "2e5"
     latex = _LATEX_FRAC_RE.fullmatch(s)
     if latex:
         s = f"{latex.group(1)}{latex.group(2)}/{latex.group(3)}"
@@ -100,10 +115,17 @@ class NumericParams(ExtractParams):
         "last_number",
         description="Which part of the completion is the answer (see extract.py); default: the last number.",
     )
-    abs_tol: float = Field(1e-6, ge=0, description="Correct if |answer - reference| <= abs_tol.")
+    abs_tol: float | None = Field(
+        None,
+        ge=0,
+        le=1e12,
+        description="Correct if |answer - reference| <= abs_tol. Unset: 1e-6, capped at 0.1% of a nonzero "
+        "|reference| so that a small reference is not swamped (1e-9 does not accept 2e-9).",
+    )
     rel_tol: float = Field(
         0.0,
         ge=0,
+        le=1e6,
         description="Also correct if |answer - reference| <= rel_tol * |reference|. Beware: a relative "
         "tolerance accepts off-by-one answers for large numbers (shared/seeds 001:L43).",
     )
@@ -138,7 +160,11 @@ class _NumericBase:
 
     def _within_tolerance(self, a: Fraction, b: Fraction) -> bool:
         error = abs(a - b)
-        return error <= Fraction(self.params.abs_tol) or error <= Fraction(self.params.rel_tol) * abs(b)
+        if self.params.abs_tol is not None:
+            abs_tol = Fraction(self.params.abs_tol)
+        else:
+            abs_tol = _DEFAULT_ABS_TOL if b == 0 else min(_DEFAULT_ABS_TOL, _ABS_TOL_SHARE * abs(b))
+        return error <= abs_tol or error <= Fraction(self.params.rel_tol) * abs(b)
 
     def _reward(self, a: Fraction, b: Fraction, correct: bool) -> float:
         raise NotImplementedError
@@ -200,8 +226,17 @@ class FuzzyNumericParams(NumericParams):
     scale: float = Field(
         1.0,
         gt=0,
-        description="Error, in units of max(|reference|, 1), at which the reward reaches 0: reward = max(0, "
-        "1 - |a - b| / (scale * max(|b|, 1))). Larger is more lenient.",
+        le=1e6,
+        description="Error, in units of max(|reference|, floor), at which the reward reaches 0: reward = "
+        "max(0, 1 - |a - b| / (scale * max(|b|, floor))). Larger is more lenient.",
+    )
+    floor: float = Field(
+        1e-9,
+        gt=0,
+        le=1e6,
+        description="Smallest magnitude the error is measured against (see scale). It matters only for "
+        "references smaller than floor, 0 included: for a reference of 0 the reward reaches 0 at an error of "
+        "scale * floor. Lower it for data with numbers below 1e-9.",
     )
 
 
@@ -219,9 +254,11 @@ class FuzzyNumericVerifier(_NumericBase):
 
     def __init__(self, params: FuzzyNumericParams) -> None:
         super().__init__(params)
-        self.scale = Fraction(params.scale)
+        # From the decimal text, so that floor=0.001 is exactly 1/1000 (the float is a little more).
+        self.scale = Fraction(repr(params.scale))
+        self.floor = Fraction(repr(params.floor))
 
     def _reward(self, a: Fraction, b: Fraction, correct: bool) -> float:
         if correct:
             return 1.0
-        return float(max(Fraction(0), 1 - abs(a - b) / (self.scale * max(abs(b), Fraction(1)))))
+        return float(max(Fraction(0), 1 - abs(a - b) / (self.scale * max(abs(b), self.floor))))

@@ -45,6 +45,7 @@ class ReasoningGymParams(ExtractParams):
     batch_timeout_s: float | None = Field(
         None,
         gt=0,
+        le=3600,
         description="Optional limit for a whole batch (seconds): completions unfinished by then get 0.",
     )
     correct_threshold: float = Field(

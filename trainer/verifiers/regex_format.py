@@ -7,13 +7,13 @@ the matching rule (``fullmatch`` of the stripped completion by default, or ``sea
 parameters, the regex is compiled once and a bad one fails when the config is loaded. It ignores the
 reference answer, so it also works on label-free data.
 
-The pattern runs in the training process: avoid nested quantifiers like ``(a+)+`` that backtrack
-catastrophically on long completions.
+The pattern runs in the training process and in the web test bench, so it is compiled by RE2
+(trainer/user_regex.py): matching is linear in the completion's length, ``(a+)+$`` included, and
+backtracking-only constructs (lookarounds, backreferences) are refused when the config is loaded.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 
 from trainer.errors import VerifierError
 from trainer.samples import Sample
+from trainer.user_regex import PatternError, UserPattern, compile_user_pattern
 from trainer.verifiers.base import VERIFIERS, VerifierParams, VerifierResult, score_each
 
 THINK_ANSWER = r"<think>.*?</think>\s*<answer>.*?</answer>"
@@ -29,14 +30,15 @@ THINK_ANSWER = r"<think>.*?</think>\s*<answer>.*?</answer>"
 class RegexFormatParams(VerifierParams):
     pattern: str = Field(
         THINK_ANSWER,
-        description="Regular expression the completion must match (default: <think>…</think> <answer>…</answer>).",
+        description="Regular expression the completion must match (default: <think>…</think> <answer>…</answer>); "
+        "RE2 syntax, matched in linear time: no lookarounds or backreferences.",
     )
     match: Literal["fullmatch", "search"] = Field(
         "fullmatch",
         description="fullmatch: the whole (stripped) completion must match; search: a match anywhere.",
     )
-    dotall: bool = Field(True, description="'.' also matches newlines (re.DOTALL).")
-    ignore_case: bool = Field(False, description="Case-insensitive matching (re.IGNORECASE).")
+    dotall: bool = Field(True, description="'.' also matches newlines (like re.DOTALL).")
+    ignore_case: bool = Field(False, description="Case-insensitive matching (like re.IGNORECASE).")
     strip: bool = Field(
         True, description="Strip leading/trailing whitespace from the completion before matching."
     )
@@ -50,15 +52,11 @@ class RegexFormatParams(VerifierParams):
         return self
 
 
-def compile_pattern(params: RegexFormatParams) -> re.Pattern[str]:
-    flags = (re.DOTALL if params.dotall else 0) | (re.IGNORECASE if params.ignore_case else 0)
+def compile_pattern(params: RegexFormatParams) -> UserPattern:
     try:
-        return re.compile(params.pattern, flags)
-    except re.error as err:
-        raise VerifierError(
-            f"pattern {params.pattern!r} is not a valid regular expression ({err}); fix it or escape special "
-            "characters with a backslash"
-        ) from None
+        return compile_user_pattern(params.pattern, dotall=params.dotall, ignore_case=params.ignore_case)
+    except PatternError as err:
+        raise VerifierError(str(err)) from None
 
 
 @VERIFIERS.register("regex_format")

@@ -4,7 +4,8 @@
 *first* verifier, the primary one, and feeds ``rollout/accuracy``: list the answer checker first and shaping
 rewards (format, length) after it. A verifier that raises, returns the wrong number of results or a
 non-finite reward gives reward 0 to the whole batch with ``detail['error']`` set, and training goes on:
-``score_batch`` raises only for caller bugs (mismatched lengths).
+``score_batch`` raises only for caller bugs (mismatched lengths)
+and ``PoolStartError`` (no verifier worker process can start).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from trainer.errors import VerifierError
 from trainer.jsonable import to_jsonable
 from trainer.samples import Sample
 from trainer.verifiers.base import Verifier, VerifierResult, build_verifier, error_result
-from trainer.verifiers.timeout_pool import describe_error
+from trainer.verifiers.timeout_pool import PoolStartError, describe_error
 
 
 @dataclass
@@ -94,6 +95,8 @@ def _run_one(
     n = len(completions)
     try:
         results = list(verifier(completions, samples))
+    except PoolStartError:  # the environment cannot score at all: stop rather than reward 0 silently
+        raise
     except Exception as err:
         return [error_result(err) for _ in range(n)]
     if len(results) != n:

@@ -12,10 +12,19 @@ has loaded the function (module imports do not count against a call's timeout: t
 ``startup_timeout_s``) and after each call, so every call gets its own clock. A batch is split into a few
 chunks per worker, so a list of 64 completions costs a handful of pipe round trips, not 64 spawns.
 
-Workers are started with the ``forkserver`` method (``spawn`` where unavailable): never ``fork``, which
-would copy a parent holding CUDA state and threads. They are started lazily, reused across batches, and
-shut down at interpreter exit. ``run_with_timeout`` never raises for a call's failure: errors, crashes and
-timeouts come back as ``Outcome``s.
+Each worker is a fresh interpreter started with ``subprocess`` (``python -c`` with this process's
+``sys.path``), talking over a socket pair. Not ``fork``, which would copy a parent holding CUDA state and
+threads; and not multiprocessing's ``spawn`` or ``forkserver`` either, because both re-import the caller's
+``__main__`` script in the children (forkserver imports it once in the server, as its default preload is
+``["__main__"]``; each child then skips it only because the server already has it). A script that calls a
+verifier at top level, without an ``if __name__ == "__main__":`` guard, then ran itself again inside the
+pool: its workers never started and every sample got reward 0. A fresh interpreter never imports the
+caller's script, so such a script just works; the price is that the scored function must live in an
+importable module. Workers are started lazily, reused across batches, and shut down at interpreter exit.
+
+``run_with_timeout`` never raises for a call's failure: errors, crashes and timeouts come back as
+``Outcome``s. It raises ``PoolStartError`` when no worker can start at all (no interpreter, no processes
+left, ``trainer`` not importable in the child): rewards of 0 for an environment fault would be silent.
 
 >>> import math
 >>> [o.value for o in run_with_timeout(math.sqrt, [(4.0,), (9.0,)], timeout_s=5)]
@@ -27,19 +36,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import math
-import multiprocessing
 import os
 import pickle
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from multiprocessing.context import BaseContext
-from multiprocessing.process import BaseProcess
 from typing import Any, Literal
+
+from trainer.errors import RLVRError
 
 Status = Literal["ok", "error", "timeout"]
 
@@ -111,23 +122,57 @@ def _worker_main(conn: Connection) -> None:
                 conn.send(("error", index, f"result could not be sent back: {describe_error(err)}"))
 
 
-class _Worker:
-    """Parent-side handle: the process, its pipe, and the call indices it still owes, in order."""
+class PoolStartError(RLVRError):
+    """No worker process could be started: scoring cannot go on (raised, unlike a call's failure)."""
 
-    def __init__(self, ctx: BaseContext) -> None:
-        parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.proc: BaseProcess = ctx.Process(  # type: ignore[attr-defined]
-            target=_worker_main, args=(child_conn,), daemon=True, name="rlvr-verifier-worker"
-        )
+
+_BOOTSTRAP = "import sys; sys.path[:] = {path!r}; from {module} import _worker_entry; _worker_entry({fd})"
+
+
+def _pool_start_error(why: str) -> PoolStartError:
+    return PoolStartError(
+        f"the verifier process pool could not start: {why}. The workers run `{sys.executable or 'python'} -c "
+        "...` with this process's sys.path and import the `trainer` package: check that this interpreter can "
+        "import it and that the machine may start more processes (ulimit -u, free memory). Your own script "
+        "is never re-imported by these workers, so no `if __name__ == '__main__':` guard is needed for them."
+    )
+
+
+def _worker_entry(fd: int) -> None:
+    """Entry point of a worker interpreter: wrap the inherited socket and serve calls."""
+    conn = Connection(fd)
+    conn.send(("ready", os.getpid()))
+    _worker_main(conn)
+
+
+class _Worker:
+    """Parent-side handle: the worker process, its socket, and the call indices it still owes, in order.
+
+    The worker is a fresh interpreter (``subprocess``), not a ``multiprocessing`` child: spawn and forkserver
+    re-import the caller's ``__main__`` in every child, so a script calling a verifier without an
+    ``if __name__ == "__main__":`` guard would run itself again in each worker (see the module docstring).
+    """
+
+    def __init__(self) -> None:
+        if not sys.executable:
+            raise _pool_start_error("sys.executable is empty, so no Python interpreter can be started")
+        parent_sock, child_sock = socket.socketpair()
+        fd = child_sock.fileno()
+        code = _BOOTSTRAP.format(path=list(sys.path), module=__name__, fd=fd)
         try:
-            self.proc.start()
+            self.popen = subprocess.Popen(
+                [sys.executable, "-c", code], pass_fds=(fd,), stdin=subprocess.DEVNULL, start_new_session=True
+            )
         except BaseException:
-            parent_conn.close()
+            parent_sock.close()
             raise
         finally:
-            child_conn.close()
-        self.conn: Connection = parent_conn
+            child_sock.close()
+        self.pid: int = self.popen.pid
+        self.conn: Connection = Connection(parent_sock.detach())
+        self.sentinel: int | None = _pidfd(self.pid)
         self.owed: deque[int] = deque()
+        self.started = False  # the interpreter came up and said "ready"
         self.loaded = False
         self.since = time.monotonic()
 
@@ -135,23 +180,54 @@ class _Worker:
     def busy(self) -> bool:
         return bool(self.owed)
 
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def waitables(self) -> list[Any]:
+        return [self.conn] if self.sentinel is None else [self.conn, self.sentinel]
+
     def kill(self) -> None:
-        if hasattr(os, "killpg") and self.proc.pid is not None:
-            with contextlib.suppress(OSError):  # not (yet) a group leader, or already gone
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.kill()
-        self.proc.join(timeout=5)
-        self.conn.close()
+        if hasattr(os, "killpg"):
+            with contextlib.suppress(OSError):  # already gone
+                os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.popen.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+        self._release()
 
     def stop(self) -> None:
         """Ask politely (idle workers exit at once), then kill whatever is left."""
         with contextlib.suppress(OSError):
             self.conn.send(None)
-        self.proc.join(timeout=1)
-        if self.proc.is_alive():
+        try:
+            self.popen.wait(timeout=1)
+        except subprocess.TimeoutExpired:
             self.kill()
-        else:
-            self.conn.close()
+            return
+        self._release()
+
+    def _release(self) -> None:
+        self.conn.close()
+        if self.sentinel is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.sentinel)
+            self.sentinel = None
+
+
+def _pidfd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else None (EOF tells)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
 
 
 class _Batch:
@@ -190,8 +266,6 @@ class TimeoutPool:
             raise ValueError(f"max_workers must be >= 1, got {max_workers}")
         self.max_workers = max_workers or default_workers()
         self.startup_timeout_s = startup_timeout_s
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        self._ctx = multiprocessing.get_context(method)
         self._workers: list[_Worker] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
@@ -205,7 +279,7 @@ class TimeoutPool:
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for tests and diagnostics)."""
-        return [w.proc.pid for w in self._workers if w.proc.pid is not None and w.proc.is_alive()]
+        return [w.pid for w in self._workers if w.is_alive()]
 
     def close(self) -> None:
         """Stop every worker. The pool stays usable: the next batch starts new workers."""
@@ -224,16 +298,24 @@ class TimeoutPool:
         timeout_s: float,
         *,
         batch_timeout_s: float | None = None,
+        max_workers: int | None = None,
     ) -> list[Outcome]:
         """Call ``fn(*args)`` for each args tuple; one ``Outcome`` per call, in order. Never raises for a call.
 
-        ``fn`` and the args must be picklable (a module-level function; lambdas are not). ``timeout_s`` bounds
-        each call; ``batch_timeout_s``, when set, bounds the whole batch: calls unfinished by then time out.
+        ``fn`` and the args must be picklable and importable by module name in a fresh interpreter (a
+        module-level function of an importable module: not a lambda, not a function of the ``__main__``
+        script). ``timeout_s`` bounds each call; ``batch_timeout_s``, when set, bounds the whole batch:
+        calls unfinished by then time out. ``max_workers`` lets this batch use more (or fewer) workers than
+        the pool's own ``max_workers``: calls that may hang are best spread over many workers, since each
+        hang holds its worker for ``timeout_s``. Raises ``PoolStartError`` only when no worker can start.
         """
         if timeout_s <= 0 or (batch_timeout_s is not None and batch_timeout_s <= 0):
             raise ValueError(
                 f"timeouts must be > 0, got timeout_s={timeout_s}, batch_timeout_s={batch_timeout_s}"
             )
+        if max_workers is not None and max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+        limit = max_workers or self.max_workers
         n = len(args_list)
         if n == 0:
             return []
@@ -241,20 +323,27 @@ class TimeoutPool:
             fn_blob = pickle.dumps(fn)
         except Exception as err:
             return [Outcome("error", error=f"function cannot be sent to a worker: {describe_error(err)}")] * n
-        chunk_size = max(1, math.ceil(n / (self.max_workers * _CHUNKS_PER_WORKER)))
+        chunk_size = max(1, math.ceil(n / (limit * _CHUNKS_PER_WORKER)))
         batch = _Batch(n, chunk_size)
         deadline = None if batch_timeout_s is None else time.monotonic() + batch_timeout_s
         with self._lock:
             if self._pid != os.getpid():
                 self._workers, self._pid = [], os.getpid()
-            while batch.pending or any(w.busy for w in self._workers):
-                self._dispatch(batch, fn_blob, args_list)
-                self._collect(batch, timeout_s, deadline, batch_timeout_s)
+            try:
+                while batch.pending or any(w.busy for w in self._workers):
+                    self._dispatch(batch, fn_blob, args_list, limit)
+                    self._collect(batch, timeout_s, deadline, batch_timeout_s)
+            except PoolStartError:
+                for worker in [w for w in self._workers if w.busy]:  # their replies belong to this batch
+                    self._discard(worker)
+                raise
         return [o if o is not None else Outcome("error", error="call was lost") for o in batch.outcomes]
 
-    def _dispatch(self, batch: _Batch, fn_blob: bytes, args_list: Sequence[tuple[Any, ...]]) -> None:
+    def _dispatch(
+        self, batch: _Batch, fn_blob: bytes, args_list: Sequence[tuple[Any, ...]], limit: int
+    ) -> None:
         while batch.pending:
-            worker = self._idle_worker(batch)
+            worker = self._idle_worker(limit)
             if worker is None:
                 return
             chunk = batch.pending.popleft()
@@ -274,19 +363,24 @@ class TimeoutPool:
             worker.loaded = False
             worker.since = time.monotonic()
 
-    def _idle_worker(self, batch: _Batch) -> _Worker | None:
+    def _idle_worker(self, limit: int) -> _Worker | None:
+        """An idle live worker (started if needed) while fewer than ``limit`` are busy, else None."""
+        if sum(w.busy for w in self._workers) >= limit:
+            return None
         for worker in list(self._workers):
             if not worker.busy:
-                if worker.proc.is_alive():
+                if worker.is_alive():
                     return worker
                 self._discard(worker)
-        if len(self._workers) >= self.max_workers:
+        if len(self._workers) >= limit:
             return None
         try:
-            worker = _Worker(self._ctx)
+            worker = _Worker()
+        except PoolStartError:
+            raise
         except Exception as err:
-            if not any(w.busy for w in self._workers):
-                batch.fail_pending("error", f"could not start a worker process: {describe_error(err)}")
+            if not any(w.busy for w in self._workers):  # nothing else can make progress
+                raise _pool_start_error(f"starting a worker failed with {describe_error(err)}") from err
             return None
         self._workers.append(worker)
         return worker
@@ -305,18 +399,18 @@ class TimeoutPool:
         now = time.monotonic()
         limits = [w.since + (timeout_s if w.loaded else self.startup_timeout_s) for w in busy]
         wake = min([*limits, *([deadline] if deadline is not None else [])])
-        ready = set(
-            wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=max(0.0, wake - now))
-        )
+        ready = set(wait([x for w in busy for x in w.waitables()], timeout=max(0.0, wake - now)))
         for worker in busy:
-            if worker.conn in ready or worker.proc.sentinel in ready:
+            if worker.conn in ready or (worker.sentinel is not None and worker.sentinel in ready):
                 self._drain(worker, batch)
         now = time.monotonic()
         for worker in [w for w in self._workers if w.busy]:
             if deadline is not None and now >= deadline:
                 batch.pending.appendleft(list(worker.owed))
                 worker.owed.clear()
-                batch.fail_pending("timeout", f"batch timeout after {batch_timeout_s:g}s")
+                batch.fail_pending(
+                    "timeout", f"batch timed out after {batch_timeout_s:g} s (the limit for the whole batch)"
+                )
                 self._discard(worker)
             elif not worker.loaded and now >= worker.since + self.startup_timeout_s:
                 batch.pending.appendleft(list(worker.owed))
@@ -326,7 +420,7 @@ class TimeoutPool:
                 )
                 self._discard(worker)
             elif worker.loaded and now >= worker.since + timeout_s:
-                batch.settle(worker, "timeout", f"timeout after {timeout_s:g}s", now)
+                batch.settle(worker, "timeout", f"timed out after {timeout_s:g} s", now)
                 self._discard(worker)
 
     def _drain(self, worker: _Worker, batch: _Batch) -> None:
@@ -345,6 +439,9 @@ class TimeoutPool:
                     worker.since = now
                     continue
                 now = time.monotonic()
+                if message[0] == "ready":
+                    worker.started = True
+                    continue
                 if message[0] == "loaded":
                     if message[1] is not None:  # the function could not be imported: no call can succeed
                         batch.pending.appendleft(list(worker.owed))
@@ -362,9 +459,11 @@ class TimeoutPool:
                 worker.since = now
         except (EOFError, OSError):
             pass
-        if worker.busy and not worker.proc.is_alive():
-            worker.proc.join(timeout=1)
-            code = worker.proc.exitcode
+        if worker.busy and not worker.is_alive():
+            code = worker.exitcode
+            if not worker.started:  # the interpreter itself did not come up: no worker ever will
+                self._discard(worker)
+                raise _pool_start_error(f"a worker interpreter exited with code {code} before it was ready")
             if not worker.loaded:  # died before running anything: every call would do the same
                 batch.pending.appendleft(list(worker.owed))
                 worker.owed.clear()
@@ -400,9 +499,12 @@ def run_with_timeout(
     *,
     batch_timeout_s: float | None = None,
     pool: TimeoutPool | None = None,
+    max_workers: int | None = None,
 ) -> list[Outcome]:
     """Run ``fn(*args)`` for every args tuple in worker processes, each call killed after ``timeout_s``.
 
     Uses the shared ``default_pool()`` unless ``pool`` is given. See ``TimeoutPool.run``.
     """
-    return (pool or default_pool()).run(fn, args_list, timeout_s, batch_timeout_s=batch_timeout_s)
+    return (pool or default_pool()).run(
+        fn, args_list, timeout_s, batch_timeout_s=batch_timeout_s, max_workers=max_workers
+    )

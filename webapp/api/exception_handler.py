@@ -18,11 +18,13 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler
 
 from webapp.core.errors import ApplicationError
+from webapp.core.limits import refusal_for
 
 NON_FIELD = "non_field_errors"
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    exc = refusal_for(exc) or exc  # Django's oversized-body / too-many-fields errors: 413 in this shape
     if isinstance(exc, ApplicationError):
         return Response({"message": exc.message, "extra": exc.extra}, status=exc.status_code)
     if isinstance(exc, DjangoValidationError):

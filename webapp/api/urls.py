@@ -1,4 +1,4 @@
-"""Every /api/ route: the apps' own lists plus token login, the OpenAPI schema and its docs page."""
+"""Every /api/ route: the apps' own lists plus token login and tokens, the OpenAPI schema and its docs page."""
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
@@ -8,6 +8,7 @@ from webapp.api.docs import ApiDocsView
 
 urlpatterns = [
     path("auth/token/", TokenApi.as_view(), name="auth-token"),
+    path("", include("webapp.accounts.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", ApiDocsView.as_view(), name="api-docs"),
     path("", include("webapp.teams.urls")),

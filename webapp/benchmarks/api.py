@@ -6,11 +6,11 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api.parsers import StrictFormParser, StrictMultiPartParser
 from webapp.benchmarks import exports, selectors, selectors_tables, services
 from webapp.benchmarks.serializers import (
     BenchmarkFileIn,
@@ -54,7 +54,7 @@ class BenchmarkListApi(APIView):
 
 
 class BenchmarkFileApi(APIView):
-    parser_classes = (MultiPartParser, FormParser)
+    parser_classes = (StrictMultiPartParser, StrictFormParser)
 
     @extend_schema(request=BenchmarkFileIn, responses={201: DatasetOut}, summary="Upload a benchmark file "
                    "(every row is checked; bad rows are listed by number)")

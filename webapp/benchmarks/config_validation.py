@@ -7,11 +7,14 @@ imports no torch (trainer/eval_config.py promises that), so the web process may 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from webapp.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from webapp.benchmarks.models import EvalRun
 
 
 def validate_benchmark_config(config: Any) -> dict[str, Any]:
@@ -52,3 +55,19 @@ def builtin_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
         message = str(err).replace("\n", " ")
         raise InvalidInput(message, {"config": [message]}) from None
     return config
+
+
+def eval_inputs_for_worker(*, eval_run: EvalRun) -> tuple[dict[str, Any], str]:
+    """(benchmark config, model) as the eval worker must load them: ``dataset:<id>`` and ``checkpoint:<id>``
+    resolved to server paths for the benchmark's own project, checked again here as at launch
+    (webapp/experiments/config_paths.py). ConfigError (shown as it is) if either names what it may not."""
+    from trainer.errors import ConfigError
+    from webapp.experiments.config_paths import confine_benchmark_config, confine_model
+
+    project = eval_run.benchmark.project
+    try:
+        config = confine_benchmark_config(eval_run.config, project=project, resolve=True)
+        model = confine_model(eval_run.model_path, project=project, resolve=True, field="model")
+    except InvalidInput as err:
+        raise ConfigError(f"evaluation {eval_run.pk}: {err.message}") from None
+    return config, model

@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from trainer.bounds import UnsafeInput, strict_json_loads
 from webapp.benchmarks.models import BenchmarkSource
 
 SAMPLING_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed", "max_problems", "num_seeds")
@@ -27,9 +28,11 @@ def _json_object(text: str, field: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = strict_json_loads(text)  # no NaN, NUL or deep nesting (trainer/bounds.py)
     except json.JSONDecodeError as err:
         raise forms.ValidationError(f"{field} is not valid JSON ({err.msg}); write an object like {{\"a\": 1}}") from None
+    except UnsafeInput as err:
+        raise forms.ValidationError(f"{field}: {err}") from None
     if not isinstance(value, dict):
         raise forms.ValidationError(f"{field} must be a JSON object like {{\"a\": 1}}")
     return value

@@ -21,7 +21,7 @@ class BenchmarkOut(serializers.ModelSerializer[Benchmark]):
 
 class BenchmarkIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=100)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
     source = serializers.ChoiceField(choices=BenchmarkSource.choices)  # type: ignore[assignment]  # DRF's Field.source
     builtin = serializers.CharField(required=False, allow_blank=True, default="",
                                     help_text="Built-in suite entry (source 'builtin'), e.g. builtin:addition.")
@@ -31,6 +31,11 @@ class BenchmarkIn(serializers.Serializer[None]):
                                                 help_text="A saved verifier version of the project to score with.")
     config = serializers.JSONField(required=False, default=dict,
                                    help_text="trainer.eval_config.BenchmarkConfig fields (data, verifiers, n_samples ...).")
+
+    def validate_config(self, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):  # services lay fields over it: a list or `true` would be a 500 there
+            raise serializers.ValidationError(f"Expected a JSON object of BenchmarkConfig fields, got {type(value).__name__}.")
+        return value
 
 
 class BenchmarkFileIn(serializers.Serializer[None]):
@@ -53,9 +58,9 @@ class EvalRunOut(serializers.ModelSerializer[EvalRun]):
 
 
 class EvalLaunchIn(serializers.Serializer[None]):
-    experiments = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
+    experiments = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=100,
                                         help_text="Experiments whose base model (model.name_or_path) to evaluate.")
-    checkpoints = serializers.ListField(child=serializers.IntegerField(), required=False, default=list,
+    checkpoints = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=100,
                                         help_text="Checkpoint ids (GET /api/runs/<id>/checkpoints/) to evaluate.")
 
 

@@ -39,8 +39,10 @@ from webapp.benchmarks.publish import publish_eval_event
 from webapp.benchmarks.verifier_versions import verifier_spec_for_version
 from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
-from webapp.datafiles.models import Dataset
+from webapp.core.paths import CHECKPOINT_PREFIX
+from webapp.datafiles.models import Dataset, dataset_reference
 from webapp.datafiles.services import dataset_upload
+from webapp.experiments.config_paths import confine_benchmark_config, confine_model
 from webapp.experiments.models import Checkpoint, Experiment
 from webapp.experiments.storable import clean_json
 from webapp.teams.models import Project
@@ -81,7 +83,7 @@ def benchmark_create(
             raise InvalidInput("Pick a data file of this project.", {"dataset": ["Upload or choose a data file."]})
         template = (config.get("data") or {}).get("prompt_template", "{prompt}")
         config["data"] = {
-            "source": "file", "path": dataset.path, "format": dataset.format,
+            "source": "file", "path": dataset_reference(dataset), "format": dataset.format,
             "prompt_field": dataset.prompt_field, "answer_field": dataset.answer_field or None,
             "prompt_template": template, "shuffle": False,
         }  # fmt: skip
@@ -98,7 +100,7 @@ def benchmark_create(
         valid = ", ".join(BenchmarkSource.values)
         raise InvalidInput(f"Unknown benchmark source {source!r}; valid: {valid}.", {"source": [f"One of {valid}."]})
     config["name"] = name
-    validated = validate_benchmark_config(config)
+    validated = confine_benchmark_config(validate_benchmark_config(config), project=project)
     return Benchmark.objects.create(
         project=project, name=name, description=description, source=source, dataset=dataset,
         builtin=builtin if source == BenchmarkSource.BUILTIN else "", config=validated,
@@ -182,13 +184,13 @@ def eval_launch(
     if not experiments and not checkpoints:
         raise InvalidInput("Pick at least one model to evaluate.", {"targets": ["Pick a base model or a checkpoint."]})
     config = validate_benchmark_config(benchmark.config)
+    confine_benchmark_config(config, project=project, resolve=True)  # its data file must exist now
     rows: list[EvalRun] = []
     for experiment in experiments:
         if experiment.project_id != project.pk:
             raise InvalidInput("That experiment is not in this project.", {"targets": ["Unknown experiment."]})
         rows.append(EvalRun(
-            target_kind=TargetKind.BASE, experiment=experiment,
-            model_path=str(experiment.config.get("model", {}).get("name_or_path", "tiny:addition")),
+            target_kind=TargetKind.BASE, experiment=experiment, model_path=_base_model(experiment),
             label=f"{experiment.name} (base)",
         ))  # fmt: skip
     for checkpoint in checkpoints:
@@ -197,7 +199,7 @@ def eval_launch(
             raise InvalidInput("That checkpoint is not in this project.", {"targets": ["Unknown checkpoint."]})
         rows.append(EvalRun(
             target_kind=TargetKind.CHECKPOINT, experiment=run.experiment, run=run, checkpoint=checkpoint,
-            step=checkpoint.step, model_path=checkpoint.path,
+            step=checkpoint.step, model_path=f"{CHECKPOINT_PREFIX}{checkpoint.pk}",
             label=f"{run.experiment.name} run #{run.pk} step {checkpoint.step}",
         ))  # fmt: skip
     with transaction.atomic():
@@ -208,6 +210,17 @@ def eval_launch(
             row.save()
             _enqueue_after_commit(row.pk)
     return rows
+
+
+def _base_model(experiment: Experiment) -> str:
+    """The experiment's model.name_or_path, checked as the worker will load it (webapp/core/paths.py)."""
+    model = str(experiment.config.get("model", {}).get("name_or_path", "tiny:addition"))
+    try:
+        confine_model(model, project=experiment.project, resolve=True, field="model.name_or_path")
+    except InvalidInput as err:
+        message = f"Experiment {experiment.name!r}: {err.message}"
+        raise InvalidInput(message, {"targets": [message]}) from None
+    return model
 
 
 def eval_cancel(*, eval_run: EvalRun, actor: AnyUser) -> EvalRun:

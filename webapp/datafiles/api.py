@@ -1,4 +1,9 @@
-"""Data files over HTTP: list a project's datasets, upload one (multipart)."""
+"""Data files over HTTP: list a project's datasets, upload one (multipart).
+
+A dataset is named by its id: configs say ``data.path: dataset:<id>`` (webapp/experiments/config_paths.py
+resolves it for the worker, for the same project only). The server path of the stored file never leaves
+the server.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,12 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.datafiles.models import Dataset
+from webapp.api.parsers import StrictFormParser, StrictMultiPartParser
+from webapp.datafiles.models import Dataset, dataset_reference
 from webapp.datafiles.selectors import datasets_for_project
 from webapp.datafiles.services import dataset_upload
 from webapp.teams.selectors import project_get_for_user
@@ -19,19 +24,23 @@ from webapp.teams.selectors import project_get_for_user
 
 class DatasetOut(serializers.ModelSerializer[Dataset]):
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    ref = serializers.SerializerMethodField(help_text="How a config names this file: data.path dataset:<id>.")
     config_data = serializers.SerializerMethodField(help_text="The `data` section that trains on this file.")
 
     class Meta:
         model = Dataset
         fields = (
-            "id", "name", "format", "rows", "fields", "prompt_field", "answer_field", "path",
+            "id", "ref", "name", "format", "rows", "fields", "prompt_field", "answer_field",
             "created_by", "created_at", "config_data",
         )  # fmt: skip
+
+    def get_ref(self, dataset: Dataset) -> str:
+        return dataset_reference(dataset)
 
     def get_config_data(self, dataset: Dataset) -> dict[str, Any]:
         return {
             "source": "file",
-            "path": dataset.path,
+            "path": dataset_reference(dataset),
             "format": dataset.format,
             "prompt_field": dataset.prompt_field,
             "answer_field": dataset.answer_field or None,
@@ -48,7 +57,7 @@ class DatasetUploadIn(serializers.Serializer[None]):
 
 
 class DatasetListApi(APIView):
-    parser_classes = (MultiPartParser, FormParser)
+    parser_classes = (StrictMultiPartParser, StrictFormParser)
 
     @extend_schema(responses=DatasetOut(many=True), summary="Data files of a project")
     def get(self, request: Request, project_id: int) -> Response:

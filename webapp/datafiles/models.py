@@ -11,7 +11,7 @@ class Dataset(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
-    path = models.CharField(max_length=1024, help_text="Absolute path of the stored file.")
+    path = models.CharField(max_length=1024, help_text="Absolute path of the stored file.")  # never sent to clients
     format = models.CharField(max_length=16)
     rows = models.PositiveIntegerField()
     fields = models.JSONField(default=list, help_text="Column names, in file order.")
@@ -28,3 +28,8 @@ class Dataset(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+def dataset_reference(dataset: Dataset) -> str:
+    """How a config names the dataset (``data.path: dataset:<id>``, webapp/core/paths.py's DATASET_PREFIX)."""
+    return f"dataset:{dataset.pk}"

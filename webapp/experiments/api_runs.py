@@ -1,4 +1,9 @@
-"""Runs over HTTP: list, launch (create = launch), read one, cancel, resume."""
+"""Runs over HTTP: list, launch (create = launch), read one, cancel, resume, queue again.
+
+Launch, resume and queue answer 503 ``{"message": ..., "extra": {"run_id": ...}}`` when the task queue
+(Redis) refuses the run: it is then saved as ``not_queued`` and ``POST /api/runs/<id>/queue/`` sends it
+again once the queue is back (webapp/core/dispatch.py).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from webapp.experiments.selectors import (
     runs_for_user,
 )
 from webapp.experiments.serializers import RunDetailOut, RunLaunchIn, RunListFilterIn, RunOut
-from webapp.experiments.services import run_cancel, run_launch, run_resume
+from webapp.experiments.services import run_cancel, run_launch, run_queue, run_resume
 from webapp.teams.selectors import project_get_for_user
 
 
@@ -89,4 +94,15 @@ class RunResumeApi(APIView):
     @extend_schema(request=None, responses=RunDetailOut, summary="Resume a failed or cancelled run")
     def post(self, request: Request, run_id: int) -> Response:
         run = run_resume(run=run_get_for_user(run_id=run_id, user=request.user), actor=request.user)
+        return Response(RunDetailOut(run).data)
+
+
+class RunQueueApi(APIView):
+    @extend_schema(
+        request=None,
+        responses=RunDetailOut,
+        summary="Queue again a run the task queue refused (status not_queued); 503 while it is still down",
+    )
+    def post(self, request: Request, run_id: int) -> Response:
+        run = run_queue(run=run_get_for_user(run_id=run_id, user=request.user), actor=request.user)
         return Response(RunDetailOut(run).data)

@@ -34,6 +34,7 @@ class Experiment(models.Model):
 
 class RunStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
+    NOT_QUEUED = "not_queued", "Not queued"  # saved, but the task queue refused it: queue it again
     RUNNING = "running", "Running"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"

@@ -23,13 +23,13 @@ class ExperimentOut(serializers.ModelSerializer[Experiment]):
 
 class ExperimentIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
     config = serializers.JSONField(help_text="An experiment config; see GET /api/config-schema/.")
 
 
 class ExperimentUpdateIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=200, required=False)
-    description = serializers.CharField(required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
     config = serializers.JSONField(required=False)
 
 
@@ -153,9 +153,16 @@ def rollout_detail_data(detail: RolloutWithTokens) -> dict[str, Any]:
 
 
 class CheckpointOut(serializers.ModelSerializer[Checkpoint]):
+    ref = serializers.SerializerMethodField(
+        help_text="How a config of this project names it as a model: model.name_or_path checkpoint:<id>."
+    )
+
     class Meta:
         model = Checkpoint
-        fields = ("id", "step", "path", "created_at")
+        fields = ("id", "step", "ref", "created_at")  # no server path: configs name a checkpoint by its id
+
+    def get_ref(self, checkpoint: Checkpoint) -> str:
+        return f"checkpoint:{checkpoint.pk}"
 
 
 class RunEventFilterIn(serializers.Serializer[None]):

@@ -10,7 +10,12 @@ Run states::
     queued --mark_started--> running --finish--> succeeded | cancelled
        |                        |---fail------> failed
        |                        '---worker lost--> queued (resume_from = last checkpoint)
-       '--cancel--> cancelled          failed | cancelled --resume--> queued
+       |--cancel--> cancelled          failed | cancelled --resume--> queued
+       '--broker refused the task--> not_queued --queue--> queued   (not_queued --cancel--> cancelled)
+
+A launch, resume or re-queue whose task the broker (Redis) refuses answers 503 (QueueUnavailable,
+webapp/core/dispatch.py) and leaves the run ``not_queued``, with its config, output directory and
+resume point kept, until someone queues it again (``run_queue``).
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from trainer.sinks import RolloutRecord, pack_token_arrays
-from webapp.core.dispatch import send_after_commit
+from webapp.core.dispatch import broker_description, send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
+from webapp.experiments.config_paths import confine_experiment_config
 from webapp.experiments.config_validation import validate_experiment_config
 from webapp.experiments.dispatch import enqueue_training
 from webapp.experiments.models import (
@@ -61,7 +67,7 @@ def experiment_create(
 ) -> Experiment:
     require_role(project=project, user=actor, minimum=EDIT_EXPERIMENTS)
     name = _experiment_name(project=project, name=name)
-    validated = validate_experiment_config(config)
+    validated = confine_experiment_config(validate_experiment_config(config), project=project)
     return Experiment.objects.create(
         project=project,
         name=name,
@@ -86,7 +92,7 @@ def experiment_update(
     if description is not None:
         experiment.description = description
     if config is not None:
-        experiment.config = validate_experiment_config(config)
+        experiment.config = confine_experiment_config(validate_experiment_config(config), project=experiment.project)
     experiment.save()
     return experiment
 
@@ -120,6 +126,7 @@ def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
     """Queue a run of the experiment's current config and send it to a training worker after commit."""
     require_role(project=experiment.project, user=actor, minimum=OPERATE_RUNS)
     config = validate_experiment_config(experiment.config)  # registries may have changed since it was saved
+    confine_experiment_config(config, project=experiment.project, resolve=True)  # what it names must exist now
     with transaction.atomic():
         run = Run.objects.create(
             experiment=experiment,
@@ -143,7 +150,7 @@ def run_cancel(*, run: Run, actor: AnyUser) -> Run:
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
     with transaction.atomic():
         run = _locked(run.pk)
-        if run.status == RunStatus.QUEUED:
+        if run.status in (RunStatus.QUEUED, RunStatus.NOT_QUEUED):
             run.status = RunStatus.CANCELLED
             run.finished_at = timezone.now()
             run.save(update_fields=["status", "finished_at"])
@@ -195,16 +202,59 @@ def _requeue(run: Run) -> Checkpoint | None:
     return checkpoint
 
 
-def _enqueue_after_commit(run_id: int) -> None:
-    def failed(err: Exception) -> None:
-        run_fail(
-            run_id=run_id,
-            message=f"Could not send the run to a worker ({err}). Check that Redis is reachable at REDIS_URL, "
-            "then resume the run.",
-            traceback_text=tb.format_exc(),
-        )
+def run_queue(*, run: Run, actor: AnyUser) -> Run:
+    """Send a ``not_queued`` run (its task was refused by the broker) to a worker again; it keeps its
+    config, output directory and resume point. Raises QueueUnavailable (503) if the queue is still down."""
+    require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    with transaction.atomic():
+        run = _locked(run.pk)
+        if run.status != RunStatus.NOT_QUEUED:
+            message = f"Run {run.pk} is {run.status}; only a run the task queue refused (not_queued) can be queued again."
+            if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+                message += f" Resume it instead: POST /api/runs/{run.pk}/resume/."
+            raise Conflict(message)
+        run.status = RunStatus.QUEUED
+        run.error_message = ""
+        run.traceback = ""
+        run.save(update_fields=["status", "error_message", "traceback"])
+        _event(run.pk, EventLevel.INFO, "queued", f"Queued again by {actor}.", run.step)
+        _publish_status(run)
+        _enqueue_after_commit(run.pk)
+    return run
 
-    send_after_commit(lambda: enqueue_training(run_id), failed, f"run {run_id}")
+
+def _enqueue_after_commit(run_id: int) -> None:
+    """Send the run after commit. If the broker refuses, the run becomes ``not_queued`` and the request
+    gets a 503 once the commit's sends were tried (webapp/core/dispatch.py)."""
+
+    def refused(err: Exception) -> None:
+        run_mark_not_queued(run_id=run_id, error=err)
+
+    message = (
+        f"The task queue ({broker_description()}) is unreachable; the run was saved as 'not queued': launch "
+        f"it again when the queue is back (POST /api/runs/{run_id}/queue/ or the Queue again button on its page)."
+    )
+    send_after_commit(
+        lambda: enqueue_training(run_id), refused, f"run {run_id}", unsent_message=message, extra={"run_id": run_id}
+    )
+
+
+def run_mark_not_queued(*, run_id: int, error: Exception) -> None:
+    """The broker refused the run's task: ``not_queued`` with how to queue it again (nothing is deleted)."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status != RunStatus.QUEUED:  # a worker got it after all, or it was cancelled meanwhile
+            return
+        run.status = RunStatus.NOT_QUEUED
+        run.error_message = clean_text(
+            f"Could not send the run to a worker ({type(error).__name__}: {error}). Check that Redis is "
+            f"reachable ({broker_description()}, REDIS_URL), then queue the run again: the Queue again button, "
+            f"or POST /api/runs/{run_id}/queue/."
+        )
+        run.traceback = clean_text("\n".join("".join(tb.format_exception(error)).splitlines()[-TRACEBACK_LINES:]))
+        run.save(update_fields=["status", "error_message", "traceback"])
+        _event(run_id, EventLevel.WARNING, "not_queued", run.error_message, run.step)
+        _publish_status(run)
 
 
 # --- runs, as the worker reports them --------------------------------------------------------------

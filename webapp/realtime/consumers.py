@@ -1,9 +1,12 @@
 """``/ws/runs/<id>/``: a run's live events, for its project's members only.
 
-On connect the client gets ``run.hello`` (status and the last stored step), then every event published
-to the group ``run.<id>`` as ``{"type": event, "run_id": id, ...payload}``: ``run.status``,
-``run.step``, ``run.checkpoint``, ``run.log``. Events are fire-and-forget; a client that was away
-catches up through ``GET /api/runs/<id>/metrics/?since_step=<its last step>`` and then keeps listening.
+On connect the client gets ``run.hello`` (status and the last stored step), then a ``run.status`` event
+with where the run stands now, then every event published to the group ``run.<id>`` as
+``{"type": event, "run_id": id, ...payload}``: ``run.status``, ``run.step``, ``run.checkpoint``,
+``run.log``. Events are fire-and-forget: the ``run.status`` that ended a run may have been sent while a
+client was away, so every (re)connect repeats the current one (``succeeded`` / ``failed`` /
+``cancelled`` with its ``error_message``). A client that was away catches up on steps through
+``GET /api/runs/<id>/metrics/?since_step=<its last step>`` and then keeps listening.
 
 Close codes: 4401 not authenticated, 4404 no such run or not a member (outsiders cannot probe ids).
 The connection is accepted first and then closed, so the browser sees the code (a refusal before
@@ -37,18 +40,16 @@ def run_visible(*, user: Any, run_id: int) -> bool:
     return membership_role(project=run.experiment.project, user=user) is not None
 
 
-def run_hello(*, run_id: int) -> dict[str, Any]:
-    """The first message: where the run stands (what a ``run.status`` event carries, with the last stored
-    ``step``), so the client knows from which step to catch up."""
+def first_messages(*, run_id: int) -> list[dict[str, Any]]:
+    """The first messages, read in one query: ``run.hello`` (where the run stands, with the last stored
+    ``step``, so the client knows from which step to catch up), then the current ``run.status``, as the
+    group would have sent it, so a client that missed the final one while away still sees it."""
     from webapp.experiments.selectors import run_get, run_status_payload
 
     run = run_get(run_id=run_id)
-    return {
-        "type": "run.hello",
-        "run_id": run.pk,
-        **run_status_payload(run=run),
-        "catch_up": f"/api/runs/{run.pk}/metrics/?since_step=",
-    }
+    status = run_status_payload(run=run)
+    hello = {"type": "run.hello", "run_id": run.pk, **status, "catch_up": f"/api/runs/{run.pk}/metrics/?since_step="}
+    return [hello, {"type": "run.status", "run_id": run.pk, **status}]
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -66,9 +67,10 @@ class RunConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         # Join before reading the state: an event published in between arrives after the hello, not never.
         self.group = run_group(run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        hello = await database_sync_to_async(run_hello)(run_id=run_id)
+        first = await database_sync_to_async(first_messages)(run_id=run_id)
         await self.accept()
-        await self.send_json(hello)
+        for message in first:
+            await self.send_json(message)
 
     async def _refuse(self, code: int) -> None:
         await self.accept()

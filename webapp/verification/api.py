@@ -254,7 +254,11 @@ class CaseDetailApi(APIView):
 
 
 class BenchApi(APIView):
-    @extend_schema(request=BenchIn, responses=OpenApiTypes.OBJECT, summary="Test bench: the verdict, extracted answer and reason for one input")
+    @extend_schema(
+        request=BenchIn, responses=OpenApiTypes.OBJECT,
+        summary="Test bench: the verdict, extracted answer and reason for one input (scored out of the web "
+        "process; past its budget, 5 s by default, the verdict is a timeout error)",
+    )  # fmt: skip
     def post(self, request: Request, version_id: int) -> Response:
         version = version_get_for_user(version_id=version_id, user=request.user)
         data = _valid(BenchIn, request.data)

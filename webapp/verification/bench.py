@@ -1,9 +1,12 @@
 """Running a saved verifier version: one verdict and the test cases (web process), the audit and a rescore
 (a worker's verification job, webapp/verification/job_services.py).
 
-Only trainer.verifiers is imported (no torch): verifiers that need a library or a sandbox run it in the
-trainer's timeout-pool workers, exactly as they do during training, so a verdict shown here is the
-verdict a run would get. Nothing here touches the database (services.py and job_services.py do).
+Only trainer.verifiers is imported (no torch). The web process's verdicts (``score``, ``check_cases``)
+never run in the request thread: trainer/verifiers/isolated.py scores each completion in a timeout-pool
+worker under a hard wall-clock budget (the Django setting ``RLVR_BENCH_BUDGET_S``, 5 s when unset; the test
+cases together get ``CASES_BUDGET_FACTOR`` times that), so a verifier that spins returns a timeout verdict
+and every other request is served meanwhile. The verifier code is the trainer's, so a verdict shown here is the verdict a
+run would get. Nothing here touches the database (services.py and job_services.py do).
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from trainer.errors import RLVRError
 from trainer.samples import Sample
 from trainer.verifiers import Verifier, VerifierResult, build_verifier
 from trainer.verifiers.audit import AuditReport, audit_verifier, generate_variants
+from trainer.verifiers.isolated import score_isolated
 from webapp.core.errors import ApplicationError
 from webapp.verification.models import VerifierTestCase, VerifierVersion
 
 CHANGED_ROWS_KEPT = 1000  # changed verdicts listed in a rescore's result (all are counted)
+CASES_BUDGET_FACTOR = 3  # the saved test cases together get this many single-verdict budgets
 
 
 @dataclass(frozen=True)
@@ -62,11 +69,22 @@ def verdict_of(result: VerifierResult) -> Verdict:
     )
 
 
+def budget_s() -> float:
+    """Seconds one bench verdict may take before its worker is killed (``RLVR_BENCH_BUDGET_S``)."""
+    return float(getattr(settings, "RLVR_BENCH_BUDGET_S", 5))
+
+
 def score(version: VerifierVersion, pairs: Sequence[tuple[str, str | None]]) -> list[Verdict]:
-    """Verdicts of (completion, reference) pairs under ``version``, in one batch."""
-    if not pairs:
-        return []
-    return score_with(built(version.verifier, version.params), pairs)
+    """Verdicts of (completion, reference) pairs under ``version``, each scored out of this process under
+    ``budget_s()``, all of them under ``CASES_BUDGET_FACTOR`` times that (see the module docstring)."""
+    budget = budget_s()
+    try:
+        results = score_isolated(
+            version.verifier, version.params, pairs, budget_s=budget, batch_budget_s=budget * CASES_BUDGET_FACTOR
+        )
+    except RLVRError as err:
+        raise ApplicationError(str(err)) from None
+    return [verdict_of(r) for r in results]
 
 
 def check_cases(version: VerifierVersion, cases: Iterable[VerifierTestCase]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from trainer.bounds import UnsafeInput, strict_json_loads
 from webapp.core.errors import ApplicationError
 from webapp.experiments.selectors import runs_for_project
 from webapp.pages.views_common import report_error, role_context
@@ -51,9 +52,11 @@ class _BadJson(ApplicationError):
 
 def _params(text: str) -> Any:
     try:
-        return json.loads(text) if text.strip() else {}
+        return strict_json_loads(text) if text.strip() else {}  # no NaN, NUL or deep nesting
     except json.JSONDecodeError as err:
         raise _BadJson(f"Params are not valid JSON ({err.msg} at line {err.lineno}): write an object such as {{}}.") from None
+    except UnsafeInput as err:
+        raise _BadJson(f"Params: {err}") from None
 
 
 def _registry_context() -> dict[str, Any]:

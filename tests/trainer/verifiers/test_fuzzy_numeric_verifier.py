@@ -1,4 +1,4 @@
-"""The graded (FGRPR-style) numeric verifier: reward = max(0, 1 - |a-b| / (scale * max(|b|, 1)))."""
+"""The graded (FGRPR-style) numeric verifier: reward = max(0, 1 - |a-b| / (scale * max(|b|, floor)))."""
 
 import pytest
 
@@ -30,8 +30,8 @@ def test_a_larger_scale_is_more_lenient() -> None:
     assert score("20", "40", scale=2.0)[0] == pytest.approx(0.75)  # 1 - 20/(2*40)
 
 
-def test_small_references_use_an_absolute_unit() -> None:
-    assert score("1", "0")[0] == 0.0  # 1 - 1/(1*max(0,1))
+def test_small_counts_decay_relative_to_the_reference() -> None:
+    assert score("1", "0")[0] == 0.0  # a reference of 0: 1 - 1/(1*floor) < 0
     assert score("4", "3")[0] == pytest.approx(2 / 3)
 
 

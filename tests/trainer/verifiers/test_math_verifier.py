@@ -70,7 +70,7 @@ def test_it_times_out_a_pathological_answer_and_recovers() -> None:
     hang, ok = score_all([(r"\boxed{9^{9^{9^{9}}}}", "3"), (r"\boxed{3}", "3")], timeout_s=1)
     assert time.monotonic() - started < 15
     assert hang.reward == 0.0
-    assert hang.detail["error"] == "timeout after 1s"
+    assert hang.detail["error"] == "timed out after 1 s"
     assert ok.reward == 1.0
 
 

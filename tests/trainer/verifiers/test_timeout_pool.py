@@ -49,7 +49,7 @@ def test_a_hanging_call_times_out_quickly_and_the_pool_still_works() -> None:
     started = time.monotonic()
     (outcome,) = run_with_timeout(time.sleep, [(60,)], timeout_s=1)
     assert time.monotonic() - started < 10
-    assert (outcome.status, outcome.error) == ("timeout", "timeout after 1s")
+    assert (outcome.status, outcome.error) == ("timeout", "timed out after 1 s")
     assert [o.value for o in run_with_timeout(math.sqrt, [(9.0,)], timeout_s=5)] == [3.0]
 
 
@@ -71,7 +71,7 @@ def test_the_batch_timeout_bounds_the_whole_batch(pool: TimeoutPool) -> None:
     outcomes = pool.run(time.sleep, [(60,)] * 5, timeout_s=30, batch_timeout_s=1)
     assert time.monotonic() - started < 10
     assert {o.status for o in outcomes} == {"timeout"}
-    assert outcomes[0].error == "batch timeout after 1s"
+    assert outcomes[0].error == "batch timed out after 1 s (the limit for the whole batch)"
 
 
 def test_a_crashing_worker_fails_only_its_call(pool: TimeoutPool) -> None:

@@ -63,7 +63,7 @@ def test_an_evaluation_targets_the_base_model_or_a_checkpoint(
     assert response.status_code == 201
     base, ckpt = response.json()
     assert (base["target_kind"], base["model_path"], base["status"]) == ("base", "tiny:addition", "queued")
-    assert (ckpt["target_kind"], ckpt["model_path"], ckpt["step"]) == ("checkpoint", checkpoint.path, 8)
+    assert (ckpt["target_kind"], ckpt["model_path"], ckpt["step"]) == ("checkpoint", f"checkpoint:{checkpoint.pk}", 8)
 
 
 def test_targets_of_another_project_are_refused(

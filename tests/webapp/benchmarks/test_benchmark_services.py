@@ -65,7 +65,9 @@ def test_a_file_benchmark_reads_the_uploaded_file_with_the_mapped_fields(project
     b = benchmark_create(project=project, actor=alice, name="gsm8k", source="file", dataset=dataset,
                          config={"data": {"prompt_template": "Q: {prompt}\nA:"}, "verifiers": [{"name": "math"}]})
     data = b.config["data"]
-    assert (data["source"], data["path"], data["prompt_field"], data["answer_field"]) == ("file", dataset.path, "question", "answer")
+    assert (data["source"], data["path"], data["prompt_field"], data["answer_field"]) == (
+        "file", f"dataset:{dataset.pk}", "question", "answer"
+    )
     assert data["prompt_template"] == "Q: {prompt}\nA:" and b.dataset == dataset
 
 

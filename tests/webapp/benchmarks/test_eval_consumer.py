@@ -11,10 +11,10 @@ from channels.layers import channel_layers
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from pytest_django import Settings
-from rest_framework.authtoken.models import Token
 
 from tests.webapp.benchmarks.helpers import SMALL_BENCHMARK, problem_result
 from tests.workers.helpers import make_project, make_user
+from webapp.accounts.tokens import issue_token
 from webapp.benchmarks.models import EvalRun
 from webapp.benchmarks.results import eval_record_problems
 from webapp.realtime.routing import websocket_urlpatterns
@@ -50,7 +50,7 @@ def eval_run(alice: Any) -> EvalRun:
 
 
 def token_for(user: Any) -> str:
-    return str(Token.objects.create(user=user).key)
+    return issue_token(user).token
 
 
 def test_an_outsider_is_closed_with_4404_and_an_anonymous_socket_with_4401(eval_run: EvalRun) -> None:

@@ -33,10 +33,12 @@ def test_a_good_jsonl_file_is_stored_with_its_row_count(api: Api, project: Proje
     assert response.status_code == 201, response.json()
     body = response.json()
     assert (body["name"], body["format"], body["rows"], body["fields"]) == ("addition", "jsonl", 4, ["prompt", "answer", "difficulty"])
-    assert Path(body["path"]).read_bytes() == (DATA / "addition.jsonl").read_bytes()
-    assert Path(body["path"]).parent == Path(settings.RLVR_DATASETS_DIR) / str(project.pk)
+    stored = Path(Dataset.objects.get(pk=body["id"]).path)
+    assert stored.read_bytes() == (DATA / "addition.jsonl").read_bytes()
+    assert stored.parent == Path(settings.RLVR_DATASETS_DIR) / str(project.pk)
     assert body["config_data"] == {
-        "source": "file", "path": body["path"], "format": "jsonl", "prompt_field": "prompt", "answer_field": "answer"
+        "source": "file", "path": f"dataset:{body['id']}", "format": "jsonl", "prompt_field": "prompt",
+        "answer_field": "answer",
     }
 
 

@@ -76,11 +76,14 @@ def test_a_rollout_id_from_another_run_is_404(api: Api, stored: Run, experiment:
     assert api(alice).get(f"/api/runs/{other}/rollouts/{rollout.pk}/").status_code == 404
 
 
-def test_checkpoints_are_listed_by_step(api: Api, run: Run, alice: User) -> None:
+def test_checkpoints_are_listed_by_step_with_the_reference_a_config_uses_and_no_server_path(
+    api: Api, run: Run, alice: User
+) -> None:
     run_record_checkpoint(run_id=run.pk, step=20, path="/c/20")
     run_record_checkpoint(run_id=run.pk, step=10, path="/c/10")
     body = api(alice).get(f"/api/runs/{run.pk}/checkpoints/").json()
-    assert [(c["step"], c["path"]) for c in body] == [(10, "/c/10"), (20, "/c/20")]
+    assert [(c["step"], c["ref"]) for c in body] == [(10, f"checkpoint:{body[0]['id']}"), (20, f"checkpoint:{body[1]['id']}")]
+    assert all("path" not in c for c in body)
 
 
 def test_events_can_be_tailed_after_an_id(api: Api, run: Run, alice: User) -> None:

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from pytest_django.fixtures import Settings
 
 from tests.webapp.helpers import record_steps
+from webapp.core.dispatch import QueueUnavailable
 from webapp.core.errors import Conflict
 from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Run, RunEvent
 from webapp.experiments.services import (
@@ -44,17 +45,17 @@ def test_a_run_is_sent_to_the_training_queue_only_after_commit(
     assert enqueued == [run.pk]
 
 
-def test_a_broker_that_cannot_be_reached_fails_the_run_with_a_hint(
+def test_a_broker_that_cannot_be_reached_leaves_the_run_not_queued_with_a_hint(
     experiment: Experiment, alice: User, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Capture
 ) -> None:
     def broken(run_id: int) -> None:
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6379")
 
     monkeypatch.setattr("webapp.experiments.services.enqueue_training", broken)
-    with django_capture_on_commit_callbacks(execute=True):
+    with pytest.raises(QueueUnavailable), django_capture_on_commit_callbacks(execute=True):
         run = run_launch(experiment=experiment, actor=alice)
     run.refresh_from_db()
-    assert run.status == "failed"
+    assert run.status == "not_queued"
     assert "Check that Redis is reachable" in run.error_message
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,9 +13,9 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.db import transaction
 from pytest_django import Settings
-from rest_framework.authtoken.models import Token
 
 from tests.workers.helpers import launch_run, make_project, make_user
+from webapp.accounts.tokens import issue_token
 from webapp.experiments.models import Run
 from webapp.realtime.publish import publish_run_event
 from webapp.realtime.routing import websocket_urlpatterns
@@ -47,7 +48,7 @@ def run(alice: Any) -> Run:
 
 
 def token_for(user: Any) -> str:
-    return str(Token.objects.create(user=user).key)
+    return issue_token(user).token
 
 
 def connect(path: str) -> tuple[bool, list[dict[str, Any]]]:
@@ -101,6 +102,33 @@ def test_a_viewer_hears_the_run_s_status_and_last_stored_step_first(run: Run) ->
     assert '"type": "run.hello"' in hello["text"] and '"step": 7' in hello["text"] and '"status": "running"' in hello["text"]
 
 
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        ("succeeded", ""),
+        ("failed", "CUDA out of memory: lower training.micro_batch_size"),
+        ("cancelled", ""),
+    ],
+)
+def test_a_client_that_reconnects_after_the_run_ended_hears_its_final_status_and_message(
+    run: Run, alice: Any, status: str, message: str
+) -> None:
+    token = token_for(alice)
+    _, before = connect(f"/ws/runs/{run.pk}/?token={token}")  # connected while the run was queued
+    assert [json.loads(m["text"])["type"] for m in before if m["type"] == "websocket.send"] == ["run.hello", "run.status"]
+    # The run ends while the client is away: the final run.status goes to nobody.
+    Run.objects.filter(pk=run.pk).update(status=status, step=10, error_message=message)
+    publish_run_event(run_id=run.pk, event="run.status", payload={"status": status})
+
+    _, received = connect(f"/ws/runs/{run.pk}/?token={token}")
+
+    sent = [json.loads(m["text"]) for m in received if m["type"] == "websocket.send"]
+    final = [m for m in sent if m["type"] == "run.status"]
+    assert len(final) == 1, sent
+    assert final[0]["run_id"] == run.pk and final[0]["status"] == status and final[0]["step"] == 10
+    assert final[0]["error_message"] == message
+
+
 def test_events_of_the_run_reach_a_connected_member(run: Run, alice: Any) -> None:
     token = token_for(alice)
 
@@ -108,6 +136,7 @@ def test_events_of_the_run_reach_a_connected_member(run: Run, alice: Any) -> Non
         communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/?token={token}")
         await communicator.connect()
         hello = await communicator.receive_json_from()
+        await communicator.receive_json_from()  # the current run.status
         publish = sync_to_async(publish_run_event)
         await publish(run_id=run.pk, event="run.step", payload={"step": 1, "metrics": {"rollout/reward_mean": 0.5}})
         await publish(run_id=run.pk + 1, event="run.step", payload={"step": 9, "metrics": {}})  # another run
@@ -129,7 +158,8 @@ def test_an_event_is_not_published_when_its_transaction_rolls_back(run: Run, ali
     async def go() -> bool:
         communicator = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/?token={token}")
         await communicator.connect()
-        await communicator.receive_json_from()
+        await communicator.receive_json_from()  # run.hello
+        await communicator.receive_json_from()  # run.status
         await sync_to_async(publish_in_rolled_back_transaction)(run.pk)
         quiet = await communicator.receive_nothing(timeout=0.2)
         await communicator.disconnect()

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from webapp.core.dispatch import QueueUnavailable
 from webapp.core.errors import ApplicationError
 from webapp.experiments.models import Run
 from webapp.verification import bench, job_services
@@ -122,7 +123,7 @@ def test_a_job_that_cannot_reach_the_broker_fails_with_how_to_fix_it(
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6399")
 
     monkeypatch.setattr(job_services, "enqueue_verification_job", unreachable)
-    with django_capture_on_commit_callbacks(execute=True):
+    with pytest.raises(QueueUnavailable), django_capture_on_commit_callbacks(execute=True):
         job = verification_audit_start(version=version, actor=alice)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "REDIS_URL" in job.error and "'default' queue" in job.error

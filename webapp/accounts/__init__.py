@@ -1,0 +1,1 @@
+"""Accounts that hold: hashed, expiring API tokens; login lockout (django-axes); security headers."""
