@@ -158,7 +158,8 @@ def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_rea
         assert passed <= code, f"{name} sets variables nothing reads: {sorted(passed - code)}"
 
 
-WORKERS = ("worker", "worker-gpu", "worker-cpu")
+# Every service that may run user code: the workers (code verifier) and web (the verifier test bench).
+SANDBOXED = ("web", "worker", "worker-gpu", "worker-cpu")
 # What bubblewrap calls to build the code sandbox (trainer/sandbox): the workers' profile must allow them.
 BWRAP_NEEDS = {"clone", "clone3", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "sethostname", "capset"}
 # Machine administration and the kernel interfaces the workers never use: the profile must refuse them.
@@ -170,12 +171,15 @@ WORKERS_NEVER_NEED = {
 }  # fmt: skip
 
 
-def test_workers_run_with_the_seccomp_profile_and_apparmor_setting_the_code_sandbox_needs(compose: dict[str, Any]) -> None:
-    for name in WORKERS:
+def test_services_that_run_user_code_have_the_seccomp_profile_and_apparmor_setting_the_sandbox_needs(
+    compose: dict[str, Any],
+) -> None:
+    for name in SANDBOXED:
         service = compose["services"][name]
         assert set(service["security_opt"]) == {"seccomp=deploy/seccomp-sandbox.json", "apparmor=unconfined"}, name
         assert service["init"] is True, f"{name}: without an init the sandbox's exited bwrap processes stay zombies"
-    assert "security_opt" not in compose["services"]["web"]  # the web process runs no user code
+    for name in ("postgres", "redis"):
+        assert "security_opt" not in compose["services"][name]  # services that run no user code keep Docker's default
 
 
 def test_the_workers_seccomp_profile_allows_bubblewrap_and_refuses_machine_administration() -> None:

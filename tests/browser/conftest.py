@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from tests.workers.conftest import real_services, runs_dir, start_worker  # noqa: F401 -- fixtures, shared
-from tests.workers.helpers import REPO, redis_reachable, redis_url, wait_for, worker_env
-from webapp.stack import free_port, port_open
+from tests.workers.helpers import REPO, redis_reachable, redis_url, serve_daphne, worker_env
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -58,23 +55,8 @@ def live_server_url(
         # RLVR_ENQUEUE=1 whatever the test process has: a run launched from the browser must reach the worker.
         roots = [*settings.RLVR_MODEL_ROOTS, tmp_path_factory.getbasetemp()]  # where the test models are built
         env = {**worker_env(tmp_path_factory.mktemp("web-data"), roots), "RLVR_DEBUG": "1", "RLVR_ENQUEUE": "1"}
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        wait_for(lambda: port_open("127.0.0.1", port) or process.poll() is not None, 30, "daphne")
-        assert process.poll() is None, log_path.read_text()
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve_daphne(env, tmp_path_factory.mktemp("daphne") / "daphne.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,9 @@ from trainer.sandbox import (
 
 REPO = Path(__file__).resolve().parents[2]
 # An outer bwrap that plays the machine: everything visible, our uid mapped to 1000.
+# The checkout is bound again over the private /tmp, since a clone may itself live under /tmp.
 OUTER = ["bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--bind", "/", "/",
-         "--dev", "/dev", "--tmpfs", "/tmp", "--die-with-parent"]  # fmt: skip
+         "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(REPO), str(REPO), "--die-with-parent"]  # fmt: skip
 PROBE = (
     "import json\nfrom trainer.sandbox import SandboxUnavailable, run_python, sandbox_capabilities\n"
     "try:\n    r = run_python('import os\\nprint(os.path.exists(\"/proc\"))')\n    out = {'stdout': r.stdout, 'status': r.status}\n"

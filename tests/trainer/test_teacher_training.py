@@ -51,7 +51,8 @@ def test_opd_moves_the_student_towards_the_teacher(warm_model_dir: Path, tmp_pat
         "model": {"name_or_path": str(warm_model_dir)},
         "data": {"source": "demo", "size": 256},
         "rollout": {"num_generations": 4, "max_completion_length": 4},
-        "training": {"max_steps": 10, "prompts_per_step": 8, "micro_batch_size": 32, "learning_rate": 1e-4},
+        # 40 steps: the per-step reverse KL is noisy over 32 completions; over 10 steps it can stay flat.
+        "training": {"max_steps": 40, "prompts_per_step": 8, "micro_batch_size": 32, "learning_rate": 1e-4},
         "checkpoint": {"output_dir": str(tmp_path), "save_steps": 0},
         "teacher": {"name_or_path": TEACHER_NAME, "fusion": "opd"},
     })
@@ -64,7 +65,7 @@ def test_opd_moves_the_student_towards_the_teacher(warm_model_dir: Path, tmp_pat
     assert final is not None
     before = reverse_kl_on_own_samples(AutoModelForCausalLM.from_pretrained(warm_model_dir), teacher, tok)
     after = reverse_kl_on_own_samples(AutoModelForCausalLM.from_pretrained(final), teacher, tok)
-    assert after < 0.9 * before, (before, after)  # measured: 0.668 -> 0.515
+    assert after < 0.9 * before, (before, after)  # measured: 0.828 -> 0.607
 
     # the teacher is clearly stronger than the student it teaches (built: 0.65 vs 0.28 greedy)
     assert greedy_addition_accuracy(teacher, tok) > greedy_addition_accuracy(

@@ -41,11 +41,17 @@ def real_services(transactional_db: None, runs_dir: Path) -> None:
 
 
 @pytest.fixture
-def start_worker(real_services: None, tmp_path: Path) -> Iterator[Callable[..., CeleryWorker]]:
+def start_worker(
+    real_services: None, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[..., CeleryWorker]]:
     """``start(nodename, redis_url=None)``: a ``celery worker -Q training`` process (against the test Redis
-    unless another is given); all are stopped afterwards."""
+    unless another is given); all are stopped afterwards. Its model roots include pytest's temporary
+    folder, where the test models are built, also where ``model_roots`` does not apply (browser tests)."""
+    from django.conf import settings
+
     workers: list[CeleryWorker] = []
-    env = worker_env(tmp_path / "data")
+    roots = [*settings.RLVR_MODEL_ROOTS, tmp_path_factory.getbasetemp()]
+    env = worker_env(tmp_path / "data", list(dict.fromkeys(roots)))
     clear_queues(redis_url())
 
     def start(nodename: str, redis_url: str | None = None) -> CeleryWorker:

@@ -3,13 +3,14 @@ worker process pointed at the test database and the test Redis."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -186,3 +187,26 @@ class FakeRedis:
 
     def delete(self, key: str) -> int:
         return 1 if self.data.pop(key, None) is not None else 0
+
+
+@contextlib.contextmanager
+def serve_daphne(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """The real web server (daphne, one process) with ``env`` on a free port; stopped on exit."""
+    from webapp.stack import free_port, port_open
+
+    port = free_port()
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_for(lambda: port_open("127.0.0.1", port) or process.poll() is not None, 30, "daphne")
+        assert process.poll() is None, log_path.read_text()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.bounds import string_problem
 from trainer.data.limits import (
     DEFAULT_LIMITS,
     FileLimits,
@@ -348,6 +349,9 @@ def _field_text(
         raise DataError(f"{at}: the {field!r} field is missing or null; every row needs {holds}{hint}")
     if not text.strip():
         raise DataError(f"{at}: the {field!r} field is empty; every row needs {holds}{hint}")
+    problem = string_problem(text)  # PostgreSQL cannot store it in a rollout's prompt or answer
+    if problem:
+        raise DataError(f"{at}: the {field!r} field {problem}")
     return text
 
 

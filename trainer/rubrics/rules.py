@@ -9,8 +9,10 @@ Rules never raise while scoring: the caller turns an exception into score 0 with
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -19,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from trainer.errors import ConfigError
 from trainer.registry import Registry
 from trainer.samples import Sample
-from trainer.user_regex import PatternError, check_user_pattern, compile_user_pattern
+from trainer.user_regex import PatternError, UserPattern, check_user_pattern, compile_user_pattern
 
 
 @dataclass
@@ -110,8 +112,8 @@ class RegexRule:
 
 class LengthParams(RuleParams):
     unit: Literal["chars", "words", "lines"] = Field("words", description="What is counted.")
-    min: int | None = Field(None, ge=0, description="Lowest allowed count (inclusive); null: no lower bound.")
-    max: int | None = Field(None, ge=0, description="Highest allowed count (inclusive); null: no upper bound.")
+    min: int | None = Field(None, ge=0, le=10_000_000, description="Lowest allowed count (inclusive); null: no lower bound.")
+    max: int | None = Field(None, ge=0, le=10_000_000, description="Highest allowed count (inclusive); null: no upper bound.")
 
     @model_validator(mode="after")
     def _bounds(self) -> LengthParams:
@@ -239,7 +241,60 @@ class JsonSchemaParams(RuleParams):
             Draft202012Validator.check_schema(self.schema_)
         except SchemaError as err:
             raise ValueError(f"schema is not a valid JSON Schema: {err.message}") from None
+        for where, pattern in _schema_patterns(self.schema_):
+            try:
+                _schema_regex(pattern, where)
+            except PatternError as err:
+                raise ValueError(str(err)) from None
         return self
+
+
+def _schema_patterns(schema: Any, where: str = "schema") -> Iterator[tuple[str, str]]:
+    """Every regular expression of a JSON Schema (``pattern`` values, ``patternProperties`` keys)."""
+    stack: list[tuple[Any, str]] = [(schema, where)]
+    while stack:
+        node, at = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                yield f"{at}.pattern", node["pattern"]
+            if isinstance(node.get("patternProperties"), dict):
+                yield from ((f"{at}.patternProperties", key) for key in node["patternProperties"])
+            stack.extend((child, f"{at}.{key}") for key, child in node.items())
+        elif isinstance(node, list):
+            stack.extend((child, f"{at}.{i}") for i, child in enumerate(node))
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_regex(pattern: str, where: str = "schema pattern") -> UserPattern:
+    return compile_user_pattern(pattern, what=where)
+
+
+def _re2_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``pattern`` keyword on RE2 (its own uses Python's backtracking ``re``)."""
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and _schema_regex(pattern).search(instance) is None:
+        yield ValidationError(f"{instance[:80]!r} does not match {pattern!r}")
+
+
+def _re2_pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        regex = _schema_regex(pattern)
+        for key, value in instance.items():
+            if regex.search(key) is not None:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+@functools.lru_cache(maxsize=1)
+def _linear_time_validator() -> Any:
+    """Draft 2020-12 with its two regex keywords in linear time (a schema is user input)."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(
+        Draft202012Validator, {"pattern": _re2_pattern, "patternProperties": _re2_pattern_properties}
+    )
 
 
 @RULES.register("json_schema")
@@ -253,9 +308,7 @@ class JsonSchemaRule:
     Params: ClassVar[type[RuleParams]] = JsonSchemaParams
 
     def __init__(self, params: JsonSchemaParams) -> None:
-        from jsonschema import Draft202012Validator
-
-        self.validator = Draft202012Validator(params.schema_)
+        self.validator = _linear_time_validator()(params.schema_)
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
         try:

@@ -131,3 +131,14 @@ def test_a_row_report_keeps_the_first_hundred_problems_and_counts_the_rest(tmp_p
     assert "5000 of 5000 rows are invalid" in summary
     assert summary.endswith("... and 4980 more")
     assert len(summary) < 8 * 1024
+
+
+def test_a_nul_character_in_a_prompt_is_refused_at_the_row_that_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "nul.jsonl"
+    rows = [{"prompt": "1+1=", "answer": "2"}, {"prompt": "2+2=\u0000", "answer": "4"}]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    report = check_data_file(path)
+    assert report.bad_rows == [2]
+    assert "NUL" in report.problems[0].message
+    with pytest.raises(DataError, match=r"line 2.*NUL"):
+        load_file_samples(path)

@@ -135,3 +135,24 @@ def test_unknown_rule_parameters_are_named() -> None:
 def test_the_json_schema_rule_names_its_parameter_schema() -> None:
     with pytest.raises(ConfigError, match=r"valid: schema$"):
         build_rule("json_schema", {"schema": {}, "extra": 1})
+
+
+def test_a_json_schema_pattern_runs_in_linear_time() -> None:
+    # Python's re (jsonschema's own engine) backtracks for tens of seconds on this; RE2 answers at once.
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(a+)+$"}}}
+    rule = build_rule("json_schema", {"schema": schema})
+    assert rule('{"name": "' + "a" * 40 + 'b"}', SAMPLE).fraction == 0.0
+    assert rule('{"name": "aaa"}', SAMPLE).fraction == 1.0
+
+
+def test_json_schema_pattern_properties_use_the_same_engine() -> None:
+    schema = {"type": "object", "patternProperties": {"^x_": {"type": "integer"}}}
+    rule = build_rule("json_schema", {"schema": schema})
+    assert rule('{"x_a": 1, "y": "free"}', SAMPLE).fraction == 1.0
+    assert rule('{"x_a": "one"}', SAMPLE).fraction == 0.0
+
+
+def test_a_json_schema_with_a_backreference_pattern_is_refused_naming_where_it_is() -> None:
+    schema = {"properties": {"name": {"pattern": "(a)\\1"}}}
+    with pytest.raises(ConfigError, match=r"schema\.properties\.name\.pattern.*backreference"):
+        build_rule("json_schema", {"schema": schema})

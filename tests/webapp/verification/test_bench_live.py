@@ -9,8 +9,6 @@ in RE2, far longer with Python's ``re``). The bench's budget is 2 s in this serv
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +20,7 @@ import pytest
 
 from tests.webapp.helpers import make_user
 from tests.workers.conftest import real_services, runs_dir  # noqa: F401 -- fixtures, shared
-from tests.workers.helpers import REPO, wait_for, worker_env
-from webapp.stack import free_port, port_open
+from tests.workers.helpers import serve_daphne, worker_env
 from webapp.teams.services import project_create
 from webapp.verification.services import verifier_definition_create
 
@@ -35,23 +32,8 @@ BUDGET_S = 2
 @pytest.fixture
 def daphne_url(real_services: None, tmp_path: Path) -> Iterator[str]:  # noqa: F811
     env = {**worker_env(tmp_path / "data"), "DJANGO_SETTINGS_MODULE": "tests.webapp.verification.bench_live_settings"}
-    port = free_port()
-    log_path = tmp_path / "daphne.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
-        wait_for(lambda: port_open("127.0.0.1", port) or process.poll() is not None, 30, "daphne")
-        assert process.poll() is None, log_path.read_text()
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    with serve_daphne(env, tmp_path / "daphne.log") as url:
+        yield url
 
 
 @pytest.mark.slow
