@@ -1,4 +1,4 @@
-"""Wall time of one ``math`` batch of 8 pathological answers: the committed code (HEAD) against this tree.
+"""Wall time of one ``math`` batch of 8 pathological answers: the code before the batch timeout against this tree.
 
     .venv/bin/python benchmarks/verifier_pathological.py            # both, in the same run
     .venv/bin/python benchmarks/verifier_pathological.py --only new
@@ -6,8 +6,9 @@
 The batch: four towers of powers (``9^9^9^9`` and kin: sympy tries to build the integer and never
 finishes) and four fractions nested 200 levels deep (``--kind towers``: eight towers), all with the
 reference ``3``, scored with the
-verifier's default parameters. "old" is ``git archive HEAD trainer`` unpacked into a temporary folder and
-run with the same interpreter (so it is the code as last committed: one worker on a 2-core machine, no
+verifier's default parameters. "old" is ``git archive <--old-rev> trainer`` (default: the last commit
+before parallel judging) unpacked into a temporary folder and
+run with the same interpreter (one worker on a 2-core machine, no
 batch timeout by default); "new" is the working tree. Each side runs in its own subprocess, cold (its
 worker processes start inside the timed call, as on the first batch of a run), and reports the wall
 time, the rewards and the error of each answer.
@@ -78,10 +79,13 @@ def run_side(tree: Path, kind: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def head_tree(into: Path) -> Path:
-    archive = into / "head.tar"
+OLD_REV = "c91b2e2"  # the last commit before the parallel judging and the default batch timeout
+
+
+def old_tree(into: Path, rev: str) -> Path:
+    archive = into / "old.tar"
     with archive.open("wb") as out:
-        subprocess.run(["git", "archive", "HEAD", "trainer"], cwd=ROOT, stdout=out, check=True)
+        subprocess.run(["git", "archive", rev, "trainer"], cwd=ROOT, stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
     return into
@@ -96,11 +100,12 @@ def main() -> None:
         default="mixed",
         help="mixed: 4 towers + 4 nested fractions (default); towers: 8 towers of powers, all hanging",
     )
+    parser.add_argument("--old-rev", default=OLD_REV, help="the commit whose trainer/ is 'old' (default %(default)s)")
     args = parser.parse_args()
     print(f"cpus: {len(os.sched_getaffinity(0))}, load average: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="rlvr-bench-") as tmp:
         sides = {
-            "old": lambda: run_side(head_tree(Path(tmp)), args.kind),
+            "old": lambda: run_side(old_tree(Path(tmp), args.old_rev), args.kind),
             "new": lambda: run_side(ROOT, args.kind),
         }
         for name, run in sides.items():

@@ -110,7 +110,7 @@
   function setStatus(newStatus, errorMessage) {
     status = newStatus;
     const badge = document.querySelector("#run-status .badge");
-    if (badge) { badge.textContent = newStatus; badge.className = "badge status-" + newStatus; }
+    if (badge) { badge.textContent = newStatus.replace(/_/g, " "); badge.className = "badge status-" + newStatus; }
     if (errorMessage !== undefined) showError(errorMessage);
     const queueAgain = document.getElementById("queue-again");
     if (queueAgain) queueAgain.style.display = newStatus === "not_queued" ? "" : "none";
