@@ -86,6 +86,16 @@ def slow_case(scorer: IsolatedScorer) -> dict[str, Any]:
     return {"in_thread_s": in_thread_s, "bench_s": bench_s, "bench_error": verdict.detail.get("error")}
 
 
+def _revision() -> str:
+    """The commit measured (with '+dirty' when the tree has uncommitted changes)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--doubling", action="store_true", help="also time n = 24, 25, 26")
@@ -112,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slow even in RE2 (last match of 'a.*z|a' in 100,000 a's): in the thread {slow['in_thread_s']:.2f} s, "
               f"bench {slow['bench_s']:.2f} s -> {slow['bench_error']!r}")  # fmt: skip
     report = {
-        "python": platform.python_version(), "machine": platform.machine(), "load_average": os.getloadavg(),
+        "revision": _revision(), "python": platform.python_version(), "machine": platform.machine(),
+        "load_average": os.getloadavg(),
         "bench_first_call_s": cold_s, "rows": rows, "slow_case": slow,
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -179,8 +179,9 @@ class AlgorithmConfig(_Section):
     advantage_estimator: AdvantageName = Field(
         "grpo",
         description="'grpo' (group mean/std, Shao et al. 2024), 'dr_grpo' (no std, Liu et al. 2025), "
-        "'rloo' (leave-one-out baseline, Ahmadian et al. 2024), 'reinforce_pp' (group mean, then batch "
-        "whitening, Hu 2025).",
+        "'rloo' (leave-one-out baseline, Ahmadian et al. 2024), 'reinforce_pp' (group mean, then "
+        "whitening over all the step's completion tokens, each completion weighted by its length, as verl's "
+        "reinforce_plus_plus_baseline; Hu 2025).",
     )
     scale_rewards: Literal["group", "batch", "none"] = Field(
         "group",
@@ -196,8 +197,9 @@ class AlgorithmConfig(_Section):
     importance_sampling_level: Literal["token", "sequence", "segment"] = Field(
         "token",
         description="'token': PPO ratio per token; 'sequence': one length-normalised ratio per "
-        "completion (GSPO, Zheng et al. 2025). TRL name. 'segment': one length-normalised ratio per "
-        "entropy-derived segment, with a soft entropy saliency weight (HISPO, shared/seeds 001:L13; "
+        "completion (GSPO, Zheng et al. 2025), in the paper's GSPO-token form so per-token advantages "
+        "(token credit, teacher fusion) keep their per-token gradient. TRL name. 'segment': one "
+        "length-normalised ratio per entropy-derived segment, with a soft entropy saliency weight (HISPO, shared/seeds 001:L13; "
         "see the segment_* fields).",
     )
     epsilon: float = Field(0.2, gt=0, le=10, description="Lower clip range: ratio >= 1 - epsilon (PPO).")

@@ -62,7 +62,8 @@ def training_step(run: Run, step: int) -> StepReport:
 
     signals = teacher_signals(run.teacher, cfg, step, batch, collected.group_samples, run.tokenizer,
                               run.micro_batch_size)  # OPD / OPSD
-    advantages = compute_advantages(fuse_rewards(rewards, signals, cfg.teacher, step), group_ids, alg)  # [N]
+    fused = fuse_rewards(rewards, signals, cfg.teacher, step)  # [N]
+    advantages = compute_advantages(fused, group_ids, alg, batch.lengths)  # [N]; reinforce_pp weighs by length
     advantages, rarity_metrics = rarity_advantages(advantages, batch.texts, shaped.pseudo_correct, group_ids, cfg.shaping)
     loss_mask = batch.completion_mask.clone()  # [N, T]
     if alg.mask_truncated_completions:

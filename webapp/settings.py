@@ -224,7 +224,7 @@ CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     )
 }
 
-# Read by workers/celery.py with namespace="CELERY".
+# Read with namespace="CELERY" by webapp/core/tasks_by_name.py (the one Celery app; workers/celery_app.py adds its tasks).
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_ACKS_LATE = True

@@ -11,39 +11,24 @@ restarting under the same node name re-queues the runs it owned at once; when a 
 Redis re-delivers the message to another worker after ``RLVR_TASK_VISIBILITY_TIMEOUT_S``. Either way
 ``run_training`` resumes from the last checkpoint.
 
-Started with ``celery -A workers.celery_app worker``; the web process imports it only to enqueue.
+Started with ``celery -A workers.celery_app worker``. The web process never imports it: it sends tasks by
+name through the same app object (webapp/core/tasks_by_name.py).
 """
 
 from __future__ import annotations
 
-import os
+from webapp.core.tasks_by_name import QUEUES, app
 
-from celery import Celery
-from kombu import Queue
+__all__ = ["QUEUES", "app"]
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-
-QUEUES = ("default", "training", "eval")
-
-app = Celery(
-    "rlvr",
-    include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification", "workers.processes"],
-)
-app.config_from_object("django.conf:settings", namespace="CELERY")
+# The app object, its queues and routes are the web side's (webapp/core/tasks_by_name.py), so what the web
+# process sends is what this worker reads; the worker adds the task modules and the flags below.
 app.conf.update(
-    task_queues=[Queue(name) for name in QUEUES],
-    task_default_queue="default",
+    include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification", "workers.processes"],
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
-    # Outcomes live in the database: storing task results in Redis would only add a way to fail.
-    task_ignore_result=True,
     # A Redis outage must not kill a run in progress: the sink keeps writing to the database.
     worker_cancel_long_running_tasks_on_connection_loss=False,
     broker_connection_retry_on_startup=True,
 )
-# Evaluations go to the ``eval`` queue (workers/tasks_eval.py), whatever routes the settings declare.
-app.conf.task_routes = {
-    **dict(app.conf.task_routes or {}),
-    "workers.tasks_eval.run_evaluation": {"queue": "eval"},
-}

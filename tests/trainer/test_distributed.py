@@ -58,9 +58,16 @@ def test_step_wide_methods_are_refused_with_the_field_named(section: str, values
     config_from_dict({section: values})  # one process: fine
 
 
-def test_loss_types_with_step_wide_normalisers_are_allowed() -> None:
-    for loss_type in ("grpo", "bnpo", "dr_grpo", "dapo"):
-        config_from_dict(_config(algorithm={"loss_type": loss_type}))
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
+def test_loss_types_with_step_wide_normalisers_are_kept_on_two_processes(loss_type: str) -> None:
+    """Their normalisers (sequences, loss tokens, micro-batches of the step) are summed over the ranks
+    (test_two_ranks_with_global_normalisers_update_exactly_like_one checks the update), so a 2-process
+    config keeps the loss type asked for, on an even split of the groups with per-prompt seeding."""
+    config = config_from_dict(_config(algorithm={"loss_type": loss_type}))
+
+    assert config.algorithm.loss_type == loss_type
+    assert (config.training.num_processes, config.training.prompts_per_step) == (2, 4)
+    assert config.rollout.seed_per_prompt is True  # forced: a group samples the same on any rank
 
 
 def test_metrics_combine_by_their_meaning() -> None:

@@ -1,14 +1,14 @@
 """Advantage estimators: a step's rewards -> one scalar advantage per completion.
 
-Signature (one for the whole registry): ``(rewards [N], group_ids [N] long, cfg) -> advantages [N]``.
-Completions of the same prompt share a group id; a group whose rewards are all equal gets advantage 0
-(no gradient: the "silent" groups that dynamic sampling later removes).
+Signature (one for the whole registry): ``(rewards [N], group_ids [N] long, cfg, lengths=None) ->
+advantages [N]``. Completions of the same prompt share a group id; a group whose rewards are all equal gets
+advantage 0 (no gradient: the "silent" groups that dynamic sampling later removes). ``lengths`` [N] are
+the completions' token counts; only the token-weighted ``reinforce_pp`` reads them (None: equal weights).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from trainer.algorithms.group_stats import group_mean, group_sizes, group_std
 from trainer.config import AlgorithmConfig
@@ -17,12 +17,21 @@ from trainer.registry import Registry
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
 
-AdvantageFn = Callable[["Tensor", "Tensor", AlgorithmConfig], "Tensor"]
+# verl's masked_whiten adds this to the variance (inside the square root); reinforce_pp copies it.
+VERL_WHITEN_EPS = 1e-8
+
+
+class AdvantageFn(Protocol):
+    def __call__(
+        self, rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None
+    ) -> Tensor: ...
+
+
 ADVANTAGES: Registry[AdvantageFn] = Registry("advantage estimator")
 
 
 @ADVANTAGES.register("grpo")
-def grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
+def grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None) -> Tensor:
     """GRPO (Shao et al. 2024, DeepSeekMath): A_i = (r_i - mean_group) / (std + eps).
 
     ``scale_rewards`` picks the std: 'group' (the paper), 'batch' (std of the whole step, as TRL and
@@ -37,7 +46,7 @@ def grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
 
 
 @ADVANTAGES.register("dr_grpo")
-def dr_grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
+def dr_grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None) -> Tensor:
     """Dr. GRPO (Liu et al. 2025, "Understanding R1-Zero-Like Training"): A_i = r_i - mean_group.
 
     Drops the std division, which up-weights too-easy and too-hard prompts. The paper also removes the
@@ -47,7 +56,7 @@ def dr_grpo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
 
 
 @ADVANTAGES.register("rloo")
-def rloo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
+def rloo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None) -> Tensor:
     """RLOO (Ahmadian et al. 2024; Kool et al. 2019): A_i = r_i - mean_{j != i} r_j.
 
     Computed as G/(G-1) * (r_i - mean_group), which is the same quantity. Unclipped and unstandardised
@@ -60,18 +69,30 @@ def rloo(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
 
 
 @ADVANTAGES.register("reinforce_pp")
-def reinforce_pp(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
-    """REINFORCE++ with group baseline (Hu 2025): subtract the group mean, then whiten over the batch.
+def reinforce_pp(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None) -> Tensor:
+    """REINFORCE++ with group baseline (Hu 2025): subtract the group mean, then whiten over the batch's tokens.
 
-    As in verl's ``reinforce_plus_plus_baseline``: (r - mean_group), then (x - mean_batch) / (std_batch +
-    eps). Batch-level normalisation is also what DLER (004:L467) uses against length-penalty bias.
+    As verl's ``reinforce_plus_plus_baseline``: x_i = r_i - mean_group, broadcast to the completion's tokens,
+    then ``masked_whiten`` over the step's [N, T] response mask: each x_i counts once per token (weight L_i),
+    mean m = sum L_i x_i / sum L_i, unbiased variance v = sum L_i (x_i - m)^2 / (sum L_i - 1), and
+    A_i = (x_i - m) / sqrt(v + 1e-8). So long completions pull the mean and spread: rewards [1, 0 | 1, 0] with
+    lengths [1, 3 | 2, 2] give +1.208 / -0.725, not the per-sequence +-0.866. ``lengths`` None weighs every
+    completion once (per-sequence whitening, Bessel over N). Two differences from verl, both deliberate: a
+    group of one gets 0 (verl keeps its raw reward), and a step of one token returns 0 (verl raises).
+    Batch-level normalisation is also what DLER (004:L467) uses against length-penalty bias.
     """
     centred = rewards - group_mean(rewards, group_ids)
-    if centred.numel() < 2:
+    weights = centred.new_ones(centred.shape) if lengths is None else lengths.to(centred)  # [N]
+    total = weights.sum()
+    if float(total) < 2:
         return centred * 0.0
-    return (centred - centred.mean()) / (centred.std() + cfg.advantage_eps)
+    mean = (weights * centred).sum() / total
+    var = (weights * (centred - mean) ** 2).sum() / (total - 1)
+    return (centred - mean) * (var + VERL_WHITEN_EPS).rsqrt()
 
 
-def compute_advantages(rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig) -> Tensor:
-    """Look up ``cfg.advantage_estimator`` and apply it."""
-    return ADVANTAGES.get(cfg.advantage_estimator)(rewards, group_ids, cfg)
+def compute_advantages(
+    rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None
+) -> Tensor:
+    """Look up ``cfg.advantage_estimator`` and apply it; ``lengths`` [N] are the completions' token counts."""
+    return ADVANTAGES.get(cfg.advantage_estimator)(rewards, group_ids, cfg, lengths)

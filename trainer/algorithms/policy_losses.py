@@ -99,10 +99,32 @@ def ppo_clip_token(
 def gspo_sequence(
     logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
 ) -> PolicyLossOutput:
-    """GSPO (Zheng et al. 2025): one clipped ratio per completion, the length-normalised (geometric-mean)
-    sequence ratio s_i = exp(mean_t log rho_t). Same as TRL's importance_sampling_level='sequence'."""
-    log_ratio = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # [n]
-    return _clipped_surrogate(log_ratio[:, None], adv, cfg, extras.clip_scale if extras else None)
+    """GSPO (Zheng et al. 2025) in its GSPO-token form, so per-token advantages keep their credit.
+
+    The sequence ratio is the length-normalised (geometric-mean) one over the completion's loss tokens,
+    s_i = exp(mean_{t: mask=1} (logp_t - old_logp_t)). The paper's GSPO-token objective (its section
+    "GSPO-token") gives every token the ratio
+
+        s_{i,t} = sg[s_i] * pi(y_t) / sg[pi(y_t)]   (sg = stop-gradient)
+
+    and clips min(s_{i,t} A_{i,t}, clip(s_{i,t}) A_{i,t}) with the token's own advantage A_{i,t}. Its value is
+    s_i for every token (so the clip decision is the sequence's, as in GSPO), but d s_{i,t} / d logp_t = s_i:
+    each token's gradient is scaled by its own advantage. Plain GSPO applies d s_i / d logp_t = s_i / |y_i|
+    to the sum of the sequence's advantages, which cancels per-token credit (teacher fusion, ECR,
+    top-entropy): advantages [1, -1] gave gradient [0, 0]. When all of a completion's advantages are equal
+    the two coincide, values and gradients, for every loss_type (each weighs a completion's tokens
+    equally). The pi / sg[pi] factor is multiplied by the loss mask, so masked tokens get no gradient from
+    the surrogate at all, whatever their advantage. ``ratio`` reports s_i, [n, 1]. Equals TRL's
+    importance_sampling_level='sequence' for sequence-level advantages.
+    """
+    import torch
+
+    log_seq_ratio = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # [n]
+    # Value: log s_i exactly (logp - sg[logp] is 0.0); gradient: 1 per loss token, 0 per masked token.
+    log_token_ratio = log_seq_ratio.detach()[:, None] + (logp - logp.detach()) * mask  # [n, T]
+    out = _clipped_surrogate(log_token_ratio, adv, cfg, extras.clip_scale if extras else None)
+    out.ratio = torch.exp(log_seq_ratio.detach())[:, None]  # [n, 1]
+    return out
 
 
 @POLICY_LOSSES.register("segment")

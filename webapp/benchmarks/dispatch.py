@@ -1,7 +1,7 @@
-"""Hand an evaluation to the Celery ``eval`` queue: the only place the benchmarks app names a worker task.
+"""Hand an evaluation to the Celery ``eval`` queue: the only place the benchmarks app sends a worker task.
 
-``workers.tasks_eval`` is imported inside the function, so the web process starts without the worker
-package (and never loads torch: the task imports the trainer inside its body).
+The task is sent by name (webapp/core/tasks_by_name.py): the web side never imports the worker package
+(nor torch, which the task loads inside its body).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import logging
 from django.conf import settings
 
 from webapp.benchmarks.models import EvalRun
+from webapp.core.tasks_by_name import RUN_EVALUATION, send
 
 logger = logging.getLogger(__name__)
 
@@ -20,8 +21,6 @@ def enqueue_evaluation(eval_run_id: int) -> str | None:
     if not settings.RLVR_ENQUEUE:
         logger.info("RLVR_ENQUEUE is off: evaluation %s stays queued with no task sent", eval_run_id)
         return None
-    from workers.tasks_eval import run_evaluation
-
-    result = run_evaluation.apply_async(args=(eval_run_id,), queue="eval")
-    EvalRun.objects.filter(pk=eval_run_id).update(celery_task_id=result.id)
-    return str(result.id)
+    task_id = send(RUN_EVALUATION, eval_run_id)
+    EvalRun.objects.filter(pk=eval_run_id).update(celery_task_id=task_id)
+    return task_id

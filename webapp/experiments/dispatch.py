@@ -1,7 +1,6 @@
-"""Hand a run to the Celery ``training`` queue. The only place the web side names a worker task.
+"""Hand a run to the Celery ``training`` queue: the only place the experiments app sends a worker task.
 
-``workers.tasks`` is imported inside the function: importing it at module level would make every web
-process import the worker package at start-up, and the web side must stay importable without it.
+The task is sent by name (webapp/core/tasks_by_name.py): the web side never imports the worker package.
 """
 
 from __future__ import annotations
@@ -10,6 +9,7 @@ import logging
 
 from django.conf import settings
 
+from webapp.core.tasks_by_name import RUN_TRAINING, send
 from webapp.experiments.models import Run
 
 logger = logging.getLogger(__name__)
@@ -20,8 +20,6 @@ def enqueue_training(run_id: int) -> str | None:
     if not settings.RLVR_ENQUEUE:
         logger.info("RLVR_ENQUEUE is off: run %s stays queued with no task sent", run_id)
         return None
-    from workers.tasks import run_training
-
-    result = run_training.apply_async(args=(run_id,), queue="training")
-    Run.objects.filter(pk=run_id).update(celery_task_id=result.id)
-    return str(result.id)
+    task_id = send(RUN_TRAINING, run_id)
+    Run.objects.filter(pk=run_id).update(celery_task_id=task_id)
+    return task_id

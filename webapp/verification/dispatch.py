@@ -1,7 +1,6 @@
-"""Hand a verification job to the Celery ``default`` queue: the only place this app names a worker task.
+"""Hand a verification job to the Celery ``default`` queue: the only place this app sends a worker task.
 
-``workers.tasks_verification`` is imported inside the function, so the web process starts without the
-worker package (its task imports what it runs inside its body).
+The task is sent by name (webapp/core/tasks_by_name.py): the web side never imports the worker package.
 """
 
 from __future__ import annotations
@@ -9,6 +8,8 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+
+from webapp.core.tasks_by_name import RUN_VERIFICATION_JOB, send
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +20,4 @@ def enqueue_verification_job(job_id: int) -> str | None:
     if not settings.RLVR_ENQUEUE:
         logger.info("RLVR_ENQUEUE is off: verification job %s stays queued with no task sent", job_id)
         return None
-    from workers.tasks_verification import run_verification_job
-
-    return str(run_verification_job.apply_async(args=(job_id,), queue="default").id)
+    return send(RUN_VERIFICATION_JOB, job_id)
