@@ -10,8 +10,9 @@ its contiguous share of the groups (``DistContext.share``). What spans the whole
   gradients ourselves instead of wrapping the model in DistributedDataParallel: DDP *averages* (we need the
   sum, since the normalisers already span the step), its per-bucket hooks would fire on every micro-batch
   unless each is wrapped in ``no_sync()``, and the wrapped module would have to be unwrapped again for the
-  rollout engine, LoRA's adapter switch and ``save_pretrained``. One flat all-reduce per optimizer step
-  moves the same bytes as DDP's last-micro-batch sync (we lose only DDP's overlap with the backward pass).
+  rollout engine, LoRA's adapter switch and ``save_pretrained``. Bucketed in-place all-reduces once per
+  optimizer step (``GRAD_BUCKET_BYTES``, like DDP's buckets, so the extra memory is one bucket) move the same
+  bytes as DDP's last-micro-batch sync (we lose only DDP's overlap with the backward pass).
 * the prompt sampler's observations are all-gathered, so every rank's sampler state equals the 1-process one;
 * metrics and rollout records are gathered to rank 0 (``gather_report``), the only rank that reports and
   writes checkpoints.
@@ -40,6 +41,8 @@ RANK_ENV = "RLVR_DIST_RANK"  # set by trainer.dist_main: this process is one ran
 FAULT_ENV = "RLVR_TEST_EXIT_RANK_AT_STEP"  # tests only: "rank:step" makes that rank os._exit(3) at that step
 EVENTS_FILE = "events.jsonl"
 STOP_FILE = "STOP"
+# Gradients are all-reduced in flat buckets of at most this size (DDP's default bucket_cap_mb is 25 too).
+GRAD_BUCKET_BYTES = 25 * 1024 * 1024
 
 
 def in_rank() -> bool:
@@ -71,20 +74,19 @@ class DistContext:
         dist.all_reduce(t)
         return [float(x) for x in t.tolist()]
 
-    def all_reduce_grads(self, params: list[torch.nn.Parameter]) -> None:
-        """Sum the gradients of ``params`` over ranks, in place, with one flat all-reduce. A parameter without
-        a gradient on this rank contributes zeros, so every rank flattens the same layout."""
+    def all_reduce_grads(self, params: list[torch.nn.Parameter], bucket_bytes: int = GRAD_BUCKET_BYTES) -> None:
+        """Sum the gradients of ``params`` over ranks, in place, bucket by bucket (``grad_buckets``): each
+        ``p.grad`` keeps its tensor, and the extra memory at peak is one bucket's flat buffer (a gradient
+        larger than a bucket is all-reduced on its own, without a copy). A parameter without a gradient on
+        this rank gets zeros first, so every rank issues the same collectives, and then the reduced sum."""
         import torch
-        import torch.distributed as dist
 
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        dist.all_reduce(flat)
-        offset = 0
-        for p, g in zip(params, grads, strict=True):
-            n = g.numel()
-            p.grad = flat[offset : offset + n].view_as(g).clone()
-            offset += n
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        grads = [p.grad for p in params if p.grad is not None]
+        for bucket in grad_buckets(grads, bucket_bytes):
+            _all_reduce_in_place([grads[i] for i in bucket])
 
     def broadcast_flag(self, flag: bool) -> bool:
         """Rank 0's ``flag`` on every rank (the stop decision at a step boundary)."""
@@ -138,6 +140,40 @@ class DistContext:
         records = [r for _, _, rs in parts for r in rs]
         return StepReport(step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=records,
                           elapsed_s=report.elapsed_s)
+
+
+def grad_buckets(grads: list[torch.Tensor], bucket_bytes: int = GRAD_BUCKET_BYTES) -> list[list[int]]:
+    """Indices of ``grads`` grouped in order into buckets of consecutive tensors of one dtype and device, of
+    at most ``bucket_bytes`` together; a tensor larger than that is a bucket of its own."""
+    buckets: list[list[int]] = []
+    size = 0
+    for i, g in enumerate(grads):
+        nbytes = g.numel() * g.element_size()
+        last = grads[buckets[-1][-1]] if buckets else None
+        if last is None or (last.dtype, last.device) != (g.dtype, g.device) or size + nbytes > bucket_bytes:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(i)
+        size += nbytes
+    return buckets
+
+
+def _all_reduce_in_place(grads: list[torch.Tensor]) -> None:
+    """One all-reduce (sum) for a bucket: a lone contiguous tensor directly, else through one flat buffer
+    whose slices are copied back into the tensors (no new tensors are left behind)."""
+    import torch
+    import torch.distributed as dist
+
+    if len(grads) == 1 and grads[0].is_contiguous():
+        dist.all_reduce(grads[0])
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])  # [sum of numel]
+    dist.all_reduce(flat)
+    offset = 0
+    for g in grads:
+        n = g.numel()
+        g.copy_(flat[offset : offset + n].view(g.shape))
+        offset += n
 
 
 def current() -> DistContext | None:

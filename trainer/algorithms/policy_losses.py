@@ -86,6 +86,15 @@ def _clipped_surrogate(
     return PolicyLossOutput(per_token_loss=per_token_loss, ratio=ratio, clipped=clipped, dual_clipped=dual_clipped)
 
 
+def _token_credit_log_ratio(log_unit_ratio: Tensor, logp: Tensor, mask: Tensor) -> Tensor:
+    """GSPO-token's per-token log ratio sg[log s_u] + (logp_t - sg[logp_t]) * mask_t, [n, T].
+
+    ``log_unit_ratio`` is the log ratio of each token's IS unit (completion [n, 1] or segment [n, T]). The
+    value is log s_u exactly (logp - sg[logp] is 0.0); the gradient is 1 per loss token, 0 per masked token.
+    """
+    return log_unit_ratio.detach() + (logp - logp.detach()) * mask
+
+
 @POLICY_LOSSES.register("token")
 def ppo_clip_token(
     logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
@@ -120,8 +129,7 @@ def gspo_sequence(
     import torch
 
     log_seq_ratio = ((logp - old_logp) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # [n]
-    # Value: log s_i exactly (logp - sg[logp] is 0.0); gradient: 1 per loss token, 0 per masked token.
-    log_token_ratio = log_seq_ratio.detach()[:, None] + (logp - logp.detach()) * mask  # [n, T]
+    log_token_ratio = _token_credit_log_ratio(log_seq_ratio[:, None], logp, mask)  # [n, T]
     out = _clipped_surrogate(log_token_ratio, adv, cfg, extras.clip_scale if extras else None)
     out.ratio = torch.exp(log_seq_ratio.detach())[:, None]  # [n, 1]
     return out
@@ -132,9 +140,19 @@ def hispo_segment(
     logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
 ) -> PolicyLossOutput:
     """HISPO (shared/seeds 001:L13): one clipped ratio per contiguous segment, the length-normalised
-    (geometric-mean) ratio of the segment's tokens, exp(mean_{t in s} log rho_t): GSPO's rule applied to a
-    segment instead of the whole completion. Every token of a segment carries the segment's ratio and
-    clip decision; the gradient reaches each of its tokens (as in GSPO).
+    (geometric-mean) ratio of the segment's loss tokens, s_seg = exp(mean_{t in seg: mask=1} log rho_t):
+    GSPO's rule applied to a segment instead of the whole completion, in GSPO-token's per-token form
+    (Zheng et al. 2025, section "GSPO-token"; see ``gspo_sequence``). Each token gets the ratio
+
+        s_{seg,t} = sg[s_seg] * pi(y_t) / sg[pi(y_t)]   (log: sg[log s_seg] + (logp_t - sg[logp_t]) * mask_t)
+
+    and the clip uses the token's own advantage A_t. The value is s_seg for every token of the segment (the
+    segment's clip decision, as in HISPO), but d s_{seg,t} / d logp_t = s_seg, so per-token credit inside a
+    segment (saliency, OPD / fusion / ECR / top-entropy credit) keeps its sign: with the plain segment ratio
+    every token got s_seg / |seg| times the segment's summed advantage, so advantages [1, -1] in one segment
+    gave gradient [0, 0]. Masked tokens get no gradient from the surrogate, whatever their advantage. When a
+    segment's advantages are equal the two forms coincide, values and gradients, for every loss_type (each
+    weighs a completion's tokens equally). ``ratio`` reports s_seg per token, [n, T], without gradient.
 
     How it differs from the paper: the abstract gives neither the boundary rule nor the saliency form. Here
     segments come from trainer/algorithms/segments.py (a new segment at a high-entropy token, with a
@@ -155,8 +173,10 @@ def hispo_segment(
     masked_log_ratio = ((logp - old_logp) * mask).reshape(-1)  # [n*T]
     sums = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, masked_log_ratio)
     counts = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, mask.reshape(-1).to(logp.dtype))
-    seg_log_ratio = (sums / counts.clamp(min=1.0))[flat].reshape(seg.shape)  # [n, T]
-    return _clipped_surrogate(seg_log_ratio, adv, cfg, extras.clip_scale)
+    seg_log_ratio = (sums / counts.clamp(min=1.0))[flat].reshape(seg.shape)  # [n, T]: log s_seg of each token
+    out = _clipped_surrogate(_token_credit_log_ratio(seg_log_ratio, logp, mask), adv, cfg, extras.clip_scale)
+    out.ratio = torch.exp(seg_log_ratio.detach())  # [n, T]
+    return out
 
 
 def gapo_clip_scale(advantages: Tensor, cfg: AlgorithmConfig) -> Tensor:
