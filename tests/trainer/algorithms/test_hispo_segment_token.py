@@ -11,19 +11,10 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import AGGREGATIONS, POLICY_LOSSES, AggregationContext
+from tests.trainer.algorithms.loss_helpers import CFG, DUAL, ctx
+from trainer.algorithms import AGGREGATIONS, POLICY_LOSSES
 from trainer.algorithms.policy_losses import LossExtras
 from trainer.config import AlgorithmConfig
-
-CFG = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28)
-DUAL = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28, dual_clip=True, dual_clip_c=3.0)
-
-
-def ctx(mask: torch.Tensor) -> AggregationContext:
-    return AggregationContext(
-        sequences_in_step=mask.shape[0], tokens_in_step=int(mask.sum()), max_completion_length=mask.shape[1],
-        num_micro_batches=1,
-    )
 
 
 def plain_segment_loss(logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
