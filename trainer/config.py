@@ -165,7 +165,7 @@ class RolloutConfig(_Section):
         description="Sample each group with its own torch.Generator seeded from (seed, step, global group "
         "index), so a group's completions do not depend on which process generates it or what else is in the "
         "batch (one generation call per group). Forced on when training.num_processes > 1, which makes a "
-        "data-parallel run sample exactly what a 1-process run with this option samples (issue 8).",
+        "data-parallel run sample exactly what a 1-process run with this option samples.",
     )
 
 
@@ -199,7 +199,7 @@ class AlgorithmConfig(_Section):
         description="'token': PPO ratio per token; 'sequence': one length-normalised ratio per "
         "completion (GSPO, Zheng et al. 2025), in the paper's GSPO-token form so per-token advantages "
         "(token credit, teacher fusion) keep their per-token gradient. TRL name. 'segment': one "
-        "length-normalised ratio per entropy-derived segment, with a soft entropy saliency weight (HISPO, shared/seeds 001:L13; "
+        "length-normalised ratio per entropy-derived segment, with a soft entropy saliency weight (HISPO; "
         "see the segment_* fields).",
     )
     epsilon: float = Field(0.2, gt=0, le=10, description="Lower clip range: ratio >= 1 - epsilon (PPO).")
@@ -222,7 +222,7 @@ class AlgorithmConfig(_Section):
         description="How a completion's advantage becomes per-token advantages: 'uniform' copies it "
         "to every token; 'top_entropy' trains only on the top-q entropy tokens (Wang et al. 2025); 'ecr' "
         "redistributes it over tokens by the teacher-minus-policy gap, entropy-damped and zero-sum per "
-        "completion (UECR-GRPO's ECR, shared/seeds 001:L3; needs a teacher, see the teacher section).",
+        "completion (UECR-GRPO's ECR; needs a teacher, see the teacher section).",
     )
     top_entropy_quantile: float = Field(
         1.0, gt=0, le=1,
@@ -241,12 +241,11 @@ class AlgorithmConfig(_Section):
         "fixed",
         description="'fixed': the same clip range [1 - epsilon, 1 + epsilon_high] for every completion (PPO). "
         "'gapo': advantage-adaptive clip range per completion, wider for completions whose |advantage| is "
-        "large relative to the step (rare correct answers in low-success groups), GAPO (shared/seeds "
-        "001:L49); the form is in gapo_max_scale's help.",
+        "large relative to the step (rare correct answers in low-success groups), GAPO; the form is in gapo_max_scale's help.",
     )
     gapo_max_scale: float = Field(
         3.0, ge=1, le=100,
-        description="GAPO (001:L49): a completion's clip range is epsilon x s (lower) and epsilon_high x s "
+        description="GAPO: a completion's clip range is epsilon x s (lower) and epsilon_high x s "
         "(upper) with s = clamp(|A_i| / rms(A), 1, gapo_max_scale), rms over the step's non-zero advantages. "
         "The abstract gives no formula; this one widens the range in proportion to the learning signal.",
     )
@@ -261,7 +260,7 @@ class AlgorithmConfig(_Section):
     )
     segment_boundary_quantile: float = Field(
         0.9, gt=0, lt=1,
-        description="HISPO (001:L13) segments: a token starts a new segment when its sampling entropy is at "
+        description="HISPO segments: a token starts a new segment when its sampling entropy is at "
         "or above this quantile of the step's completion-token entropies (0.9: the top 10% 'forking' tokens "
         "may open segments). The abstract does not give the boundary rule; this is ours.",
     )
@@ -280,7 +279,7 @@ class AlgorithmConfig(_Section):
     # answer_span.py).
     ecr_strength: float = Field(
         1.0, gt=0, le=100,
-        description="ECR (UECR-GRPO, shared/seeds 001:L3), token_credit 'ecr': token t of a completion with "
+        description="ECR (UECR-GRPO), token_credit 'ecr': token t of a completion with "
         "advantage A gets A x w_t, w_t = 1 + s (d_t - mean d), d_t = sign(A) (log pi_teacher - log pi_old)(y_t) "
         "x (1 - H_teacher,t / log V); s = ecr_strength, lowered per completion when needed so that every "
         "w_t >= ecr_min_weight. The weights average 1, so each completion keeps its total credit and every "
@@ -288,18 +287,18 @@ class AlgorithmConfig(_Section):
     )
     ecr_min_weight: float = Field(
         0.1, ge=0, lt=1,
-        description="ECR (001:L3): the smallest token weight w_t the redistribution may give (> 0 keeps every "
+        description="ECR: the smallest token weight w_t the redistribution may give (> 0 keeps every "
         "token's sign strictly; 0 allows a token's credit to reach exactly 0).",
     )
     answer_span_mask: bool = Field(
         False,
-        description="OM-GRPO answer-span masking (shared/seeds 001:L73): take the tokens of the answer span "
+        description="OM-GRPO answer-span masking: take the tokens of the answer span "
         "out of the loss, so the answer-level reward trains the reasoning tokens only. The span is the last "
         "match of answer_span_pattern in the completion text; a token is masked when its characters overlap it.",
     )
     answer_span_pattern: str = Field(
         r"-?\d+(?:[.,/]\d+)*",
-        description="Regular expression for the answer span (answer_span_mask; OM-GRPO 001:L73). The LAST match "
+        description="Regular expression for the answer span (answer_span_mask; OM-GRPO). The LAST match "
         "in the completion is the answer; with a group named 'answer' (or exactly one group) only that "
         "group's characters are masked. Default: the last number. For boxed answers: '\\\\boxed\\{(?P<answer>[^}]*)\\}'.",
     )
@@ -397,10 +396,9 @@ class ShapingConfig(_Section):
 
     label_free_reward: Literal["none", "majority_vote", "soft_consensus"] = Field(
         "none",
-        description="'majority_vote': test-time RL reward (TTRL-style majority-vote pseudo-label, shared/METHODS.md "
-        "RWD-S rows): 1 for a completion whose extracted answer equals the most frequent answer of its group "
+        description="'majority_vote': test-time RL reward (TTRL-style majority-vote pseudo-label): 1 for a completion whose extracted answer equals the most frequent answer of its group "
         "(ties: the answer seen first), else 0. 'soft_consensus': the share of the group giving the same answer "
-        "(OM-GRPO, 001:L73). Needs no reference answer, so it works with data.answer_field null.",
+        "(OM-GRPO). Needs no reference answer, so it works with data.answer_field null.",
     )
     majority_vote_combine: Literal["replace", "add"] = Field(
         "replace",
@@ -429,11 +427,11 @@ class ShapingConfig(_Section):
     length_penalty: float = Field(
         0.0, ge=0, le=1000,
         description="Plain length penalty: reward -= length_penalty x completion tokens / max_completion_length "
-        "(the linear penalty that DLER 004:L467 and 'think fast and right' 004:L75 refine). 0 turns it off.",
+        "(the linear penalty that DLER and 'think fast and right' refine). 0 turns it off.",
     )
     rarity_redistribution: bool = Field(
         False,
-        description="Cue-GRPO rarity-aware credit redistribution (shared/seeds 001:L71): among a group's correct "
+        description="Cue-GRPO rarity-aware credit redistribution: among a group's correct "
         "completions with positive advantage, cluster by a deterministic cue (rarity_cue) and give each cluster "
         "an equal share of the group's positive advantage mass (split evenly inside it), so rare solution forms "
         "get more credit. The group's total positive mass is unchanged.",
@@ -453,14 +451,15 @@ class ShapingConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    """Periodic evaluation during training (issue 7; trainer/evaluate.py): benchmark metrics every few steps,
-    reported as eval/<benchmark>/<metric> in that step's metrics, as the seeds' training curves show
-    (Avg@k 001:L3, Pass@k 001:L13)."""
+    """Periodic evaluation during training: benchmark metrics (Avg@k, Pass@k) every few steps, reported as
+    eval/<benchmark>/<metric> in that step's metrics."""
+
+    # issue 7; trainer/evaluate.py. The seeds' training curves: Avg@k 001:L3, Pass@k 001:L13.
 
     eval_every: int = Field(
         0, ge=0, le=10_000_000,
         description="Evaluate the current policy every N steps (after the step's update); 0 turns it off. "
-        "The seeds plot benchmark accuracy over training steps (e.g. Pass@k during RL, 001:L93).",
+        "RLVR papers plot benchmark accuracy over training steps (e.g. Pass@k during RL).",
     )
     benchmarks: list[str | dict[str, Any]] = Field(
         default_factory=list, max_length=64,
@@ -478,20 +477,21 @@ class EvaluationConfig(_Section):
 
 
 class RolloutBudgetConfig(_Section):
-    """Rollout budget and prompt selection (issue 5 part 5; trainer/collect.py, trainer/allocation.py,
-    trainer/data/beta_sampler.py). The defaults are plain GRPO: uniform prompts, num_generations each."""
+    """Rollout budget and prompt selection (VIGOR, SARA, DAPO dynamic sampling, ThinkPrior). The defaults are
+    plain GRPO: uniform prompts, num_generations each."""
+
+    # issue 5 part 5; trainer/collect.py, trainer/allocation.py, trainer/data/beta_sampler.py.
 
     allocator: str = Field(
         "fixed",
         description="How many completions each prompt gets: 'fixed' (num_generations each, GRPO); 'vigor' "
-        "(a few each, then extra ones to the highest reward-variance groups until a fixed budget, VIGOR, "
-        "shared/seeds 001:L105); 'early_abandon' (stop a group after a unanimous probe of "
-        "early_abandon_after completions, SARA, 001:L97); 'sara' (SARA's Beta-posterior sequential test: a "
+        "(a few each, then extra ones to the highest reward-variance groups until a fixed budget, VIGOR); 'early_abandon' (stop a group after a unanimous probe of "
+        "early_abandon_after completions, SARA); 'sara' (SARA's Beta-posterior sequential test: a "
         "short probe, then abandon, complete or sample more by the probability that the group ends effective).",
     )
     dynamic_sampling: bool = Field(
         False,
-        description="DAPO dynamic sampling (Yu et al. 2025; 001:L97, 004:L467): drop groups whose rewards "
+        description="DAPO dynamic sampling (Yu et al. 2025): drop groups whose rewards "
         "are all equal (no gradient) and draw more prompts until prompts_per_step informative groups or "
         "max_generation_rounds rounds.",
     )
@@ -501,21 +501,21 @@ class RolloutBudgetConfig(_Section):
         "when they run out the step trains on the informative groups found so far.",
     )
     vigor_initial_rollouts: int = Field(
-        4, ge=2, le=1024, description="VIGOR (001:L105): completions every prompt starts with (at least 2 to see a variance)."
+        4, ge=2, le=1024, description="VIGOR: completions every prompt starts with (at least 2 to see a variance)."
     )
     vigor_rollout_budget: int | None = Field(
         None, ge=1, le=4096 * 1024,
-        description="VIGOR (001:L105): total completions per step; default prompts_per_step x num_generations "
+        description="VIGOR: total completions per step; default prompts_per_step x num_generations "
         "(the same budget as GRPO).",
     )
     vigor_increment: int = Field(
-        2, ge=1, le=1024, description="VIGOR (001:L105): completions added to a chosen group at a time."
+        2, ge=1, le=1024, description="VIGOR: completions added to a chosen group at a time."
     )
     vigor_rounds: int = Field(
-        2, ge=1, le=32, description="VIGOR (001:L105): refinement rounds (one generation call each) that share the budget."
+        2, ge=1, le=32, description="VIGOR: refinement rounds (one generation call each) that share the budget."
     )
     sara_probe: int = Field(
-        2, ge=1, le=1024, description="sara (001:L97): completions every prompt gets before the sequential test."
+        2, ge=1, le=1024, description="sara: completions every prompt gets before the sequential test."
     )
     sara_step: int = Field(
         2, ge=1, le=1024, description="sara: completions an undecided group gets per sequential round (one engine call each)."
@@ -531,7 +531,7 @@ class RolloutBudgetConfig(_Section):
     )
     early_abandon_after: int = Field(
         4, ge=2, le=1024,
-        description="early_abandon (SARA's short probe, 001:L97): completions generated before deciding; a group "
+        description="early_abandon (SARA's short probe): completions generated before deciding; a group "
         "whose probe rewards are all equal is abandoned there (must be below num_generations).",
     )
     prompt_sampler: str = Field(
@@ -539,18 +539,18 @@ class RolloutBudgetConfig(_Section):
         description="Which prompts a step draws: 'uniform' (seeded epochs, the usual data loader); "
         "'beta_learnability' (a Beta posterior per prompt from observed successes, optionally "
         "initialised from an anchor model's pass rates; picks the highest expected learnability p(1-p), "
-        "ThinkPrior, 001:L23).",
+        "ThinkPrior).",
     )
     prior_file: str | None = Field(
         None,
         description="beta_learnability: a JSON object {prompt id: pass rate} or JSONL lines {\"id\": ..., "
         "\"pass_rate\": ...} from an anchor model's verifier-scored pass rates (ThinkPrior's offline "
-        "prior, 001:L23); prompts not listed start from Beta(1, 1).",
+        "prior); prompts not listed start from Beta(1, 1).",
     )
     prior_strength: float = Field(
         8.0, gt=0, le=1e6,
         description="beta_learnability: pseudo-counts the anchor pass rate p is worth: Beta(1 + s p, 1 + s (1 - p)) "
-        "(ThinkPrior does not give its form, 001:L23).",
+        "(ThinkPrior does not give its form).",
     )
     thompson: bool = Field(
         True,
@@ -560,56 +560,58 @@ class RolloutBudgetConfig(_Section):
 
 
 class TeacherConfig(_Section):
-    """Teacher signals (issue 5 parts 1-2; trainer/teacher.py, trainer/algorithms/fusion.py): an external
+    """Teacher signals (on-policy distillation, OPD / OPSD): an external
     teacher (OPD) or the policy shown privileged context (OPSD) scores every sampled token; fusion decides
     how that score meets the verifier reward. Defaults: no teacher."""
+
+    # issue 5 parts 1-2; trainer/teacher.py, trainer/algorithms/fusion.py.
 
     name_or_path: str | None = Field(
         None,
         description="External teacher (mode 'external'): a local Hugging Face causal-LM directory that uses "
         "the policy's tokenizer, or 'tiny:addition-teacher' (the stronger built-in tiny teacher, built by "
         "`rlvr init-model --teacher`). It scores the student's sampled tokens: on-policy distillation "
-        "(OPD, shared/seeds 001:L83, 001:L33). null: no external teacher.",
+        "(OPD). null: no external teacher.",
     )
     mode: Literal["external", "self"] = Field(
         "external",
         description="'external': the model at name_or_path is the teacher (OPD). 'self': the policy itself, "
         "shown privileged context (the reference answer) through privileged_template, is the teacher "
-        "(on-policy self-distillation, OPSD, 001:L65, 001:L91, 001:L115); no second model is loaded.",
+        "(on-policy self-distillation, OPSD); no second model is loaded.",
     )
     privileged_template: str = Field(
         "Reference answer: {answer}\n{prompt}",
-        description="OPSD (mode 'self', 001:L65): the teacher's view of a problem, a Python format string over "
+        description="OPSD (mode 'self'): the teacher's view of a problem, a Python format string over "
         "the raw problem text {prompt} and its reference answer {answer}; the result is rendered like a "
         "student prompt (data.prompt_template or the chat template), then scores the student's tokens.",
     )
     fusion: Literal["none", "opd", "additive", "modulated", "puu"] = Field(
         "none",
-        description="How the teacher meets the verifier (METHODS.md section 5). 'none': the teacher is only "
+        description="How the teacher meets the verifier. 'none': the teacher is only "
         "recorded (dashboard channels, teacher/* metrics) unless token_credit is 'ecr'. 'opd': per-token "
         "advantage opd_coef x (log pi_teacher - log pi_old) on the sampled tokens, the verifier is ignored "
-        "(reverse KL on student samples; 001:L83) until opd_until_step. 'additive': A_t = A_verifier,t + "
-        "additive_coef x gap_t (weighted-additive, 001:L33, 001:L83). 'modulated': A_t = A_verifier,t x w_t "
+        "(reverse KL on student samples) until opd_until_step. 'additive': A_t = A_verifier,t + "
+        "additive_coef x gap_t (weighted-additive). 'modulated': A_t = A_verifier,t x w_t "
         "with w_t = clamp(exp(modulation_strength x sign(A) x gap_t), 1/modulation_max, modulation_max) "
-        "(teacher-modulated rescaling, 001:L33). 'puu': reward + puu_coef x length-normalised teacher gap, "
-        "combined before group normalisation (PUU of UECR-GRPO, 001:L3; pair with token_credit 'ecr').",
+        "(teacher-modulated rescaling). 'puu': reward + puu_coef x length-normalised teacher gap, "
+        "combined before group normalisation (PUU of UECR-GRPO; pair with token_credit 'ecr').",
     )
     opd_coef: float = Field(
-        1.0, gt=0, le=1000, description="fusion 'opd': scale of the per-token reverse-KL advantage (1 = plain OPD, 001:L83)."
+        1.0, gt=0, le=1000, description="fusion 'opd': scale of the per-token reverse-KL advantage (1 = plain OPD)."
     )
     opd_until_step: int | None = Field(
         None, ge=1, le=10_000_000,
-        description="OPD-then-RL (001:L33): with fusion 'opd', steps 1..opd_until_step distil from the teacher "
+        description="OPD-then-RL: with fusion 'opd', steps 1..opd_until_step distil from the teacher "
         "and later steps train on the verifier reward alone (the paper switches on the OPD validation score; "
         "here at a fixed step). null: OPD for the whole run.",
     )
     additive_coef: float = Field(
         0.1, gt=0, le=1000,
-        description="fusion 'additive': lambda in A_t = A_verifier + lambda x gap_t (001:L33; 001:L83 shows a "
+        description="fusion 'additive': lambda in A_t = A_verifier + lambda x gap_t (the OPD paper shows a "
         "fixed lambda can collapse entropy when the gap dwarfs the bounded verifier advantage).",
     )
     modulation_strength: float = Field(
-        1.0, gt=0, le=1000, description="fusion 'modulated' (001:L33): alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
+        1.0, gt=0, le=1000, description="fusion 'modulated': alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
     )
     modulation_max: float = Field(
         2.0, gt=1, le=1000,
@@ -618,7 +620,7 @@ class TeacherConfig(_Section):
     )
     puu_coef: float = Field(
         0.1, gt=0, le=1000,
-        description="fusion 'puu' (UECR-GRPO's Path-Utility Unification, 001:L3): reward + puu_coef x "
+        description="fusion 'puu' (UECR-GRPO's Path-Utility Unification): reward + puu_coef x "
         "mean over the completion's tokens of (log pi_teacher - log pi_old), before group normalisation; "
         "the sampling policy is the anchor.",
     )
@@ -651,7 +653,7 @@ class ExperimentConfig(_Section):
     rubric: RubricConfig | None = Field(
         None,
         description="A rubric as an extra reward (trainer/rubrics/): criteria scored by rules or an LLM judge, "
-        "aggregated by 'weighted_sum' or 'rank' (RLVR^2, shared/seeds 001:L7) and added to the verifiers' "
+        "aggregated by 'weighted_sum' or 'rank' (RLVR^2) and added to the verifiers' "
         "total with rubric.reward_weight; null: no rubric.",
     )
 

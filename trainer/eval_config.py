@@ -42,10 +42,10 @@ class BenchmarkConfig(BoundedModel):
     n_samples: int = Field(
         8, ge=1, le=1024,
         description="Samples per problem: the n of Avg@n and of the unbiased Pass@k estimator (n >= k; "
-        "the seeds report Avg@12 (001:L3) and Pass@8 (001:L13)).",
+        "RLVR papers commonly report Avg@12 and Pass@8).",
     )
     temperature: float = Field(
-        1.0, gt=0, le=100, description="Sampling temperature (the seeds evaluate Pass@k with sampling, 001:L13)."
+        1.0, gt=0, le=100, description="Sampling temperature (Pass@k is evaluated with sampling)."
     )
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (Holtzman et al. 2020).")
     top_k: int = Field(0, ge=0, le=1_000_000, description="Top-k sampling; 0 disables it.")
@@ -58,14 +58,14 @@ class BenchmarkConfig(BoundedModel):
     )
     pass_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=64,
-        description="The k of Pass@k (probability that one of k samples is correct, 001:L13 / 001:L93), "
+        description="The k of Pass@k (probability that one of k samples is correct), "
         "each 1 <= k <= n_samples; empty means [1, n_samples]. Estimated without bias from all n samples "
-        "as 1 - C(n-c, k) / C(n, k) (Chen et al. 2021, METHODS.md [ext]).",
+        "as 1 - C(n-c, k) / C(n, k) (Chen et al. 2021).",
     )
     maj_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
         default_factory=list, max_length=64,
         description="The k of maj@k: majority vote over the normalised extracted answers of the first k "
-        "samples (self-consistency, 001:L47 / 004:L357), ties broken by first occurrence; each "
+        "samples (self-consistency), ties broken by first occurrence; each "
         "1 <= k <= n_samples; empty means [n_samples].",
     )
     batch_size: int = Field(
@@ -75,7 +75,7 @@ class BenchmarkConfig(BoundedModel):
     num_seeds: int = Field(
         1, ge=1, le=32,
         description="Independent repetitions with seeds seed .. seed+num_seeds-1; the metrics average "
-        "them and the confidence intervals resample seeds too (multi-seed CIs, METHODS.md §4).",
+        "them and the confidence intervals resample seeds too (multi-seed confidence intervals).",
     )
     bootstrap_samples: int = Field(
         1000, ge=0, le=100_000,

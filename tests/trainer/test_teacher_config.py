@@ -87,7 +87,7 @@ def test_every_teacher_field_cites_its_paper_or_says_what_it_does() -> None:
 
     for name, field in TeacherConfig.model_fields.items():
         assert field.description and len(field.description) > 40, name
-    assert "001:L3" in TeacherConfig.model_fields["puu_coef"].description  # type: ignore[operator]
+    assert "UECR-GRPO" in TeacherConfig.model_fields["puu_coef"].description  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("template", ["{prompt.__class__} {answer}", "{answer} {prompt[0]}", "{answer} {0}"])

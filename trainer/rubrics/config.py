@@ -39,7 +39,7 @@ class RuleSpec(_Section):
     type: str = Field(
         description="Rule type: 'regex', 'length', 'format', 'json_schema' or 'verifier' (any verifier of "
         "the trainer's registry). Rule criteria are the 'verifiable' criteria of rubric-based RLVR "
-        "(RLVR^2, 001:L7)."
+        "(RLVR^2)."
     )
     params: dict[str, Any] = Field(default_factory=dict, description="The rule's parameters (see its docs).")
 
@@ -50,7 +50,7 @@ class JudgeSpec(_Section):
     prompt_template: str = Field(
         DEFAULT_JUDGE_TEMPLATE,
         description="Python format string for the judge's prompt; may use {prompt}, {completion}, {answer}, "
-        "{criterion}, {description}, {min}, {max}. A rubric-conditioned judge as in Prometheus (004:L439), "
+        "{criterion}, {description}, {min}, {max}. A rubric-conditioned judge as in Prometheus, "
         "here a local model run through the rollout engine.",
     )
     parse_pattern: str = Field(
@@ -90,7 +90,7 @@ class CriterionSpec(_Section):
     scale: Scale = Field(
         "binary",
         description="'binary' (0/1), 'likert5' (1-5) or 'range' (min_value..max_value). Scores are "
-        "normalised to [0, 1] by the scale for weighted_sum (linear normalised sum, 001:L7).",
+        "normalised to [0, 1] by the scale for weighted_sum (linear normalised sum).",
     )
     min_value: float = Field(0.0, ge=-1e6, le=1e6, description="Lowest score of a 'range' scale (binary: 0, likert5: 1).")
     max_value: float = Field(1.0, ge=-1e6, le=1e6, description="Highest score of a 'range' scale (binary: 1, likert5: 5).")
@@ -143,7 +143,7 @@ class JudgeModelConfig(_Section):
     name_or_path: str = Field(
         "tiny:addition",
         description="Local Hugging Face causal-LM directory (or 'tiny:addition'); nothing is downloaded. "
-        "A frozen judge model, as in rubric-conditioned judging (Prometheus, 004:L439).",
+        "A frozen judge model, as in rubric-conditioned judging (Prometheus).",
     )
     max_new_tokens: int = Field(8, ge=1, le=512, description="Tokens the judge may write per verdict.")
     temperature: float = Field(1.0, gt=0, le=100, description="Judge sampling temperature (with top_k 1: greedy).")
@@ -160,13 +160,13 @@ class JudgeModelConfig(_Section):
 
 
 class RubricConfig(_Section):
-    """A rubric as the training reward: criteria, aggregation (RLVR^2, 001:L7) and the judge model."""
+    """A rubric as the training reward: criteria, aggregation (RLVR^2) and the judge model."""
 
     name: str = Field("rubric", max_length=200, description="Rubric name (shown in metrics and rollout details).")
     aggregation: str = Field(
         "weighted_sum",
         description="'weighted_sum': normalise each criterion to [0, 1] by its scale, weighted mean "
-        "(the linear baseline of 001:L7); 'rank': RLVR^2 (001:L7), within-group ordinal outcomes per "
+        "(the linear baseline); 'rank': RLVR^2, within-group ordinal outcomes per "
         "criterion -> win-rate utility -> weighted mean.",
     )
     criteria: list[CriterionSpec] = Field(max_length=MAX_LIST_ITEMS, description="The criteria, in rubric order.")

@@ -60,7 +60,7 @@ class CodeParams(VerifierParams):
     )
     reward: Literal["all", "fraction"] = Field(
         "all",
-        description="all: 1 only when every test passes (the usual unit-test reward, 001:L99); fraction: the "
+        description="all: 1 only when every test passes (the usual unit-test reward); fraction: the "
         "share of tests passed.",
     )
     output_match: Literal["lines", "tokens", "exact"] = Field(

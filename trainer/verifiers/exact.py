@@ -34,7 +34,7 @@ class ExactParams(ExtractParams):
     collapse_whitespace: bool = Field(True, description="Treat any run of whitespace as one space.")
     ignore_trailing_period: bool = Field(
         True,
-        description="Ignore a trailing '.', '!' or '。' on both sides (the commonest false negative, 001:L43).",
+        description="Ignore a trailing '.', '!' or '。' on both sides (the commonest false negative).",
     )
 
 

@@ -127,7 +127,7 @@ class NumericParams(ExtractParams):
         ge=0,
         le=1e6,
         description="Also correct if |answer - reference| <= rel_tol * |reference|. Beware: a relative "
-        "tolerance accepts off-by-one answers for large numbers (shared/seeds 001:L43).",
+        "tolerance accepts off-by-one answers for large numbers.",
     )
     percent: PercentMode = Field(
         "strip",
