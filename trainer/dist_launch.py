@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.distributed import EVENTS_FILE, STOP_FILE, run_info_from_json, step_report_from_json
 from trainer.errors import ConfigError, RLVRError
-from trainer.sinks import EventSink
+from trainer.sinks import EventSink, TrainResult
 
 if TYPE_CHECKING:
     from trainer.config import ExperimentConfig
-    from trainer.loop import TrainResult
 
 POLL_S = 0.2
 TAIL_LINES = 30
@@ -157,8 +156,6 @@ def launch(
 ) -> TrainResult:
     """Run ``config`` on ``training.num_processes`` ranks and relay their events to ``sink``; see the module
     docstring. Returns like ``train``; a failed rank is reported to ``sink.on_error`` and raised."""
-    from trainer.loop import TrainResult
-
     n = config.training.num_processes
     _check_devices(config.model.device, n)
     workdir = Path(config.checkpoint.output_dir).resolve() / "distributed"

@@ -11,7 +11,7 @@ import shutil
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -34,16 +34,8 @@ from trainer.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sh
 from trainer.optimize import NonFiniteUpdate, UpdateBatch, batch_logprobs, policy_update
 from trainer.reporting import rollout_records, step_metrics
 from trainer.run_setup import Run, build_run
-from trainer.sinks import EventSink, NullSink, RunInfo, StepReport
+from trainer.sinks import EventSink, NullSink, RunInfo, StepReport, TrainResult
 from trainer.teacher import credit_inputs, teacher_signals
-
-
-@dataclass
-class TrainResult:
-    status: str  # "succeeded" | "cancelled"
-    steps_done: int
-    final_metrics: dict[str, float]
-    output_dir: str
 
 
 def training_step(run: Run, step: int) -> StepReport:

@@ -34,6 +34,16 @@ TOKEN_CHANNELS: tuple[str, ...] = (
 )
 
 
+
+@dataclass
+class TrainResult:
+    """What ``train`` returns (also after a multi-process launch)."""
+
+    status: str  # "succeeded" | "cancelled"
+    steps_done: int
+    final_metrics: dict[str, float]
+    output_dir: str
+
 @dataclass
 class RolloutRecord:
     """One completion of one step, with everything the rollout browser shows."""

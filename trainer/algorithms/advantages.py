@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from trainer.algorithms.group_stats import group_mean, group_sizes, group_std
-from trainer.config import AlgorithmConfig
 from trainer.registry import Registry
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
+
+    from trainer.config import AlgorithmConfig
 
 # verl's masked_whiten adds this to the variance (inside the square root); reinforce_pp copies it.
 VERL_WHITEN_EPS = 1e-8

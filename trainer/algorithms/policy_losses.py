@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from trainer.algorithms.segments import entropy_segments, segment_metrics
-from trainer.config import AlgorithmConfig
 from trainer.errors import ConfigError
 from trainer.registry import Registry
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
+
+    from trainer.config import AlgorithmConfig
 
 
 @dataclass

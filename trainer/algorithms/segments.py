@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trainer.config import AlgorithmConfig
-
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
+
+    from trainer.config import AlgorithmConfig
 
 
 @dataclass

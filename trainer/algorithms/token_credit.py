@@ -10,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trainer.config import AlgorithmConfig
 from trainer.registry import Registry
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
+
+    from trainer.config import AlgorithmConfig
 
 
 @dataclass
@@ -29,7 +30,7 @@ class CreditInputs:
     teacher_vocab_size: int | None = None  # V of the teacher's distribution (its entropy is at most log V)
 
 
-TokenCreditFn = Callable[["Tensor", CreditInputs, AlgorithmConfig], "Tensor"]
+TokenCreditFn = Callable[["Tensor", CreditInputs, "AlgorithmConfig"], "Tensor"]
 TOKEN_CREDIT: Registry[TokenCreditFn] = Registry("token credit")
 
 

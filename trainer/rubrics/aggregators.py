@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from trainer.registry import Registry
-from trainer.rubrics.config import CriterionSpec
 
-Aggregator = Callable[[Sequence[Sequence[float]], Sequence[CriterionSpec], Sequence[int]], list[float]]
+if TYPE_CHECKING:
+    from trainer.rubrics.config import CriterionSpec
+
+Aggregator = Callable[[Sequence[Sequence[float]], Sequence["CriterionSpec"], Sequence[int]], list[float]]
 
 AGGREGATORS: Registry[Aggregator] = Registry("rubric aggregation")
 
