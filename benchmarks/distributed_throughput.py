@@ -28,8 +28,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 from trainer.config import config_from_dict
-from trainer.loop import train
 from trainer.sinks import NullSink, StepReport
+from trainer.step.loop import train
 
 
 class _Timer(NullSink):

@@ -4,7 +4,7 @@ Both evaluate the same problems of a built-in benchmark on the warm-started tiny
 sampling settings (n samples per problem, temperature, top_p, max new tokens), the same batches of whole
 problems, and the same verifiers (``score_batch``), so the only difference is how samples are generated:
 
-- rlvr: ``trainer.evaluate.evaluate`` (the ``hf`` rollout engine: one prefill per distinct prompt, a
+- rlvr: ``trainer.evaluation.engine.evaluate`` (the ``hf`` rollout engine: one prefill per distinct prompt, a
   KV-cached sampling loop that also records every sampled token's logprob and entropy, per-problem
   results with token strings);
 - baseline: ``model.generate(do_sample=True, ...)`` on the prompts repeated n times, then decode.
@@ -63,7 +63,7 @@ def _generate_baseline(model: Any, tokenizer: Any, config: Any, problems: list[A
 
 
 def _rlvr(model: Any, tokenizer: Any, config: Any, problems: list[Any]) -> dict[str, float]:
-    from trainer.evaluate import evaluate
+    from trainer.evaluation.engine import evaluate
 
     result = evaluate(config, (model, tokenizer), samples=problems)
     t = result.timings
@@ -82,8 +82,8 @@ def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def bench_one(name: str, args: argparse.Namespace, model: Any, tokenizer: Any) -> dict[str, Any]:
     from trainer.data import render_prompt
-    from trainer.eval_suite import resolve_benchmark
-    from trainer.evaluate import load_benchmark_samples
+    from trainer.evaluation.engine import load_benchmark_samples
+    from trainer.evaluation.suite import resolve_benchmark
 
     config = resolve_benchmark(name, n_samples=args.n, max_problems=args.problems, bootstrap_samples=0)
     problems = load_benchmark_samples(config)
@@ -121,7 +121,7 @@ def main() -> None:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.tiny_model import ensure_tiny_model
+    from trainer.models.tiny_model import ensure_tiny_model
 
     torch.set_num_threads(args.threads)
     path = ensure_tiny_model()

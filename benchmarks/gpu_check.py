@@ -28,8 +28,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer.config import config_from_dict, load_config
-from trainer.loop import train
 from trainer.sinks import NullSink, StepReport
+from trainer.step.loop import train
 
 
 class _Steps(NullSink):
@@ -51,15 +51,15 @@ def _mean(rows: list[dict[str, float]], key: str) -> float:
 def _greedy_accuracy(model_dir: str | Path) -> float:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.tiny_model import greedy_addition_accuracy
+    from trainer.models.tiny_model import greedy_addition_accuracy
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     return greedy_addition_accuracy(model, AutoTokenizer.from_pretrained(model_dir), n=200)
 
 
 def tiny_runs(work: Path, steps: int, device: str) -> dict[str, Any]:
-    from trainer.checkpoint import latest_checkpoint
-    from trainer.tiny_model import resolve_model_path
+    from trainer.models.checkpoint import latest_checkpoint
+    from trainer.models.tiny_model import resolve_model_path
 
     base = load_config(Path(__file__).resolve().parent.parent / "trainer" / "presets" / "demo.yaml")
     results: dict[str, Any] = {"base_greedy_accuracy": _greedy_accuracy(resolve_model_path("tiny:addition"))}
@@ -96,7 +96,7 @@ def tiny_runs(work: Path, steps: int, device: str) -> dict[str, Any]:
 
 
 def budget_runs(work: Path, steps: int, device: str, small: bool) -> dict[str, Any]:
-    from trainer.tiny_model import build_tiny_model
+    from trainer.models.tiny_model import build_tiny_model
 
     size = {"hidden": 64, "layers": 2, "heads": 2} if small else {"hidden": 1024, "layers": 12, "heads": 16}
     model_dir = build_tiny_model(work / "random-model", **size)

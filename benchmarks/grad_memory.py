@@ -1,10 +1,10 @@
 """Memory of the data-parallel gradient all-reduce: the old flat all-reduce with cloned slices against the
-bucketed in-place one (trainer/distributed.py ``all_reduce_grads``), in 2 gloo processes on CPU.
+bucketed in-place one (trainer/distributed/context.py ``all_reduce_grads``), in 2 gloo processes on CPU.
 
     .venv/bin/python benchmarks/grad_memory.py                      # the tiny model and a 512 x 8 Qwen2
     .venv/bin/python benchmarks/grad_memory.py --bucket-mb 8 --out /tmp/grad_memory.json
 
-Each model (random weights, built locally with ``trainer.tiny_model.build_tiny_model``: the tiny model's
+Each model (random weights, built locally with ``trainer.models.tiny_model.build_tiny_model``: the tiny model's
 architecture, and hidden 512 x 8 layers) is loaded in 2 spawned ranks; every rank fills each parameter's
 gradient with its own random values and runs both implementations on the same gradients. What is measured
 is the extra memory at the all-reduce's peak, over the gradients already held (which is what one process
@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from trainer.distributed import GRAD_BUCKET_BYTES, DistContext, grad_buckets
+from trainer.distributed.context import GRAD_BUCKET_BYTES, DistContext, grad_buckets
 
 MIB = 1024 * 1024
 MODELS = {"tiny (128 x 4)": {"hidden": 128, "layers": 4, "heads": 4}, "qwen2 512 x 8": {"hidden": 512, "layers": 8, "heads": 8}}
@@ -115,7 +115,7 @@ def _rank(rank: int, model_dir: str, store: str, bucket_bytes: int, out: str) ->
 def run_model(name: str, shape: dict[str, int], bucket_bytes: int, work: Path) -> list[dict[str, Any]]:
     from transformers.utils import logging
 
-    from trainer.tiny_model import build_tiny_model
+    from trainer.models.tiny_model import build_tiny_model
 
     logging.disable_progress_bar()
     model_dir = build_tiny_model(work / name.replace(" ", "_"), **shape)

@@ -1,6 +1,6 @@
 """TRL's GRPOTrainer and our ``rlvr`` trainer side by side: same tiny model, data, seed and settings.
 
-Both tools train the built-in warm-started tiny model (``trainer.tiny_model``) on the same 256 two-digit
+Both tools train the built-in warm-started tiny model (``trainer.models.tiny_model``) on the same 256 two-digit
 addition prompts with the same objective: 4 prompts x 8 generations = 32 completions a step, 8 new
 tokens, temperature 1, beta 0, lr 1e-4, DAPO token normalisation, PPO clip epsilon 0.2 on both sides,
 reward 1 when the first line of the completion equals the answer. Runs alternate (TRL seed 0, rlvr
@@ -145,8 +145,8 @@ def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, 
 
 def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, Any]:
     from trainer.config import config_from_dict
-    from trainer.loop import train
     from trainer.sinks import NullSink, StepReport
+    from trainer.step.loop import train
 
     config = config_from_dict({
         "name": f"vs-trl-seed{seed}",
@@ -327,7 +327,7 @@ def _versions() -> dict[str, str]:
 
 
 def driver_main(args: argparse.Namespace) -> None:
-    from trainer.tiny_model import ensure_tiny_model
+    from trainer.models.tiny_model import ensure_tiny_model
 
     if importlib.util.find_spec("trl") is None:
         raise SystemExit("TRL is not installed: pip install -e '.[bench]' (or run `make bench`)")

@@ -20,7 +20,7 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 @pytest.fixture(scope="session")
 def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A freshly initialised (untrained) tiny model: fast to build, for mechanics tests."""
-    from trainer.tiny_model import build_tiny_model
+    from trainer.models.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("random-tiny"), hidden=64, layers=2, heads=2)
 
@@ -28,6 +28,6 @@ def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def warm_model_dir() -> Path:
     """The built-in warm-started tiny model (cached under RLVR_HOME; ~1 min to build the first time)."""
-    from trainer.tiny_model import ensure_tiny_model
+    from trainer.models.tiny_model import ensure_tiny_model
 
     return ensure_tiny_model(log=lambda msg: None)

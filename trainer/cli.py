@@ -1,4 +1,4 @@
-"""The ``rlvr`` command's trainer subcommands: train, demo, init-model, eval, config-schema.
+"""The ``rlvr`` command's trainer subcommands: train, demo, init-model, eval, config-schema, methods.
 
 Imports only the trainer layer. User-facing errors (``RLVRError``) are printed as one clear message with
 exit code 2; anything else is a bug and shows its traceback.
@@ -22,10 +22,28 @@ def _cmd_config_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_methods(args: argparse.Namespace) -> int:
+    """Every method of every axis: the config field that chooses it, its one-line description, its params."""
+    import trainer.config  # noqa: F401  -- registers every method
+    from trainer.methods.axes import AXES
+
+    for field in sorted(AXES):
+        axis = AXES[field]
+        default = f" (default {axis.default})" if axis.default else " (a list, applied in order)"
+        print(f"{field}{default}: {axis.description}")
+        for entry in axis.choices():
+            params = ", ".join(
+                f"{name}={info.default!r}" for name, info in entry.params.model_fields.items()
+            )
+            print(f"  {entry.name:<18} {entry.description}" + (f"\n  {'':<18} params: {params}" if params else ""))
+        print()
+    return 0
+
+
 def _cmd_init_model(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
-    from trainer.tiny_model import TEACHER_NAME, TEACHER_SFT_STEPS, ensure_tiny_model, tiny_model_path
+    from trainer.models.tiny_model import TEACHER_NAME, TEACHER_SFT_STEPS, ensure_tiny_model, tiny_model_path
 
     # --teacher: the stronger tiny teacher for OPD (built on the student, which is built first if missing).
     name = TEACHER_NAME if getattr(args, "teacher", False) else "tiny:addition"
@@ -53,8 +71,8 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
 
 def _run_training(config_dict: dict, args: argparse.Namespace, source: str) -> int:  # type: ignore[type-arg]
     from trainer.config import config_from_dict
-    from trainer.loop import train
     from trainer.sinks import ConsoleSink, JsonlSink, MultiSink
+    from trainer.step.loop import train
 
     for override in args.set or []:
         _apply_override(config_dict, override)
@@ -116,8 +134,8 @@ def _report_demo_accuracy(base_model: str, output_dir: str) -> None:
     """Greedy accuracy on 500 fresh problems before and after: the demo's headline number."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.checkpoint import latest_checkpoint
-    from trainer.tiny_model import greedy_addition_accuracy, resolve_model_path
+    from trainer.models.checkpoint import latest_checkpoint
+    from trainer.models.tiny_model import greedy_addition_accuracy, resolve_model_path
 
     final = latest_checkpoint(output_dir)
     if final is None:
@@ -138,8 +156,8 @@ def _add_training_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from trainer.checkpoint import resolve_checkpoint_dir
-    from trainer.lora import merge_and_export
+    from trainer.models.checkpoint import resolve_checkpoint_dir
+    from trainer.models.lora import merge_and_export
 
     out = merge_and_export(resolve_checkpoint_dir(args.checkpoint), args.out)
     print(f"merged model written to {out}")
@@ -147,7 +165,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from trainer.tiny_model import DEFAULT_SFT_STEPS
+    from trainer.models.tiny_model import DEFAULT_SFT_STEPS
 
     parser = argparse.ArgumentParser(prog="rlvr", description="RLVR Studio: RL with verifiable rewards for LMs.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -178,12 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out", help="directory to write the merged model to")
     p.set_defaults(func=_cmd_export)
 
-    from trainer.eval_cli import add_eval_parser
+    from trainer.evaluation.cli import add_eval_parser
 
-    add_eval_parser(sub)  # rlvr eval (trainer/eval_cli.py)
+    add_eval_parser(sub)  # rlvr eval (trainer/evaluation/cli.py)
 
     p = sub.add_parser("config-schema", help="print the experiment config's JSON schema")
     p.set_defaults(func=_cmd_config_schema)
+
+    p = sub.add_parser("methods", help="list every training method by the config field that chooses it")
+    p.set_defaults(func=_cmd_methods)
     return parser
 
 

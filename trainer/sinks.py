@@ -28,9 +28,9 @@ TOKEN_CHANNELS: tuple[str, ...] = (
     "entropy",  # policy entropy at the position (nats)
     "advantage",  # final per-token advantage after token credit
     "loss_mask",  # 1.0 if the token is in the loss
-    "teacher_logprob",  # log pi_teacher(y_t) of the sampled token (OPD / OPSD, trainer/teacher.py), NaN without one
+    "teacher_logprob",  # log pi_teacher(y_t) of the sampled token (OPD / OPSD, trainer/step/teacher.py), NaN without one
     "teacher_entropy",  # full-vocabulary teacher entropy at the position (nats), NaN without a teacher
-    "segment",  # HISPO segment index within the completion (0, 1, ...; trainer/algorithms/segments.py), NaN otherwise
+    "segment",  # HISPO segment index within the completion (0, 1, ...; trainer/methods/segments.py), NaN otherwise
 )
 
 

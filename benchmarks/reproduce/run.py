@@ -2,7 +2,7 @@
 
 Trains each selected method and the plain-GRPO baseline (cached per seed and config) on the tiny
 addition model, compares them seed by seed, merges the rows into benchmarks/reproduce/results.json and
-rewrites docs/reproduction.md from all rows there. No Django: trainer.loop.train with an in-memory sink.
+rewrites docs/reproduction.md from all rows there. No Django: trainer.step.loop.train with an in-memory sink.
 """
 
 from __future__ import annotations

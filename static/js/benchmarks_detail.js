@@ -119,8 +119,13 @@
       group.appendChild(el("label", { class: "check" },
         el("input", { type: "checkbox", name: "experiment", value: String(t.experiment_id) }), " base model ", el("span", { class: "muted small" }, t.model)));
       for (const c of t.checkpoints) {
-        group.appendChild(el("label", { class: "check" },
-          el("input", { type: "checkbox", name: "checkpoint", value: String(c.id) }), " run #" + c.run_id + " step " + c.step));
+        // A checkpoint whose files checkpoint.save_total_limit deleted is listed, greyed out, never offered.
+        const box = c.deleted
+          ? el("input", { type: "checkbox", name: "checkpoint", value: String(c.id), disabled: "" })
+          : el("input", { type: "checkbox", name: "checkpoint", value: String(c.id) });
+        group.appendChild(el("label", { class: c.deleted ? "check muted" : "check", "data-deleted": c.deleted ? "1" : "0" },
+          box, " run #" + c.run_id + " step " + c.step,
+          c.deleted ? el("span", { class: "small" }, " (deleted: the run keeps its newest checkpoint.save_total_limit checkpoints)") : null));
       }
       box.appendChild(group);
     }

@@ -20,6 +20,8 @@
   function drawStatus() {
     const badge = document.querySelector("#eval-status .badge");
     if (badge) { badge.textContent = state.status; badge.className = "badge status-" + state.status; }
+    const position = document.getElementById("queue-position");  // counted when the page loaded
+    if (position && state.status !== "queued") position.remove();
     const pct = state.problems_total ? (100 * state.problems_done) / state.problems_total : 0;
     document.getElementById("progress-bar").style.width = pct.toFixed(1) + "%";
     document.getElementById("progress-text").textContent = state.problems_done + " / " + (state.problems_total || "?") + " problems";

@@ -36,6 +36,15 @@ window.rlvr = (function () {
     const node = document.getElementById(id || "page-data");
     return node ? JSON.parse(node.textContent) : {};
   }
+  /* Seconds as "45s", "2m 5s" or "1h 3m". The value is rounded to the unit shown before it is split, so
+     59.6 s reads "1m 0s" and 3599.7 s "1h 0m", never "60s", "1m 60s" or "59m 60s". */
+  function formatDuration(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + (s % 60) + "s";
+    const minutes = Math.round(s / 60);
+    return Math.floor(minutes / 60) + "h " + (minutes % 60) + "m";
+  }
   /* <form data-confirm="Question?">: asks before submitting (the Content-Security-Policy forbids onsubmit=). */
   document.addEventListener("submit", function (event) {
     const form = event.target;
@@ -43,5 +52,5 @@ window.rlvr = (function () {
       event.preventDefault();
     }
   });
-  return { api: api, el: el, csrfToken: csrfToken, pageData: pageData };
+  return { api: api, el: el, csrfToken: csrfToken, pageData: pageData, formatDuration: formatDuration };
 })();

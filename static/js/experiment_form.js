@@ -28,6 +28,21 @@
     return raw;
   }
 
+  /* Choosing another method fills its params area with that method's defaults. */
+  form.querySelectorAll("select[data-params-target]").forEach((select) => {
+    select.addEventListener("change", () => {
+      const target = document.getElementById(select.dataset.paramsTarget);
+      const option = select.selectedOptions[0];
+      if (!target || !option) return;
+      target.value = option.dataset.params || "{}";
+      target.rows = Math.max(3, Math.min(12, target.value.split("\n").length));
+      const field = target.closest(".field");
+      if (field) field.hidden = target.value.trim() === "{}";  // a method without parameters shows no area
+      const help = document.getElementById(target.id + "-help");
+      if (help && option.dataset.paramsHelp) help.textContent = option.dataset.paramsHelp;
+    });
+  });
+
   function clearErrors() {
     form.querySelectorAll("[data-error-for]").forEach((p) => { p.textContent = ""; p.hidden = true; });
     form.querySelectorAll(".invalid").forEach((n) => n.classList.remove("invalid"));

@@ -114,6 +114,8 @@
     if (errorMessage !== undefined) showError(errorMessage);
     const queueAgain = document.getElementById("queue-again");
     if (queueAgain) queueAgain.style.display = newStatus === "not_queued" ? "" : "none";
+    const position = document.getElementById("queue-position");  // counted when the page loaded
+    if (position && newStatus !== "queued") position.remove();
     if (!["queued", "running"].includes(newStatus)) {
       // A finished run cannot be cancelled: drop the button rendered when the page loaded.
       document.querySelectorAll("form[action$='/cancel/']").forEach((form) => form.remove());
@@ -150,14 +152,9 @@
     const recent = perf.values.slice(-20).filter((v) => v !== null && isFinite(v));
     const mean = recent.reduce((a, b) => a + b, 0) / Math.max(1, recent.length);
     const seconds = Math.max(0, maxSteps - step) * mean;
-    eta.textContent = "ETA " + formatDuration(seconds);
+    eta.textContent = "ETA " + window.rlvr.formatDuration(seconds);
   }
 
-  function formatDuration(s) {
-    if (s < 60) return Math.round(s) + "s";
-    if (s < 3600) return Math.floor(s / 60) + "m " + Math.round(s % 60) + "s";
-    return Math.floor(s / 3600) + "h " + Math.round((s % 3600) / 60) + "m";
-  }
 
   function addEvent(e) {
     const list = document.getElementById("events");

@@ -83,16 +83,23 @@
       meter.setAttribute("aria-valuenow", String(Math.round(100 * fraction)));
       const counted = job.total ? job.done + " of " + job.total + " " + unit : "";
       const who = job.created_by ? " by " + job.created_by : "";
-      const when = new Date(job.created_at).toLocaleString();
-      if (job.status === "queued") status.textContent = "Queued" + who + " at " + when + ": waiting for a worker on the 'default' queue…";
-      else if (job.status === "running") status.textContent = "Running: " + (job.done ? counted : "scoring " + job.total + " " + unit) + "…";
-      else if (job.status === "failed") status.textContent = "Failed: " + job.error;
-      else if (job.status === "cancelled") status.textContent = "Cancelled" + (job.done ? " after " + counted : "") + ".";
+      const at = (iso) => new Date(iso).toLocaleString();  // only for times the job has: null stays out
+      const ended = job.finished_at ? " " + at(job.finished_at) : "";
+      const began = job.started_at ? " (started " + at(job.started_at) + who + ")" : "";
+      let text;
+      if (job.status === "queued") {
+        const ahead = job.ahead_in_queue ? " (" + job.ahead_in_queue + " ahead of it)" : "";
+        text = "Queued" + who + " at " + at(job.created_at) + ": waiting for a worker on the 'default' queue" + ahead + "…";
+      } else if (job.status === "running") {
+        text = "Running" + (job.started_at ? " since " + at(job.started_at) : "") + ": " + (job.done ? counted : "scoring " + job.total + " " + unit) + "…";
+      } else if (job.status === "succeeded") text = "Finished" + ended + began + ".";
+      else if (job.status === "failed") text = "Failed" + ended + ": " + job.error;
+      else text = "Cancelled" + ended + (job.done ? " after " + counted : "") + ".";
       const live = job.status === "queued" || job.status === "running";
-      cancel.hidden = !live;
-      cancel.disabled = job.cancel_requested;
-      if (live && job.cancel_requested) status.textContent += " Stopping at the next chunk…";
-      else status.textContent = "Finished " + new Date(job.finished_at).toLocaleString() + " (started" + who + ").";
+      if (live && job.cancel_requested) text += " Stopping at the next chunk…";
+      status.textContent = text;
+      cancel.hidden = !job.can_cancel;  // the server says whether a cancel can still take effect
+      cancel.disabled = false;
     };
     const follow = async (jobId) => {
       clearTimeout(timer);
@@ -127,8 +134,9 @@
       if (current === null) return;
       cancel.disabled = true;
       const resp = await window.rlvr.api("/api/verification-jobs/" + current + "/cancel/", { method: "POST" });
-      if (!resp.ok) status.textContent = (resp.body && resp.body.message) || "Could not cancel (" + resp.status + ").";
-      follow(current);
+      if (resp.ok) { follow(current); return; }
+      status.textContent = (resp.body && resp.body.message) || "Could not cancel (" + resp.status + ").";
+      cancel.disabled = false;
     });
     return { start: start, follow: follow };
   }

@@ -1,13 +1,14 @@
-"""Rollout allocators (trainer/allocation.py) with a scripted generate callback: hand-checkable counts."""
+"""Rollout allocators (trainer/methods/allocation.py) with a scripted generate callback: hand-checkable counts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from trainer.allocation import ALLOCATORS, Group
 from trainer.config import RolloutBudgetConfig
+from trainer.methods.allocation import ALLOCATORS, Group
 from trainer.samples import Sample
 
 
@@ -32,10 +33,17 @@ def groups(*ids: str) -> list[Group]:
     return [Group(Sample(id=i, prompt=i), prompt=i) for i in ids]
 
 
+def params(allocator: str, **values: object) -> Any:
+    """The allocator's params as the config validates them (budget.allocator: {name, params})."""
+    choice = RolloutBudgetConfig(allocator={"name": allocator, "params": values}).allocator
+    assert choice == allocator
+    return choice.params
+
+
 def test_fixed_gives_every_prompt_the_group_size_in_one_call() -> None:
     script = Script({"a": [1.0] * 8, "b": [0.0] * 8})
     gs = groups("a", "b")
-    ALLOCATORS.get("fixed")(gs, script, RolloutBudgetConfig(), 8)
+    ALLOCATORS.get("fixed")(gs, script, params("fixed"), 8)
     assert script.calls == [{"a": 8, "b": 8}]
     assert [g.size for g in gs] == [8, 8]
 
@@ -43,7 +51,7 @@ def test_fixed_gives_every_prompt_the_group_size_in_one_call() -> None:
 def test_early_abandon_stops_groups_whose_probe_is_unanimous() -> None:
     script = Script({"all_right": [1.0] * 8, "mixed": [1, 0, 0, 0, 1, 1, 0, 0], "all_wrong": [0.0] * 8})
     gs = groups("all_right", "mixed", "all_wrong")
-    ALLOCATORS.get("early_abandon")(gs, script, RolloutBudgetConfig(allocator="early_abandon", early_abandon_after=2), 8)
+    ALLOCATORS.get("early_abandon")(gs, script, params("early_abandon", after=2), 8)
     assert script.calls == [{"all_right": 2, "mixed": 2, "all_wrong": 2}, {"mixed": 6}]
     assert [(g.size, g.abandoned) for g in gs] == [(2, True), (8, False), (2, True)]
 
@@ -51,7 +59,7 @@ def test_early_abandon_stops_groups_whose_probe_is_unanimous() -> None:
 def test_early_abandon_probe_length_is_configurable() -> None:
     script = Script({"a": [0, 0, 0, 0]})
     gs = groups("a")
-    ALLOCATORS.get("early_abandon")(gs, script, RolloutBudgetConfig(early_abandon_after=3), 4)
+    ALLOCATORS.get("early_abandon")(gs, script, params("early_abandon", after=3), 4)
     assert gs[0].abandoned and gs[0].size == 3  # unanimous probe of 3 zeros: abandoned before the 4th
 
 
@@ -59,7 +67,7 @@ def test_vigor_spends_exactly_the_budget_on_the_highest_variance_groups() -> Non
     # Initial 2 each: 'hi' = [1, 0] (var 0.5), 'lo' = [1, 1] (silent), 'mid' = [0, 1] (var 0.5).
     script = Script({"hi": [1, 0] + [1, 0] * 8, "lo": [1.0] * 20, "mid": [0, 1] + [0, 1] * 8})
     gs = groups("hi", "lo", "mid")
-    cfg = RolloutBudgetConfig(allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=18, vigor_increment=2, vigor_rounds=2)
+    cfg = params("vigor", initial_rollouts=2, rollout_budget=18, increment=2, rounds=2)
     ALLOCATORS.get("vigor")(gs, script, cfg, 8)
     assert sum(g.size for g in gs) == 18
     # 12 extra over 2 rounds of 6, dealt 2 at a time to the two non-silent groups only.
@@ -70,7 +78,7 @@ def test_vigor_spends_exactly_the_budget_on_the_highest_variance_groups() -> Non
 def test_vigor_spreads_the_budget_when_every_group_is_silent() -> None:
     script = Script({"a": [0.0] * 10, "b": [0.0] * 10})
     gs = groups("a", "b")
-    cfg = RolloutBudgetConfig(allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=8, vigor_increment=1, vigor_rounds=1)
+    cfg = params("vigor", initial_rollouts=2, rollout_budget=8, increment=1, rounds=1)
     ALLOCATORS.get("vigor")(gs, script, cfg, 4)
     assert [g.size for g in gs] == [4, 4]
 
@@ -78,7 +86,7 @@ def test_vigor_spreads_the_budget_when_every_group_is_silent() -> None:
 def test_vigor_default_budget_is_what_grpo_spends() -> None:
     script = Script({k: [0, 1] * 10 for k in "abcd"})
     gs = groups(*"abcd")
-    ALLOCATORS.get("vigor")(gs, script, RolloutBudgetConfig(allocator="vigor"), 8)
+    ALLOCATORS.get("vigor")(gs, script, params("vigor"), 8)
     assert sum(g.size for g in gs) == 4 * 8
 
 
@@ -99,7 +107,7 @@ def test_unknown_allocator_lists_the_valid_names() -> None:
 def test_the_effective_probability_is_the_beta_posterior_predictive() -> None:
     from fractions import Fraction
 
-    from trainer.allocation import effective_probability
+    from trainer.methods.allocation import effective_probability
 
     assert effective_probability(1, 2, 8, (1, 1)) == 1.0  # both outcomes seen: effective whatever follows
     assert effective_probability(2, 2, 8, (1, 1)) == pytest.approx(2 / 3)  # 1 - E[p^6], p ~ Beta(3, 1)
@@ -127,8 +135,7 @@ def test_sara_abandons_commits_or_samples_more_by_the_posterior() -> None:
     })
     gs = groups("mixed", "hopeless", "unsure")
     gs[1].prior = (1.0, 60.0)
-    budget = RolloutBudgetConfig(allocator="sara", sara_probe=2, sara_step=2, sara_abandon_below=0.2,
-                                 sara_commit_above=0.8)
+    budget = params("sara", probe=2, step=2, abandon_below=0.2, commit_above=0.8)
     ALLOCATORS.get("sara")(gs, script, budget, 8)
     assert script.calls[0] == {"mixed": 2, "hopeless": 2, "unsure": 2}
     assert script.calls[1] == {"mixed": 6, "unsure": 2}
@@ -143,5 +150,6 @@ def test_sara_thresholds_must_leave_room_between_them() -> None:
     from trainer.config import config_from_dict
     from trainer.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"sara_abandon_below .* must be below sara_commit_above"):
-        config_from_dict({"budget": {"allocator": "sara", "sara_abandon_below": 0.5, "sara_commit_above": 0.5}})
+    with pytest.raises(ConfigError, match=r"allocator 'sara': abandon_below .* must be below commit_above"):
+        sara = {"name": "sara", "params": {"abandon_below": 0.5, "commit_above": 0.5}}
+        config_from_dict({"budget": {"allocator": sara}})

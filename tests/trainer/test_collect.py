@@ -1,4 +1,4 @@
-"""trainer/collect.py on the real tiny models: plain GRPO unchanged, and every allocator's batch consistent."""
+"""trainer/step/collect.py on the real tiny models: plain GRPO unchanged, and every allocator's batch consistent."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.collect import StepRollouts, collect_rollouts
 from trainer.data import render_prompt
-from trainer.run_setup import Run, build_run
+from trainer.step.collect import StepRollouts, collect_rollouts
+from trainer.step.run_setup import Run, build_run
 from trainer.verifiers.scoring import score_batch
 
 
@@ -144,7 +144,7 @@ def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
 ) -> None:
     from tests.trainer.loop_helpers import Steps
     from tests.trainer.test_resume import comparable
-    from trainer.loop import train
+    from trainer.step.loop import train
 
     def config(out: Path, steps: int) -> Any:
         return tiny_config(

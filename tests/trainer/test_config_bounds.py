@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from trainer.config import ExperimentConfig, config_from_dict
 from trainer.errors import ConfigError
-from trainer.eval_config import BenchmarkConfig
+from trainer.evaluation.config import BenchmarkConfig
 from trainer.rubrics.config import RubricConfig
 from trainer.verifiers import VERIFIERS
 

@@ -1,11 +1,11 @@
-"""trainer/device.py: bf16 autocast only where it applies (model.autocast_bf16)."""
+"""trainer/models/device.py: bf16 autocast only where it applies (model.autocast_bf16)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from trainer.device import autocast
+from trainer.models.device import autocast
 
 
 def test_autocast_is_a_no_op_on_cpu_and_when_off() -> None:

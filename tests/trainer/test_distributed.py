@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.collect import collect_rollouts
 from trainer.config import config_from_dict
-from trainer.dist_launch import _EventReader, _torchrun_failures, diagnose
-from trainer.distributed import DistContext, EventFileSink, combine_metrics, step_report_from_json
+from trainer.distributed.context import DistContext, EventFileSink, combine_metrics, step_report_from_json
+from trainer.distributed.launch import _EventReader, _torchrun_failures, diagnose
 from trainer.errors import ConfigError
-from trainer.run_setup import build_run
 from trainer.sinks import RolloutRecord, StepReport
+from trainer.step.collect import collect_rollouts
+from trainer.step.run_setup import build_run
 
 
 def _config(**sections: dict[str, Any]) -> dict[str, Any]:
@@ -29,10 +29,17 @@ def _config(**sections: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def test_num_processes_forces_per_prompt_seeding_and_defaults_to_one_process() -> None:
+def test_per_prompt_seeding_is_on_exactly_with_more_than_one_process_and_one_process_is_the_default() -> None:
     assert config_from_dict({}).training.num_processes == 1
-    assert config_from_dict({}).rollout.seed_per_prompt is False
-    assert config_from_dict(_config()).rollout.seed_per_prompt is True
+    assert config_from_dict({}).rollout.seed_per_prompt is None  # null: decided by the process count
+    assert config_from_dict({}).seeds_per_prompt is False
+    assert config_from_dict(_config()).seeds_per_prompt is True
+    assert config_from_dict({"rollout": {"seed_per_prompt": True}}).seeds_per_prompt is True  # 1-process reference
+
+
+def test_two_processes_refuse_seed_per_prompt_false() -> None:
+    with pytest.raises(ConfigError, match=r"seed_per_prompt false with training.num_processes 2"):
+        config_from_dict(_config(rollout={"seed_per_prompt": False}))
 
 
 def test_prompts_per_step_must_split_evenly_over_the_processes() -> None:
@@ -40,22 +47,45 @@ def test_prompts_per_step_must_split_evenly_over_the_processes() -> None:
         config_from_dict(_config(training={"prompts_per_step": 3}))
 
 
-@pytest.mark.parametrize(("section", "values", "named"), [
-    ("algorithm", {"advantage_estimator": "reinforce_pp"}, "algorithm.advantage_estimator 'reinforce_pp'"),
-    ("algorithm", {"scale_rewards": "batch"}, "algorithm.scale_rewards 'batch'"),
-    ("algorithm", {"top_entropy_quantile": 0.2}, "algorithm.token_credit 'top_entropy'"),
-    ("algorithm", {"importance_sampling_level": "segment"}, "importance_sampling_level 'segment'"),
-    ("algorithm", {"clip_mode": "gapo"}, "algorithm.clip_mode 'gapo'"),
-    ("budget", {"dynamic_sampling": True}, "budget.dynamic_sampling"),
-    ("budget", {"allocator": "vigor"}, "budget.allocator 'vigor'"),
-    ("budget", {"prompt_sampler": "beta_learnability"}, "budget.prompt_sampler 'beta_learnability'"),
-    ("teacher", {"mode": "self"}, "a teacher"),
-])
-def test_step_wide_methods_are_refused_with_the_field_named(section: str, values: dict[str, Any], named: str) -> None:
-    with pytest.raises(ConfigError, match=r"training\.num_processes 2 does not support") as err:
-        config_from_dict(_config(**{section: values}))
-    assert named in str(err.value)
-    config_from_dict({section: values})  # one process: fine
+# Each computes something over the whole step (or decides from every group's outcome); they run across
+# processes with the 1-process result (tests/trainer/test_mode_matrix.py compares the runs).
+STEP_WIDE = [
+    {"algorithm": {"advantage_estimator": "reinforce_pp"}},
+    {"algorithm": {"advantage_estimator": {"name": "grpo", "params": {"scale_rewards": "batch"}}}},
+    {"algorithm": {"token_credit": "top_entropy"}},
+    {"algorithm": {"importance_sampling_level": "segment"}},
+    {"algorithm": {"clip_mode": "gapo"}},
+    {"budget": {"dynamic_sampling": True}},
+    {"budget": {"allocator": "vigor"}},
+    {"budget": {"allocator": "sara"}},
+    {"budget": {"allocator": "early_abandon"}},
+    {"budget": {"prompt_sampler": "beta_learnability"}},
+    {"teacher": {"mode": "self"}},
+    {"teacher": {"name_or_path": "tiny:addition-teacher", "fusion": "puu"}, "algorithm": {"token_credit": "ecr"}},
+    {"rubric": {"criteria": [{"name": "short", "rule": {"type": "length", "params": {"unit": "chars", "max": 8}}}]}},
+]
+
+
+@pytest.mark.parametrize("sections", STEP_WIDE, ids=lambda s: next(iter(s.values())).__repr__()[:60])
+def test_step_wide_methods_run_on_two_processes(sections: dict[str, Any]) -> None:
+    config = config_from_dict(_config(**sections))
+    assert config.training.num_processes == 2 and config.seeds_per_prompt
+
+
+def test_the_vllm_engine_is_still_refused_on_two_processes_with_why() -> None:
+    with pytest.raises(ConfigError, match=r"training\.num_processes 2 does not support rollout\.engine 'vllm' "
+                                          r"\(one engine per process is not wired yet\)"):
+        config_from_dict(_config(rollout={"engine": "vllm"}))
+    config_from_dict({"rollout": {"engine": "vllm"}})  # one process: fine
+
+
+def test_a_sampling_rubric_judge_is_refused_on_two_processes_and_a_greedy_one_runs() -> None:
+    judge = {"name": "tidy", "scorer": "judge"}
+    rubric = {"criteria": [judge]}
+    config_from_dict(_config(rubric=rubric))  # top_k 1 (the default) is greedy
+    with pytest.raises(ConfigError, match=r"a sampling rubric judge \(rubric.judge_model.top_k above 1 or 0"):
+        config_from_dict(_config(rubric={**rubric, "judge_model": {"top_k": 5}}))
+    config_from_dict({"rubric": {**rubric, "judge_model": {"top_k": 5}}})  # one process: fine
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
@@ -67,7 +97,7 @@ def test_loss_types_with_step_wide_normalisers_are_kept_on_two_processes(loss_ty
 
     assert config.algorithm.loss_type == loss_type
     assert (config.training.num_processes, config.training.prompts_per_step) == (2, 4)
-    assert config.rollout.seed_per_prompt is True  # forced: a group samples the same on any rank
+    assert config.seeds_per_prompt is True  # on with num_processes > 1: a group samples the same on any rank
 
 
 def test_metrics_combine_by_their_meaning() -> None:
@@ -208,8 +238,8 @@ def test_two_ranks_with_global_normalisers_update_exactly_like_one(random_model_
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.optimize import UpdateBatch, policy_update
     from trainer.rollout import HFRolloutEngine, SamplingParams
+    from trainer.step.optimize import UpdateBatch, policy_update
 
     model = AutoModelForCausalLM.from_pretrained(random_model_dir)
     engine = HFRolloutEngine(model, AutoTokenizer.from_pretrained(random_model_dir))

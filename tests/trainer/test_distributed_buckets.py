@@ -1,4 +1,4 @@
-"""The data-parallel gradient all-reduce in buckets, in place (trainer/distributed.py ``all_reduce_grads``):
+"""The data-parallel gradient all-reduce in buckets, in place (trainer/distributed/context.py ``all_reduce_grads``):
 the bucket plan, and a real 2-rank gloo group (two forked processes, a second or two) checking the sums."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.distributed import DistContext, grad_buckets
+from trainer.distributed.context import DistContext, grad_buckets
 
 KIB = 1024
 # [shape, dtype] of each parameter: with a 4 KiB cap, 256 float32 (1 KiB) tensors share buckets, the 2048-element

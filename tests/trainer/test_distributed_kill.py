@@ -20,7 +20,7 @@ SCRIPT = """
 import sys
 from pathlib import Path
 from tests.trainer.loop_helpers import tiny_config
-from trainer.loop import train
+from trainer.step.loop import train
 train(tiny_config(Path(sys.argv[1]), Path(sys.argv[2]), training={"num_processes": 2, "max_steps": 100000}))
 """
 

@@ -13,11 +13,11 @@ import torch
 from safetensors.torch import load_file
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.checkpoint import latest_checkpoint, list_checkpoints
-from trainer.dist_launch import DistributedRunError
-from trainer.distributed import FAULT_ENV
-from trainer.loop import train
+from trainer.distributed.context import FAULT_ENV
+from trainer.distributed.launch import DistributedRunError
+from trainer.models.checkpoint import latest_checkpoint, list_checkpoints
 from trainer.sinks import NullSink, RunInfo, StepReport
+from trainer.step.loop import train
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,7 @@ def _rank_processes(marker: str) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if marker in cmdline and "trainer.dist_main" in cmdline:
+        if marker in cmdline and "trainer.distributed.rank_main" in cmdline:
             found.append(int(pid))
     return found
 

@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 from tests.trainer.loop_helpers import Steps, tiny_config
 from trainer.config import ExperimentConfig
 from trainer.errors import RLVRError, TrainingDiverged
-from trainer.loop import train
 from trainer.sinks import NullSink
+from trainer.step.loop import train
 
 
 class StepsAndErrors(Steps):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainer.cli import main
-from trainer.eval_cli import problems_path, read_progress
+from trainer.evaluation.cli import problems_path, read_progress
 
 
 def _eval(model: Path, out: Path, *extra: str) -> int:

@@ -5,7 +5,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from trainer.eval_metrics import (
+from trainer.evaluation.metrics import (
     avg_at_n,
     bootstrap_ci,
     maj_at_k,

@@ -6,8 +6,8 @@ import pytest
 
 from trainer.config import config_from_dict
 from trainer.errors import ConfigError
-from trainer.eval_config import BenchmarkConfig, benchmark_from_dict
-from trainer.eval_suite import builtin_benchmark_names, resolve_benchmark
+from trainer.evaluation.config import BenchmarkConfig, benchmark_from_dict
+from trainer.evaluation.suite import builtin_benchmark_names, resolve_benchmark
 
 
 def test_pass_k_and_maj_k_default_to_one_and_n():
@@ -48,7 +48,7 @@ def test_overriding_n_resets_the_default_ks():
 
 
 def test_the_hard_builtin_generates_harder_problems_than_the_easy_one():
-    from trainer.evaluate import load_benchmark_samples
+    from trainer.evaluation.engine import load_benchmark_samples
 
     easy = load_benchmark_samples(resolve_benchmark("builtin:chain_sum-easy", max_problems=20))
     hard = load_benchmark_samples(resolve_benchmark("builtin:chain_sum-hard", max_problems=20))
@@ -90,7 +90,7 @@ def test_the_web_process_can_build_benchmarks_and_read_results_without_torch():
 
     code = (
         "import sys\n"
-        "import trainer.eval_suite as suite, trainer.evaluate, trainer.eval_metrics\n"
+        "import trainer.evaluation.suite as suite, trainer.evaluation.engine, trainer.evaluation.metrics\n"
         "[suite.resolve_benchmark(n) for n in suite.builtin_benchmark_names()]\n"
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
     )

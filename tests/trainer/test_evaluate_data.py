@@ -9,8 +9,8 @@ import pytest
 from tests.trainer.eval_helpers import ScriptedEngine
 from trainer.data.row_check import check_data_file
 from trainer.errors import DataError
-from trainer.eval_suite import resolve_benchmark
-from trainer.evaluate import evaluate, load_benchmark_samples
+from trainer.evaluation.engine import evaluate, load_benchmark_samples
+from trainer.evaluation.suite import resolve_benchmark
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

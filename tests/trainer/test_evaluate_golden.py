@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.trainer.eval_helpers import PROBLEMS, SCRIPT, ScriptedEngine
-from trainer.eval_config import BenchmarkConfig
-from trainer.evaluate import EvalResult, ProblemResult, evaluate
+from trainer.evaluation.config import BenchmarkConfig
+from trainer.evaluation.engine import EvalResult, ProblemResult, evaluate
 
 
 def _config(**fields: object) -> BenchmarkConfig:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.loop import train
 from trainer.sinks import NullSink, StepReport
+from trainer.step.loop import train
 
 
 class StepMetrics(NullSink):

@@ -9,9 +9,9 @@ import pytest
 
 from tests.trainer.eval_helpers import PROBLEMS, SCRIPT, ScriptedEngine
 from trainer.errors import ConfigError
-from trainer.eval_config import BenchmarkConfig
-from trainer.eval_suite import resolve_benchmark
-from trainer.evaluate import ProblemResult, evaluate
+from trainer.evaluation.config import BenchmarkConfig
+from trainer.evaluation.engine import ProblemResult, evaluate
+from trainer.evaluation.suite import resolve_benchmark
 
 
 class StopAfter:
@@ -65,7 +65,7 @@ def test_done_results_with_another_n_are_refused():
 @pytest.mark.slow  # loads a (random) tiny model and samples three times: a few seconds
 def test_resuming_on_the_tiny_model_reproduces_the_uninterrupted_samples(random_model_dir: Path):
     """Per-batch generators: the samples of a resumed run are the ones an uninterrupted run draws."""
-    from trainer.evaluate import load_policy
+    from trainer.evaluation.engine import load_policy
 
     policy = load_policy(str(random_model_dir), device="cpu")
     config = resolve_benchmark("builtin:addition", n_samples=3, max_problems=4, batch_size=6, bootstrap_samples=0)

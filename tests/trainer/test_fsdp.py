@@ -1,4 +1,4 @@
-"""trainer/fsdp.py without torchrun: config validation, layer discovery, and the full-state-dict layout on a
+"""trainer/distributed/fsdp.py without torchrun: config validation, layer discovery, and the full-state-dict layout on a
 1-process gloo group (the 2-process runs are in test_fsdp_runs.py)."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from tests.trainer.loop_helpers import tiny_config
 from trainer.config import config_from_dict
-from trainer.errors import ConfigError
-from trainer.fsdp import (
+from trainer.distributed.fsdp import (
     decoder_layers,
     full_model_state_dict,
     full_optimizer_state_dict,
@@ -24,6 +23,7 @@ from trainer.fsdp import (
     load_full_optimizer_state_dict,
     shard_model,
 )
+from trainer.errors import ConfigError
 
 
 def _fsdp(**sections: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +50,23 @@ def test_fsdp_refuses_lora_and_says_which_to_drop() -> None:
 def test_fsdp_refuses_the_vllm_engine() -> None:
     with pytest.raises(ConfigError, match=r"fsdp with rollout.engine 'vllm' is not supported"):
         config_from_dict(_fsdp(rollout={"engine": "vllm"}))
+
+
+@pytest.mark.parametrize("allocator", ["early_abandon", "sara", "vigor"])
+def test_fsdp_refuses_allocators_whose_groups_differ_in_size_and_says_why(allocator: str) -> None:
+    """A sharded update exchanges weights and gradients in every micro-batch, so every process must run the
+    same number; groups of different sizes give the processes different numbers of rows."""
+    with pytest.raises(ConfigError, match=rf"training.fsdp does not support budget.allocator '{allocator}' yet: its "
+                                          r"groups differ in size.*use fsdp false \(plain data parallel"):
+        config_from_dict(_fsdp(budget={"allocator": allocator}))
+    config_from_dict(_fsdp(budget={"allocator": allocator}, training={"fsdp": False}))  # plain data parallel
+
+
+def test_fsdp_refuses_dynamic_sampling_and_says_why() -> None:
+    with pytest.raises(ConfigError, match=r"budget.dynamic_sampling with training.fsdp yet \(each process trains on "
+                                          r"the informative groups it is dealt.*use fsdp false"):
+        config_from_dict(_fsdp(budget={"dynamic_sampling": True}))
+    config_from_dict(_fsdp(budget={"dynamic_sampling": True}, training={"fsdp": False}))
 
 
 class _Expert(nn.Module):
@@ -192,4 +209,4 @@ def test_gathered_keeps_the_weights_whole_across_forwards_and_reshards_on_exit(r
 
 def test_tiny_config_accepts_fsdp_for_the_run_tests(random_model_dir: Path, tmp_path: Path) -> None:
     cfg = tiny_config(random_model_dir, tmp_path, training={"num_processes": 2, "prompts_per_step": 4, "fsdp": True})
-    assert cfg.training.fsdp and cfg.rollout.seed_per_prompt
+    assert cfg.training.fsdp and cfg.seeds_per_prompt

@@ -1,4 +1,4 @@
-"""FSDP runs on CPU (gloo, 2 processes under torchrun; trainer/fsdp.py): the same update as one process, and
+"""FSDP runs on CPU (gloo, 2 processes under torchrun; trainer/distributed/fsdp.py): the same update as one process, and
 checkpoints in the plain format that resume across fsdp and plain runs in both directions.
 
 One test, two launches (~10 s of process start-up each) and two 1-process runs: every check shares them.
@@ -17,8 +17,8 @@ from safetensors.torch import load_file
 
 from tests.trainer.loop_helpers import tiny_config
 from tests.trainer.test_distributed_runs import Recorder
-from trainer.checkpoint import STATE_FILE, list_checkpoints
-from trainer.loop import train
+from trainer.models.checkpoint import STATE_FILE, list_checkpoints
+from trainer.step.loop import train
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def _one_thread_per_rank(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _config(model_dir: Path, out: Path, processes: int, fsdp: bool) -> Any:
     """3 steps, checkpoints at steps 2 and 3; beta > 0, so the (sharded) KL reference takes part. Every run
-    plans its micro-batches from a memory budget (trainer/memory.py; an fsdp run probes the sharded model on
+    plans its micro-batches from a memory budget (trainer/models/memory.py; an fsdp run probes the sharded model on
     every rank and takes the smallest size); it is generous, so the plan keeps the configured 8."""
     return tiny_config(
         model_dir, out, rollout={"seed_per_prompt": True}, algorithm={"beta": 0.04},

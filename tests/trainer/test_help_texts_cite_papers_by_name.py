@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trainer.config import ExperimentConfig
-from trainer.eval_config import BenchmarkConfig
+from trainer.evaluation.config import BenchmarkConfig
 from trainer.rubrics.config import RubricConfig
 from trainer.verifiers import VERIFIERS
 
@@ -43,3 +43,15 @@ def test_no_help_text_cites_an_issue_or_a_seed_line(name: str) -> None:
     assert texts, f"{name}: the schema has no help texts"
     cited = [t[:120] for t in texts if INTERNAL.search(t)]
     assert cited == [], cited
+
+
+def test_the_walk_reaches_every_method_description_and_param_help_text() -> None:
+    """Method knobs moved into each method's params: their help texts sit in the choice fields' x-choices."""
+    from trainer.methods.axes import AXES
+
+    texts = set(descriptions(SCHEMAS["experiment"]))
+    for field, axis in AXES.items():
+        for entry in axis.choices():
+            assert entry.description in texts, (field, entry.name)
+            for param, info in entry.params.model_fields.items():
+                assert info.description in texts, (field, entry.name, param)

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.checkpoint import latest_checkpoint
 from trainer.config import config_from_dict
-from trainer.loop import train
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.models.tiny_model import greedy_addition_accuracy
 from trainer.presets import preset
 from trainer.sinks import StepReport
-from trainer.tiny_model import greedy_addition_accuracy
+from trainer.step.loop import train
 
 
 class Rewards:

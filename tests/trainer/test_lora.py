@@ -11,12 +11,12 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.checkpoint import latest_checkpoint
 from trainer.config import config_from_dict
 from trainer.errors import CheckpointError
-from trainer.loop import train
-from trainer.lora import is_adapter_dir, merge_and_export, merged_named_weights
-from trainer.run_setup import build_run
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.models.lora import is_adapter_dir, merge_and_export, merged_named_weights
+from trainer.step.loop import train
+from trainer.step.run_setup import build_run
 
 LORA = {"lora_r": 4, "lora_alpha": 8.0, "lora_target_modules": ["q_proj", "v_proj"]}
 
@@ -60,7 +60,7 @@ def test_reference_is_the_base_with_adapter_disabled(random_model_dir: Path, tmp
     ref = run.reference_logprobs(batch)
     assert ref is not None
     base = AutoModelForCausalLM.from_pretrained(random_model_dir)
-    from trainer.optimize import batch_logprobs
+    from trainer.step.optimize import batch_logprobs
 
     expected = batch_logprobs(base, batch, 8, cfg.rollout.temperature)
     policy = batch_logprobs(run.model, batch, 8, cfg.rollout.temperature)

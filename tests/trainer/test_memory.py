@@ -1,4 +1,4 @@
-"""Memory planning (training.memory_budget_gb, trainer/memory.py): the KV-cache formula against a real cache,
+"""Memory planning (training.memory_budget_gb, trainer/models/memory.py): the KV-cache formula against a real cache,
 the probe's side effects, sizing decisions, and that a budgeted run trains exactly like the same run with the
 chosen micro-batch size set by hand."""
 
@@ -12,13 +12,13 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
 from tests.trainer.loop_helpers import Steps, tiny_config
-from trainer.checkpoint import latest_checkpoint
-from trainer.config import ConfigError
 from trainer.data import load_samples
-from trainer.loop import train
-from trainer.memory import HEADROOM, kv_bytes_per_token, longest_prompt_tokens, plan_memory
-from trainer.run_setup import build_run
+from trainer.errors import ConfigError
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.models.memory import HEADROOM, kv_bytes_per_token, longest_prompt_tokens, plan_memory
 from trainer.sinks import NullSink
+from trainer.step.loop import train
+from trainer.step.run_setup import build_run
 
 
 def _kv_cache_bytes(model: torch.nn.Module, tokens: int) -> int:
@@ -117,7 +117,7 @@ def test_budgeted_run_trains_like_the_same_micro_batch_set_by_hand(random_model_
 @pytest.mark.skipif(not torch.cuda.is_available(),
                     reason="needs a CUDA GPU: the allocator-measured plan is checked there")
 def test_on_cuda_the_real_peak_stays_within_the_budget(tmp_path: Path) -> None:
-    from trainer.tiny_model import build_tiny_model
+    from trainer.models.tiny_model import build_tiny_model
 
     # Activations dominate: 128 completions of up to 128 tokens through 6 layers of width 512 need ~3 GiB
     # in one micro-batch, against ~0.1 GiB of weights and optimizer state.

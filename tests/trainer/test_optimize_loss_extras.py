@@ -9,10 +9,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.algorithms.policy_losses import prepare_loss_inputs
 from trainer.config import config_from_dict
-from trainer.optimize import UpdateBatch, UpdateStats, policy_update
+from trainer.methods.policy_losses import prepare_loss_inputs
 from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
+from trainer.step.optimize import UpdateBatch, UpdateStats, policy_update
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +27,16 @@ def rollouts(random_model_dir: Path) -> tuple[torch.nn.Module, RolloutBatch]:
 def update(model: torch.nn.Module, batch: RolloutBatch, micro_batch_size: int) -> tuple[UpdateStats, dict[str, torch.Tensor]]:
     cfg = config_from_dict({
         "rollout": {"max_completion_length": 6},
-        "algorithm": {"importance_sampling_level": "segment", "segment_min_tokens": 2, "segment_boundary_quantile": 0.5,
-                      "clip_mode": "gapo", "dual_clip": True, "epsilon": 0.1, "epsilon_high": 0.1},
+        "algorithm": {
+            "importance_sampling_level": {"name": "segment", "params": {"min_tokens": 2, "boundary_quantile": 0.5}},
+            "clip_mode": "gapo", "dual_clip": True, "epsilon": 0.1, "epsilon_high": 0.1,
+        },
         "training": {"micro_batch_size": micro_batch_size, "max_grad_norm": 0.0},
     })
     model = copy.deepcopy(model)
     mask = batch.completion_mask.float()
     advantages = torch.tensor([2.0, -1.0, 0.5, -0.5, 1.0, -2.0, 0.0, 1.5])  # [N]
-    inputs = prepare_loss_inputs(advantages, advantages[:, None] * mask, batch.entropies, mask, cfg.algorithm)
+    inputs = prepare_loss_inputs(advantages, advantages[:, None] * mask, batch.entropies, mask, cfg.methods())
     # Old logprobs shifted per row, so that some rows are clipped (row 0: ratio e^0.3 above GAPO's widened
     # 1 + 0.1 x 1.48) and row 1 (A < 0, ratio e^1.5 = 4.5 > c = 3) hits the dual-clip cap.
     shift = torch.tensor([-0.3, -1.5, 0.0, 0.3, -0.05, -0.2, 0.0, 0.4])[:, None]  # [N, 1]

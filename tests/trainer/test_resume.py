@@ -9,10 +9,10 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.trainer.loop_helpers import Steps, tiny_config
-from trainer.checkpoint import latest_checkpoint, list_checkpoints
 from trainer.errors import CheckpointError
-from trainer.loop import train
+from trainer.models.checkpoint import latest_checkpoint, list_checkpoints
 from trainer.sinks import JsonlSink, StepReport
+from trainer.step.loop import train
 
 
 def comparable(report: StepReport) -> dict[str, float]:

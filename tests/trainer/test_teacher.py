@@ -10,9 +10,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer.config import DataConfig, ExperimentConfig, TeacherConfig
 from trainer.errors import ConfigError, DataError
+from trainer.models.tiny_model import char_tokenizer
 from trainer.rollout import HFRolloutEngine, SamplingParams
 from trainer.samples import Sample
-from trainer.teacher import (
+from trainer.step.teacher import (
     check_same_tokenizer,
     load_teacher,
     needs_teacher,
@@ -20,7 +21,6 @@ from trainer.teacher import (
     score_completions,
     teacher_signals,
 )
-from trainer.tiny_model import char_tokenizer
 
 
 def config(**teacher: object) -> ExperimentConfig:
@@ -137,7 +137,7 @@ def test_the_tiny_teacher_is_the_student_trained_further_with_the_same_tokenizer
 ) -> None:
     import shutil
 
-    from trainer.tiny_model import TEACHER_NAME, ensure_tiny_model, resolve_model_path, tiny_model_path
+    from trainer.models.tiny_model import TEACHER_NAME, ensure_tiny_model, resolve_model_path, tiny_model_path
 
     monkeypatch.setenv("RLVR_HOME", str(tmp_path))
     shutil.copytree(warm_model_dir, tiny_model_path())  # the student is cached: only the teacher is built

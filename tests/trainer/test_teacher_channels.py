@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from trainer.config import ExperimentConfig, TeacherConfig
-from trainer.reporting import teacher_metrics
 from trainer.sinks import TOKEN_CHANNELS, RolloutRecord, pack_token_arrays, unpack_token_arrays
-from trainer.teacher import TeacherSignals
+from trainer.step.reporting import teacher_metrics
+from trainer.step.teacher import TeacherSignals
 
 
 def record(values: dict[str, list[float]]) -> RolloutRecord:
@@ -42,10 +42,10 @@ def test_teacher_metrics_are_token_means_over_the_completions() -> None:
     gap = torch.tensor([[-1.0, -2.0, 0.0], [0.0, 0.0, 0.0]])
     signals = TeacherSignals(logprob=torch.tensor([[-1.0, -3.0, 0.0], [-2.0, 0.0, 0.0]]),
                              entropy=torch.tensor([[0.5, 1.0, 0.0], [1.5, 0.0, 0.0]]), gap=gap, mask=mask, vocab_size=8)
-    cfg = ExperimentConfig(teacher=TeacherConfig(name_or_path="t", fusion="opd", opd_until_step=2))
+    cfg = ExperimentConfig(teacher=TeacherConfig(name_or_path="t", fusion={"name": "opd", "params": {"until_step": 2}}))
     m = teacher_metrics(signals, cfg, step=2)
     assert m["teacher/gap_mean"] == pytest.approx(-1.0) and m["teacher/reverse_kl"] == pytest.approx(1.0)
     assert m["teacher/logprob_mean"] == pytest.approx(-2.0) and m["teacher/entropy_mean"] == pytest.approx(1.0)
     assert m["teacher/seq_score_mean"] == pytest.approx((-1.5 + 0.0) / 2)
-    assert m["teacher/opd_active"] == 1.0 and teacher_metrics(signals, cfg, step=3)["teacher/opd_active"] == 0.0
+    assert m["teacher/fusion_active"] == 1.0 and teacher_metrics(signals, cfg, step=3)["teacher/fusion_active"] == 0.0
     assert teacher_metrics(None, cfg, step=1) == {}

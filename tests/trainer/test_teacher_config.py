@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trainer.config import ExperimentConfig, config_from_dict
+from trainer.config import ExperimentConfig, config_from_dict, config_schema
 from trainer.errors import ConfigError
 
 
@@ -18,7 +18,7 @@ def build(teacher: dict[str, Any] | None = None, **algorithm: Any) -> Experiment
 def test_no_teacher_is_the_default_and_changes_nothing() -> None:
     cfg = ExperimentConfig()
     assert cfg.teacher.fusion == "none" and not cfg.teacher.enabled
-    assert not cfg.algorithm.answer_span_mask
+    assert cfg.algorithm.loss_masks == []  # no answer-span masking either
 
 
 def test_uecr_grpo_is_puu_fusion_with_ecr_credit() -> None:
@@ -27,13 +27,13 @@ def test_uecr_grpo_is_puu_fusion_with_ecr_credit() -> None:
 
 
 def test_ecr_without_a_teacher_is_refused() -> None:
-    with pytest.raises(ConfigError, match=re.escape("token_credit 'ecr' need a teacher: set teacher.name_or_path")):
+    with pytest.raises(ConfigError, match=re.escape("token_credit 'ecr' needs a teacher: set teacher.name_or_path")):
         build(token_credit="ecr")
 
 
 @pytest.mark.parametrize("fusion", ["opd", "additive", "modulated", "puu"])
 def test_every_fusion_needs_a_teacher(fusion: str) -> None:
-    with pytest.raises(ConfigError, match=f"teacher.fusion '{fusion}' need a teacher"):
+    with pytest.raises(ConfigError, match=f"teacher.fusion '{fusion}' needs a teacher"):
         build({"fusion": fusion})
 
 
@@ -60,9 +60,12 @@ def test_opsd_on_a_file_without_answers_is_refused() -> None:
 
 
 def test_the_opd_then_rl_switch_needs_opd() -> None:
-    with pytest.raises(ConfigError, match=re.escape("needs teacher.fusion 'opd'")):
+    with pytest.raises(ConfigError, match=re.escape("opd_until_step is a parameter of fusion 'opd', which")):
         build({"name_or_path": "t", "fusion": "additive", "opd_until_step": 5})
-    assert build({"name_or_path": "t", "fusion": "opd", "opd_until_step": 5}).teacher.opd_until_step == 5
+    with pytest.raises(ConfigError, match=r"teacher\.fusion\.params: teacher fusion 'additive': params\.until_step"):
+        build({"name_or_path": "t", "fusion": {"name": "additive", "params": {"until_step": 5}}})
+    opd = {"name": "opd", "params": {"until_step": 5}}
+    assert build({"name_or_path": "t", "fusion": opd}).teacher.fusion.params.until_step == 5
 
 
 def test_ecr_with_pure_opd_is_refused_but_allowed_after_the_switch() -> None:
@@ -72,14 +75,17 @@ def test_ecr_with_pure_opd_is_refused_but_allowed_after_the_switch() -> None:
 
 
 def test_a_bad_answer_span_pattern_is_refused() -> None:
-    with pytest.raises(ConfigError, match="answer_span_pattern is not a valid regular expression"):
-        build(answer_span_mask=True, answer_span_pattern="(unclosed")
+    located = r"algorithm\.loss_masks\.0\.params: .*params\.pattern: answer_span pattern is not a valid regular"
+    with pytest.raises(ConfigError, match=located):
+        build(loss_masks=[{"name": "answer_span", "params": {"pattern": "(unclosed"}}])
 
 
-@pytest.mark.parametrize(("field", "value"), [("modulation_max", 1.0), ("opd_coef", 0), ("opd_until_step", 0)])
-def test_out_of_range_coefficients_are_refused(field: str, value: float) -> None:
-    with pytest.raises(ConfigError, match=f"teacher.{field}"):
-        build({"name_or_path": "t", "fusion": "opd", field: value})
+@pytest.mark.parametrize(
+    ("fusion", "param", "value"), [("modulated", "max", 1.0), ("opd", "coef", 0), ("opd", "until_step", 0)]
+)
+def test_out_of_range_coefficients_are_refused(fusion: str, param: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=rf"teacher\.fusion\.params: teacher fusion '{fusion}': params\.{param}: "):
+        build({"name_or_path": "t", "fusion": {"name": fusion, "params": {param: value}}})
 
 
 def test_every_teacher_field_cites_its_paper_or_says_what_it_does() -> None:
@@ -87,7 +93,13 @@ def test_every_teacher_field_cites_its_paper_or_says_what_it_does() -> None:
 
     for name, field in TeacherConfig.model_fields.items():
         assert field.description and len(field.description) > 40, name
-    assert "UECR-GRPO" in TeacherConfig.model_fields["puu_coef"].description  # type: ignore[operator]
+    fusion = config_schema()["$defs"]["TeacherConfig"]["properties"]["fusion"]
+    choices = {c["name"]: c for c in fusion["x-choices"]}
+    for name, choice in choices.items():
+        assert choice["description"], name
+        for param, prop in choice["params"].get("properties", {}).items():
+            assert len(prop.get("description", "")) > 40, (name, param)
+    assert "UECR-GRPO" in choices["puu"]["params"]["properties"]["coef"]["description"]
 
 
 @pytest.mark.parametrize("template", ["{prompt.__class__} {answer}", "{answer} {prompt[0]}", "{answer} {0}"])

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.trainer.loop_helpers import Steps, tiny_config
-from trainer.loop import train
 from trainer.sinks import StepReport
+from trainer.step.loop import train
 
 
 def run(model_dir: Path, out: Path, teacher: dict[str, Any], **algorithm: Any) -> list[StepReport]:
@@ -60,7 +60,8 @@ def _last_number(text: str) -> str:
 
 
 def test_opd_then_rl_stops_scoring_the_teacher_after_the_switch(random_model_dir: Path, tmp_path: Path) -> None:
-    reports = run(random_model_dir, tmp_path, {"name_or_path": str(random_model_dir), "fusion": "opd", "opd_until_step": 1})
-    assert reports[0].metrics["teacher/opd_active"] == 1.0
+    opd = {"name": "opd", "params": {"until_step": 1}}
+    reports = run(random_model_dir, tmp_path, {"name_or_path": str(random_model_dir), "fusion": opd})
+    assert reports[0].metrics["teacher/fusion_active"] == 1.0
     assert "teacher/gap_mean" not in reports[1].metrics  # step 2 is RL: no teacher forward pass
     assert "teacher_logprob" not in reports[1].rollouts[0].token_values

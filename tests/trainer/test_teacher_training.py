@@ -13,13 +13,13 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from tests.trainer.loop_helpers import Steps
-from trainer.checkpoint import latest_checkpoint
 from trainer.config import config_from_dict
 from trainer.data.demo_task import addition_prompt
-from trainer.logprobs import positions_from_mask
-from trainer.loop import train
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.models.tiny_model import TEACHER_NAME, ensure_tiny_model, greedy_addition_accuracy
 from trainer.rollout import HFRolloutEngine, SamplingParams
-from trainer.tiny_model import TEACHER_NAME, ensure_tiny_model, greedy_addition_accuracy
+from trainer.step.logprobs import positions_from_mask
+from trainer.step.loop import train
 
 
 def reverse_kl_on_own_samples(student: PreTrainedModel, teacher: PreTrainedModel, tok: PreTrainedTokenizerBase) -> float:
@@ -72,7 +72,7 @@ def test_opd_moves_the_student_towards_the_teacher(warm_model_dir: Path, tmp_pat
         AutoModelForCausalLM.from_pretrained(warm_model_dir), tok) + 0.2
 
     first, last = steps.reports[0], steps.reports[-1]
-    assert first.metrics["teacher/opd_active"] == 1.0 and first.metrics["teacher/gap_mean"] < 0
+    assert first.metrics["teacher/fusion_active"] == 1.0 and first.metrics["teacher/gap_mean"] < 0
     record = last.rollouts[0]
     n = len(record.token_ids)
     assert len(record.token_values["teacher_logprob"]) == n and len(record.token_values["teacher_entropy"]) == n

@@ -10,8 +10,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.trainer.loop_helpers import tiny_config
-from trainer.loop import train
 from trainer.sinks import StepReport
+from trainer.step.loop import train
 
 
 class Recorder:
@@ -36,7 +36,7 @@ class Recorder:
 
 
 def final_weights(out_dir: Path) -> dict[str, torch.Tensor]:
-    from trainer.checkpoint import latest_checkpoint
+    from trainer.models.checkpoint import latest_checkpoint
 
     ckpt = latest_checkpoint(out_dir)
     assert ckpt is not None
@@ -74,7 +74,8 @@ def test_every_loss_normalisation_trains(random_model_dir: Path, tmp_path: Path,
 
 def test_kl_penalty_multiple_iterations_and_entropy_masking_together(random_model_dir: Path, tmp_path: Path) -> None:
     cfg = tiny_config(random_model_dir, tmp_path, algorithm={
-        "beta": 0.1, "kl_estimator": "k3", "num_iterations": 2, "top_entropy_quantile": 0.5,
+        "beta": 0.1, "kl_estimator": "k3", "num_iterations": 2,
+        "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
         "mask_truncated_completions": True,
     })
     rec = Recorder()

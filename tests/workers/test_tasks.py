@@ -84,7 +84,7 @@ def test_an_unexpected_error_fails_the_run_and_keeps_the_traceback(
     def broken_train(*args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError("division by zero in a verifier")
 
-    monkeypatch.setattr("trainer.loop.train", broken_train)
+    monkeypatch.setattr("trainer.step.loop.train", broken_train)
     run = launch(owner, tiny_experiment_config(random_model_dir))
 
     assert run_training.apply(args=(run.pk,)).get() == "failed"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trainer.config import DataConfig
+from trainer.data.chain_arithmetic import chain_arithmetic_samples
+from trainer.data.config import DataConfig
 from trainer.data.demo_task import demo_samples
 from trainer.data.files import load_file_samples
 from trainer.data.reasoning_gym_tasks import reasoning_gym_samples
@@ -23,6 +24,8 @@ def load_samples(cfg: DataConfig) -> list[Sample]:
             answer_field=cfg.answer_field,
             id_field=cfg.id_field,
         )
+    elif cfg.source == "chain_arithmetic":
+        samples = chain_arithmetic_samples(cfg.size, cfg.data_seed, level=cfg.task, overrides=cfg.task_config)
     else:
         assert cfg.task is not None  # DataConfig refuses source='reasoning_gym' without a task
         samples = reasoning_gym_samples(

@@ -19,7 +19,7 @@ from trainer.samples import Sample
 
 
 class PromptSource(Protocol):
-    """The prompt-sampler seam (registry ``trainer.data.prompt_samplers.PROMPT_SAMPLERS``).
+    """The prompt-sampler seam (registry ``trainer.methods.prompt_samplers.PROMPT_SAMPLERS``).
 
     ``observe`` receives every generated group's outcome (also dropped or abandoned ones) so that an
     adaptive sampler can update its beliefs; ``rollouts_observed`` is the run's cumulative rollout count

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from trainer.config import DataConfig
+from trainer.data.config import DataConfig
 from trainer.errors import DataError
 from trainer.samples import Sample
 

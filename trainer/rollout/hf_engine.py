@@ -13,9 +13,9 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from trainer.fsdp import gathered
-from trainer.logprobs import positions_from_mask
+from trainer.distributed.fsdp import gathered
 from trainer.rollout.base import RolloutBatch, SamplingParams
+from trainer.step.logprobs import positions_from_mask
 
 
 def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:

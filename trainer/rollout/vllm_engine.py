@@ -13,7 +13,7 @@ How it differs from the ``hf`` engine, on purpose:
   return). vLLM's own sampled-token logprobs (``logprobs_mode='processed_logprobs'``) are kept to measure
   the sampler/trainer mismatch, reported as ``rollout/sampler_logprob_gap`` in ``last_stats``.
 - Weights are pushed into the colocated vLLM model after every optimizer step (``sync_weights``), the
-  way TRL's colocate mode does it; LoRA adapters are merged on the fly for the push (trainer.lora).
+  way TRL's colocate mode does it; LoRA adapters are merged on the fly for the push (trainer.models.lora).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.errors import ConfigError
-from trainer.logprobs import completion_logprobs
 from trainer.rollout.base import RolloutBatch, SamplingParams
+from trainer.step.logprobs import completion_logprobs
 
 VLLM_MISSING = (
     "rollout.engine is 'vllm' but the vllm package is not installed. vLLM needs a CUDA GPU: on a GPU host "
@@ -277,6 +277,6 @@ class VLLMRolloutEngine:
 
 
 def named_weights(model: torch.nn.Module) -> Iterator[tuple[str, Tensor]]:
-    """The policy's weights under checkpoint names (plain models; LoRA models go through trainer.lora)."""
+    """The policy's weights under checkpoint names (plain models; LoRA models go through trainer.models.lora)."""
     for name, param in model.named_parameters():
         yield name, param.detach()

@@ -11,14 +11,21 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from trainer.registry import Registry
 
-if TYPE_CHECKING:
-    from trainer.rubrics.config import CriterionSpec
 
-Aggregator = Callable[[Sequence[Sequence[float]], Sequence["CriterionSpec"], Sequence[int]], list[float]]
+class CriterionSpec(Protocol):
+    """What an aggregator reads of a criterion (trainer/rubrics/config.py's CriterionSpec has it)."""
+
+    @property
+    def weight(self) -> float: ...
+
+    def normalise(self, score: float) -> float: ...
+
+
+Aggregator = Callable[[Sequence[Sequence[float]], Sequence[CriterionSpec], Sequence[int]], list[float]]
 
 AGGREGATORS: Registry[Aggregator] = Registry("rubric aggregation")
 

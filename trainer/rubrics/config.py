@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from trainer.bounds import MAX_LIST_ITEMS, BoundedModel
+from trainer.rubrics.aggregators import AGGREGATORS
 from trainer.user_regex import PatternError, check_user_pattern
 
 Scale = Literal["binary", "likert5", "range"]
@@ -168,6 +169,7 @@ class RubricConfig(_Section):
         description="'weighted_sum': normalise each criterion to [0, 1] by its scale, weighted mean "
         "(the linear baseline); 'rank': RLVR^2, within-group ordinal outcomes per "
         "criterion -> win-rate utility -> weighted mean.",
+        json_schema_extra={"enum": list[Any](AGGREGATORS.names())},  # the form's select; validated below
     )
     criteria: list[CriterionSpec] = Field(max_length=MAX_LIST_ITEMS, description="The criteria, in rubric order.")
     reward_weight: float = Field(
@@ -190,8 +192,6 @@ class RubricConfig(_Section):
 
     @model_validator(mode="after")
     def _check_criteria(self) -> RubricConfig:
-        from trainer.rubrics.aggregators import AGGREGATORS
-
         if self.aggregation not in AGGREGATORS:
             raise ValueError(f"rubric.aggregation {self.aggregation!r} is unknown; valid: {', '.join(AGGREGATORS.names())}")
         names = [c.name for c in self.criteria]

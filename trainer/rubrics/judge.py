@@ -140,10 +140,10 @@ def load_judge(settings: JudgeModelConfig, dtype: str, device: torch.device, see
     """Load the frozen judge model and tokenizer from a local directory and wrap it in the hf engine."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.device import resolve_dtype
     from trainer.errors import ConfigError
+    from trainer.models.device import resolve_dtype
+    from trainer.models.tiny_model import resolve_model_path
     from trainer.rollout import HFRolloutEngine
-    from trainer.tiny_model import resolve_model_path
 
     path = resolve_model_path(settings.name_or_path)
     if not Path(path).exists():

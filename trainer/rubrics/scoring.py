@@ -6,6 +6,11 @@ scores into one rubric reward per rollout, which is added to the verifiers' tota
 ``rubric.reward_weight``. The rollout browser shows, per rollout, ``rubric/<criterion>`` (the score
 normalised to [0, 1], 0 when unscorable) and ``rubric`` (the aggregated reward) next to the verifiers,
 with details holding the raw score, the scorer and the reason.
+
+In a data-parallel run each process scores the completions of its own groups: rules score one completion at a
+time and both aggregators work within a group, so every process gets its part of the 1-process rewards. A
+greedy judge (top_k 1, the default) is the same; a sampling one draws one random stream over each call's
+verdicts, so it is refused with num_processes > 1 (trainer/config/experiment.py).
 """
 
 from __future__ import annotations
@@ -126,9 +131,9 @@ def add_rubric_scores(scores: ScoreBatch, rubric: RubricScores, scorer: RubricSc
 def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequence[int]) -> ScoreBatch:
     """The rubric reward aggregated again over whole groups, from the raw criterion scores in the details.
 
-    Allocators that spread a group over several generation calls ('vigor', 'early_abandon', trainer/
-    allocation.py) see each call scored on its own, so a group-relative aggregator ('rank') compared only
-    that call's part of the group. Once the step's groups are complete this recomputes the reward over each
+    Allocators that spread a group over several generation calls ('vigor', 'early_abandon', 'sara';
+    trainer/methods/allocation.py) see each call scored on its own, so a group-relative aggregator ('rank')
+    compared only that call's part of the group. Once the step's groups are complete this recomputes the reward over each
     whole group and moves the total by the difference (the verifiers' part of the total is unchanged).
     """
     def raw(i: int, criterion: CriterionSpec) -> float:

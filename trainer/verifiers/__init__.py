@@ -5,6 +5,7 @@ reasoning_gym, code) without loading math-verify or reasoning-gym: those load in
 """
 
 from trainer.verifiers import (  # noqa: F401 -- registers
+    chain_arithmetic,
     code_exec,
     exact,
     math_answer,

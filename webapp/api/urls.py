@@ -1,12 +1,14 @@
-"""Every /api/ route: the apps' own lists plus token login and tokens, the OpenAPI schema and its docs page."""
+"""Every /api/ route: its index, the apps' own lists plus token login and tokens, the OpenAPI schema and its docs page."""
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from webapp.api.auth import TokenApi
 from webapp.api.docs import ApiDocsView
+from webapp.api.index import ApiIndexView
 
 urlpatterns = [
+    path("", ApiIndexView.as_view(), name="api-index"),
     path("auth/token/", TokenApi.as_view(), name="auth-token"),
     path("", include("webapp.accounts.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -1,8 +1,8 @@
-"""Benchmark configs validated by the trainer's own pydantic model (``trainer.eval_config.BenchmarkConfig``).
+"""Benchmark configs validated by the trainer's own pydantic model (``trainer.evaluation.config.BenchmarkConfig``).
 
 The web side never re-implements the schema: it builds the dict, asks the trainer's model, and turns a
 pydantic error into ``InvalidInput`` with one message per field (``config.n_samples``: ...). The module
-imports no torch (trainer/eval_config.py promises that), so the web process may call it.
+imports no torch (trainer/evaluation/config.py promises that), so the web process may call it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def validate_benchmark_config(config: Any) -> dict[str, Any]:
     """The config with every default filled in, as JSON; InvalidInput naming each wrong field."""
-    from trainer.eval_config import BenchmarkConfig
+    from trainer.evaluation.config import BenchmarkConfig
 
     if not isinstance(config, dict):
         raise InvalidInput("A benchmark config must be a JSON object.", {"config": ["Expected an object."]})
@@ -36,7 +36,7 @@ def validate_benchmark_config(config: Any) -> dict[str, Any]:
 
 def builtin_suite_names() -> list[str]:
     """The built-in suite entries (``builtin:addition`` ...) a benchmark can start from."""
-    from trainer.eval_suite import builtin_benchmark_names
+    from trainer.evaluation.suite import builtin_benchmark_names
 
     return builtin_benchmark_names()
 
@@ -45,7 +45,7 @@ def builtin_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """A built-in suite entry's config with ``overrides`` laid over it (a new n_samples resets pass_k and
     maj_k to their defaults unless given), as JSON; InvalidInput listing the valid names or the bad field."""
     from trainer.errors import ConfigError
-    from trainer.eval_suite import resolve_benchmark
+    from trainer.evaluation.suite import resolve_benchmark
 
     if not name.startswith("builtin:"):
         name = f"builtin:{name}"

@@ -1,6 +1,6 @@
 """Benchmarks (a project's evaluation sets), their evaluation runs, and what those runs produce.
 
-A Benchmark stores its ``trainer.eval_config.BenchmarkConfig`` as validated JSON; an EvalRun keeps a
+A Benchmark stores its ``trainer.evaluation.config.BenchmarkConfig`` as validated JSON; an EvalRun keeps a
 snapshot of it taken at launch (editing a benchmark never changes what an evaluation measured). Each
 finished problem is one EvalProblem row with its samples as EvalSample rows; a sample's per-token arrays
 live in one packed blob (trainer.sinks.pack_token_arrays, as rollouts), not in a row per token.
@@ -29,7 +29,7 @@ class Benchmark(models.Model):
     source = models.CharField(max_length=16, choices=BenchmarkSource.choices)
     dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="benchmarks")
     builtin = models.CharField(max_length=120, blank=True, default="", help_text="Suite entry, e.g. builtin:addition.")
-    config = models.JSONField(help_text="A validated trainer.eval_config.BenchmarkConfig, every default filled in.")
+    config = models.JSONField(help_text="A validated trainer.evaluation.config.BenchmarkConfig, every default filled in.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -66,7 +66,7 @@ class EvalRun(models.Model):
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="eval_runs")
     checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     step = models.PositiveIntegerField(null=True, blank=True, help_text="Training step of the checkpoint.")
-    model_path = models.CharField(max_length=1024, help_text="What trainer.evaluate.evaluate loads.")
+    model_path = models.CharField(max_length=1024, help_text="What trainer.evaluation.engine.evaluate loads.")
     label = models.CharField(max_length=255, help_text="Row name in the results table.")
     config = models.JSONField(help_text="The benchmark's config as it was at launch.")
     status = models.CharField(max_length=16, choices=EvalStatus.choices, default=EvalStatus.QUEUED, db_index=True)

@@ -21,7 +21,7 @@ from webapp.experiments.storable import clean_json, clean_text, finite_or_none
 
 
 class SampleLike(Protocol):
-    """trainer.evaluate.SampleResult, as far as storage needs it."""
+    """trainer.evaluation.engine.SampleResult, as far as storage needs it."""
 
     index: int
     text: str
@@ -38,7 +38,7 @@ class SampleLike(Protocol):
 
 
 class ProblemLike(Protocol):
-    """trainer.evaluate.ProblemResult, as far as storage needs it."""
+    """trainer.evaluation.engine.ProblemResult, as far as storage needs it."""
 
     problem_id: str
     prompt: str

@@ -15,7 +15,10 @@ from django.http import Http404
 from trainer.sinks import unpack_token_arrays
 from webapp.benchmarks.models import Benchmark, EvalProblem, EvalRun, EvalSample
 from webapp.core.errors import InvalidInput
+from webapp.core.queues import QueuePosition, queue_position
+from webapp.core.tasks_by_name import RUN_EVALUATION
 from webapp.experiments.models import Checkpoint, Experiment
+from webapp.experiments.selectors import checkpoint_has_files
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
@@ -33,7 +36,7 @@ def eval_should_stop(*, eval_run_id: int) -> bool:
 
 def eval_stored_problems(*, eval_run_id: int) -> list[dict[str, Any]]:
     """Every problem already stored for the evaluation with its samples, in the shape of
-    ``trainer.evaluate.ProblemResult.to_dict()``: what a resumed evaluation passes to the engine as
+    ``trainer.evaluation.engine.ProblemResult.to_dict()``: what a resumed evaluation passes to the engine as
     ``done``, so finished problems are not generated again."""
     problems = EvalProblem.objects.filter(eval_run_id=eval_run_id).prefetch_related("samples")
     out = []
@@ -81,6 +84,11 @@ def eval_runs_for_benchmark(*, benchmark: Benchmark) -> QuerySet[EvalRun]:
 
 def eval_runs_for_project(*, project: Project) -> QuerySet[EvalRun]:
     return EvalRun.objects.filter(benchmark__project=project).select_related("benchmark")
+
+
+def eval_queue_position(*, eval_run: EvalRun) -> QueuePosition | None:
+    """Where a queued evaluation stands on the ``eval`` queue (webapp/core/queues.py); None unless queued."""
+    return queue_position(EvalRun.objects.all(), row=eval_run, queue=RUN_EVALUATION.queue)
 
 
 def eval_status_payload(*, eval_run: EvalRun) -> dict[str, Any]:
@@ -144,13 +152,15 @@ def eval_targets(
 
 
 def eval_target_choices(*, project: Project) -> list[dict[str, Any]]:
-    """What the Evaluate form offers: each experiment's base model and the checkpoints of its runs."""
+    """What the Evaluate form offers: each experiment's base model and the checkpoints of its runs, those
+    whose files ``checkpoint.save_total_limit`` deleted marked ``deleted`` (listed, not offered)."""
     choices = []
     for experiment in Experiment.objects.filter(project=project).order_by("name"):
         model = str(experiment.config.get("model", {}).get("name_or_path", ""))
         checkpoints = Checkpoint.objects.filter(run__experiment=experiment).order_by("run_id", "step")
         choices.append({
             "experiment_id": experiment.pk, "name": experiment.name, "model": model,
-            "checkpoints": [{"id": c.pk, "run_id": c.run_id, "step": c.step} for c in checkpoints],
+            "checkpoints": [{"id": c.pk, "run_id": c.run_id, "step": c.step,
+                             "deleted": not checkpoint_has_files(checkpoint=c)} for c in checkpoints],
         })  # fmt: skip
     return choices

@@ -30,7 +30,7 @@ class BenchmarkIn(serializers.Serializer[None]):
     verifier_version = serializers.IntegerField(required=False, allow_null=True, default=None,
                                                 help_text="A saved verifier version of the project to score with.")
     config = serializers.JSONField(required=False, default=dict,
-                                   help_text="trainer.eval_config.BenchmarkConfig fields (data, verifiers, n_samples ...).")
+                                   help_text="trainer.evaluation.config.BenchmarkConfig fields (data, verifiers, n_samples ...).")
 
     def validate_config(self, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):  # services lay fields over it: a list or `true` would be a 500 there

@@ -44,6 +44,7 @@ from webapp.datafiles.models import Dataset, dataset_reference
 from webapp.datafiles.services import dataset_upload
 from webapp.experiments.config_paths import confine_benchmark_config, confine_model
 from webapp.experiments.models import Checkpoint, Experiment
+from webapp.experiments.selectors import checkpoint_deleted_message, checkpoint_has_files
 from webapp.experiments.storable import clean_json
 from webapp.teams.models import Project
 from webapp.teams.permissions import EDIT_EXPERIMENTS, OPERATE_RUNS, require_role
@@ -197,6 +198,9 @@ def eval_launch(
         run = checkpoint.run
         if run.experiment.project_id != project.pk:
             raise InvalidInput("That checkpoint is not in this project.", {"targets": ["Unknown checkpoint."]})
+        if not checkpoint_has_files(checkpoint=checkpoint):  # the worker would fail on a missing model folder
+            message = checkpoint_deleted_message(checkpoint=checkpoint)
+            raise InvalidInput(message, {"checkpoints": [message]})
         rows.append(EvalRun(
             target_kind=TargetKind.CHECKPOINT, experiment=run.experiment, run=run, checkpoint=checkpoint,
             step=checkpoint.step, model_path=f"{CHECKPOINT_PREFIX}{checkpoint.pk}",

@@ -117,7 +117,7 @@ def eval_detail(request: HttpRequest, eval_run_id: int) -> HttpResponse:
         "samples_url": "/api/eval-problems/",
     }
     context = {"project": row.benchmark.project, "benchmark": row.benchmark, "eval_run": row,
-               "page_data": page_data, **role_context(project=row.benchmark.project, request=request)}
+               "page_data": page_data, "queue_position": selectors.eval_queue_position(eval_run=row), **role_context(project=row.benchmark.project, request=request)}
     return render(request, "benchmarks/eval_detail.html", context)
 
 

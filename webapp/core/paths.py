@@ -3,7 +3,7 @@
 A config typed into the web runs on a worker that can read the server's files, so a model field
 (``model.name_or_path``, ``teacher.name_or_path``, ``rubric.judge_model.name_or_path``) may only be:
 
-- a built-in ``tiny:`` model (trainer/tiny_model.py builds it locally);
+- a built-in ``tiny:`` model (trainer/models/tiny_model.py builds it locally);
 - ``checkpoint:<id>``, a checkpoint of a run in the same project (the ids the benchmarks API and
   ``GET /api/runs/<id>/checkpoints/`` use; resolved by webapp/experiments/config_paths.py);
 - a folder under one of ``settings.RLVR_MODEL_ROOTS``: an absolute path inside a root, or a path relative
@@ -89,7 +89,7 @@ def model_folder(value: str, *, field: str, must_exist: bool) -> Path | None:
 
 
 def check_tiny_name(value: str, *, field: str) -> str:
-    """A ``tiny:`` name as trainer/tiny_model.py names its built-ins (``tiny:addition``); it never is a path."""
+    """A ``tiny:`` name as trainer/models/tiny_model.py names its built-ins (``tiny:addition``); it never is a path."""
     if not re.fullmatch(r"tiny:[a-z0-9][a-z0-9_-]*", value):
         raise refuse_model(field, value, "is not a built-in tiny: model name")
     return value

@@ -9,6 +9,8 @@ A config from the browser or the API may name only what its own project owns, pl
 - models: a tiny: name, ``checkpoint:<id>`` of a run in the same project, or a folder under
   RLVR_MODEL_ROOTS (the rule is webapp/core/paths.py).
 - ``evaluation.benchmarks`` strings: built-in suite names only (any other string is a file on the server).
+- method params that name a file (marked ``x-path: data-file`` in the method's params model, such as the
+  beta_learnability prompt sampler's ``prior_file``): an uploaded data file of the project, ``dataset:<id>``.
 - ``checkpoint.output_dir``: chosen by the server (each run writes to RLVR_RUNS_DIR/run-<id>) whatever
   the config says; the worker sets it from the run row.
 
@@ -28,6 +30,7 @@ from typing import Any
 from django.conf import settings
 
 from trainer.errors import ConfigError
+from trainer.methods.axes import AXES
 from webapp.core.errors import InvalidInput
 from webapp.core.paths import (
     CHECKPOINT_PREFIX,
@@ -40,9 +43,10 @@ from webapp.core.paths import (
 )
 from webapp.datafiles.models import Dataset
 from webapp.experiments.models import Checkpoint, Run
+from webapp.experiments.selectors import checkpoint_has_files
 from webapp.teams.models import Project
 
-BUILTIN_BENCHMARK_PREFIX = "builtin:"  # trainer/eval_suite.py's BUILTIN_PREFIX
+BUILTIN_BENCHMARK_PREFIX = "builtin:"  # trainer/evaluation/suite.py's BUILTIN_PREFIX
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class _Confiner:
             raise refuse_model(field, value, "is not a checkpoint of a run in this project")
         if not self.resolve:
             return value
-        if not Path(checkpoint.path).is_dir():
+        if not checkpoint_has_files(checkpoint=checkpoint):
             raise refuse_model(field, value, "has no files on this server any more (runs keep their last "
                                "checkpoint.save_total_limit checkpoints)")
         return checkpoint.path
@@ -85,6 +89,35 @@ class _Confiner:
             )
             raise InvalidInput(message, {f"{field}.path": [message]})
         return {**data, "path": dataset.path} if self.resolve else data
+
+    def data_file(self, value: str, field: str) -> str:
+        """A file a method reads (its params mark it ``x-path: data-file``): an uploaded data file of the project."""
+        dataset_id = parse_reference(value, DATASET_PREFIX)
+        dataset = None if dataset_id is None else Dataset.objects.filter(pk=dataset_id, project=self.project).first()
+        if dataset is None:
+            message = (
+                f"{field.removeprefix('config.')} {value!r} is not an uploaded data file of this project: upload it "
+                f"(POST /api/projects/{self.project.pk}/datasets/) and name it as {DATASET_PREFIX}<id>"
+            )
+            raise InvalidInput(message, {field: [message]})
+        return dataset.path if self.resolve else value
+
+    def method_files(self, config: dict[str, Any], out: dict[str, Any], field: str) -> None:
+        """Confine every file-valued parameter of the methods ``config`` chose (each axis's ``{name, params}``)."""
+        for axis in AXES.values():
+            section, key = axis.config_field.split(".")
+            value = (config.get(section) or {}).get(key)
+            chosen = value if isinstance(value, list) else [value]
+            for index, choice in enumerate(chosen):
+                if not isinstance(choice, dict) or choice.get("name") not in axis:
+                    continue
+                schema = axis.entry(choice["name"]).params.model_json_schema().get("properties", {})
+                where = f"{field}.{axis.config_field}" + (f".{index}" if isinstance(value, list) else "") + ".params"
+                target = out[section][key][index] if isinstance(value, list) else out[section][key]
+                for name, prop in schema.items():
+                    given = (choice.get("params") or {}).get(name)
+                    if prop.get("x-path") == "data-file" and isinstance(given, str):
+                        target["params"][name] = self.data_file(given, f"{where}.{name}")
 
     def benchmark_spec(self, spec: Any, field: str) -> Any:
         if isinstance(spec, dict):
@@ -118,6 +151,7 @@ def confine_experiment_config(
     benchmarks = (config.get("evaluation") or {}).get("benchmarks") or []
     for i, spec in enumerate(benchmarks):
         out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(spec, f"{field}.evaluation.benchmarks.{i}")
+    confiner.method_files(config, out, field)
     return out
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
+from pathlib import Path
 from typing import Any, TypedDict
 
 from django.db import connections
@@ -18,6 +19,8 @@ from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Min, 
 from django.http import Http404
 
 from trainer.sinks import unpack_token_arrays
+from webapp.core.queues import QueuePosition, queue_position
+from webapp.core.tasks_by_name import RUN_TRAINING
 from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Rollout, Run, RunEvent
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
@@ -240,6 +243,26 @@ def _channel_or_none(values: list[float]) -> list[float | None] | None:
 
 def checkpoints_for_run(*, run: Run) -> QuerySet[Checkpoint]:
     return Checkpoint.objects.filter(run=run).order_by("step")
+
+
+def run_queue_position(*, run: Run) -> QueuePosition | None:
+    """Where a queued run stands on the ``training`` queue (webapp/core/queues.py); None unless queued."""
+    return queue_position(Run.objects.all(), row=run, queue=RUN_TRAINING.queue)
+
+
+def checkpoint_has_files(*, checkpoint: Checkpoint) -> bool:
+    """Whether the checkpoint's folder is still on this server. A run keeps only its newest
+    ``checkpoint.save_total_limit`` checkpoints: the trainer deletes older folders, their rows stay (the
+    over-training plots and the evaluations of those steps refer to them), so only the disk can tell."""
+    return Path(checkpoint.path).is_dir()
+
+
+def checkpoint_deleted_message(*, checkpoint: Checkpoint) -> str:
+    return (
+        f"Checkpoint {checkpoint.pk} (run #{checkpoint.run_id}, step {checkpoint.step}) was deleted: a run keeps only "
+        "its newest checkpoint.save_total_limit checkpoints. Pick a newer checkpoint of the run, or raise "
+        "checkpoint.save_total_limit for the next run to keep more."
+    )
 
 
 def events_for_run(*, run: Run, after_id: int | None = None) -> QuerySet[RunEvent]:

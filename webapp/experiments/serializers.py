@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from trainer.sinks import TOKEN_CHANNELS
 from webapp.experiments.models import Checkpoint, Experiment, Rollout, Run, RunEvent, RunStatus
-from webapp.experiments.selectors import MAX_METRIC_POINTS, RolloutWithTokens
+from webapp.experiments.selectors import MAX_METRIC_POINTS, RolloutWithTokens, checkpoint_has_files
 
 # --- experiments -----------------------------------------------------------------------------------
 
@@ -157,12 +157,20 @@ class CheckpointOut(serializers.ModelSerializer[Checkpoint]):
         help_text="How a config of this project names it as a model: model.name_or_path checkpoint:<id>."
     )
 
+    deleted = serializers.SerializerMethodField(
+        help_text="True once its files are gone (a run keeps its newest checkpoint.save_total_limit checkpoints): "
+        "it can no longer be evaluated or trained from."
+    )
+
     class Meta:
         model = Checkpoint
-        fields = ("id", "step", "ref", "created_at")  # no server path: configs name a checkpoint by its id
+        fields = ("id", "step", "ref", "deleted", "created_at")  # no server path: configs name it by its id
 
     def get_ref(self, checkpoint: Checkpoint) -> str:
         return f"checkpoint:{checkpoint.pk}"
+
+    def get_deleted(self, checkpoint: Checkpoint) -> bool:
+        return not checkpoint_has_files(checkpoint=checkpoint)
 
 
 class RunEventFilterIn(serializers.Serializer[None]):

@@ -38,6 +38,7 @@ from webapp.verification.selectors import (
     definition_get_for_user,
     definitions_for_project,
     job_get_for_user,
+    job_queue_position,
     jobs_for_version,
     registry_schema,
     test_case_get_for_user,
@@ -128,13 +129,24 @@ class JobOut(serializers.ModelSerializer[VerificationJob]):
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     progress = serializers.SerializerMethodField(help_text="done / total, 0 to 1; null while the total is unknown.")
     url = serializers.SerializerMethodField(help_text="Where to poll this job.")
+    can_cancel = serializers.BooleanField(
+        source="cancellable", read_only=True, help_text="Queued or running and not already asked to stop."
+    )
+    ahead_in_queue = serializers.SerializerMethodField(
+        help_text="While queued: jobs a 'default' worker runs before this one (running ones included); else null."
+    )
 
     class Meta:
         model = VerificationJob
         fields: tuple[str, ...] = (
-            "id", "kind", "version", "run", "limit", "status", "cancel_requested", "done", "total", "progress",
-            "error", "attempts", "created_by", "created_at", "started_at", "finished_at", "url",
+            "id", "kind", "version", "run", "limit", "status", "cancel_requested", "can_cancel", "done", "total",
+            "progress", "ahead_in_queue", "error", "attempts", "created_by", "created_at", "started_at",
+            "finished_at", "url",
         )  # fmt: skip
+
+    def get_ahead_in_queue(self, job: VerificationJob) -> int | None:
+        position = job_queue_position(job=job)
+        return None if position is None else position.ahead
 
     def get_progress(self, job: VerificationJob) -> float | None:
         return min(1.0, job.done / job.total) if job.total else None

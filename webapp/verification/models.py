@@ -170,3 +170,8 @@ class VerificationJob(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in JOB_FINISHED
+
+    @property
+    def cancellable(self) -> bool:
+        """Queued or running and not already asked to stop: what the page's Cancel button is shown for."""
+        return not self.finished and not self.cancel_requested

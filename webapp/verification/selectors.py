@@ -9,6 +9,7 @@ from django.http import Http404
 
 from trainer.errors import RLVRError
 from trainer.verifiers import VERIFIERS
+from webapp.core.queues import QueuePosition, queue_position
 from webapp.experiments.models import Rollout, Run
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
@@ -156,6 +157,11 @@ def job_get_for_user(*, job_id: int, user: AnyUser) -> VerificationJob:
         raise Http404("No such verification job.")
     require_role(project=job.version.definition.project, user=user, minimum=READ)
     return job
+
+
+def job_queue_position(*, job: VerificationJob) -> QueuePosition | None:
+    """Where a queued job stands on the ``default`` queue (webapp/core/queues.py); None once it left it."""
+    return queue_position(VerificationJob.objects.all(), row=job, queue="default")
 
 
 def jobs_for_version(*, version: VerifierVersion, limit: int = RECENT_JOBS) -> QuerySet[VerificationJob]:

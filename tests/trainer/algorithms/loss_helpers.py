@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from trainer.algorithms import AggregationContext
 from trainer.config import AlgorithmConfig
+from trainer.methods import AggregationContext
 
 CFG = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28)
 DUAL = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28, dual_clip=True, dual_clip_c=3.0)

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import ADVANTAGES, compute_advantages
 from trainer.config import AlgorithmConfig
+from trainer.methods import ADVANTAGES, compute_advantages
 
 # Two groups of four: group 0 has rewards 1,0,0,1 (mean .5, unbiased std sqrt(1/3)); group 1 all equal.
 REWARDS = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5])

@@ -7,9 +7,9 @@ import statistics
 import pytest
 import torch
 
-from trainer.algorithms.advantages import ADVANTAGES
-from trainer.algorithms.group_stats import group_mean, group_sizes, group_std
 from trainer.config import AlgorithmConfig
+from trainer.methods.advantages import ADVANTAGES
+from trainer.methods.group_stats import group_mean, group_sizes, group_std
 
 # Group 0 has 2 completions, group 1 has 5.
 REWARDS = torch.tensor([1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
@@ -24,17 +24,17 @@ def test_group_stats_use_each_groups_own_size() -> None:
 
 
 def test_rloo_with_group_sizes_2_and_5_is_the_leave_one_out_baseline() -> None:
-    adv = ADVANTAGES.get("rloo")(REWARDS, IDS, AlgorithmConfig(advantage_estimator="rloo"))
+    adv = ADVANTAGES.get("rloo")(REWARDS, IDS, AlgorithmConfig(advantage_estimator="rloo").advantage_estimator.params)
     # Group 0: r_i - r_other -> 1 - 0, 0 - 1. Group 1: r_i - mean of the other four.
     expected = [1.0, -1.0, 1 - 1 / 4, 1 - 1 / 4, 0 - 2 / 4, 0 - 2 / 4, 0 - 2 / 4]
     assert adv.tolist() == pytest.approx(expected)
 
 
 def test_grpo_divides_by_each_groups_own_std() -> None:
-    cfg = AlgorithmConfig()
-    adv = ADVANTAGES.get("grpo")(REWARDS, IDS, cfg)
+    params = AlgorithmConfig().advantage_estimator.params
+    adv = ADVANTAGES.get("grpo")(REWARDS, IDS, params)
     std0, std1 = statistics.stdev([1.0, 0.0]), statistics.stdev([1.0, 1.0, 0.0, 0.0, 0.0])
-    eps = cfg.advantage_eps
+    eps = params.advantage_eps
     expected = [0.5 / (std0 + eps), -0.5 / (std0 + eps)] + [x / (std1 + eps) for x in (0.6, 0.6, -0.4, -0.4, -0.4)]
     assert adv.tolist() == pytest.approx(expected)
 
@@ -42,7 +42,7 @@ def test_grpo_divides_by_each_groups_own_std() -> None:
 def test_a_group_of_one_gets_zero_advantage_from_every_estimator() -> None:
     rewards, ids = torch.tensor([1.0, 1.0, 0.0, 0.5]), torch.tensor([0, 1, 1, 2])
     for name in ("grpo", "dr_grpo", "rloo"):
-        adv = ADVANTAGES.get(name)(rewards, ids, AlgorithmConfig(advantage_estimator=name))
+        adv = ADVANTAGES.get(name)(rewards, ids, AlgorithmConfig(advantage_estimator=name).advantage_estimator.params)
         assert adv[0] == 0 and adv[3] == 0, name
 
 
@@ -51,8 +51,9 @@ def test_vectorised_grpo_matches_a_per_group_loop_on_random_unequal_groups() -> 
     sizes = [2, 7, 3, 5, 4]
     ids = torch.tensor([g for g, n in enumerate(sizes) for _ in range(n)])
     rewards = torch.rand(len(ids), generator=gen)
-    cfg = AlgorithmConfig()
-    adv = ADVANTAGES.get("grpo")(rewards, ids, cfg)
+    params = AlgorithmConfig().advantage_estimator.params
+    adv = ADVANTAGES.get("grpo")(rewards, ids, params)
     for g in range(len(sizes)):
         r = rewards[ids == g]
-        assert adv[ids == g].tolist() == pytest.approx(((r - r.mean()) / (r.std() + cfg.advantage_eps)).tolist(), abs=1e-6)
+        expected = (r - r.mean()) / (r.std() + params.advantage_eps)
+        assert adv[ids == g].tolist() == pytest.approx(expected.tolist(), abs=1e-6)

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from tests.trainer.algorithms.loss_helpers import CFG, DUAL, ctx
-from trainer.algorithms import AGGREGATIONS, POLICY_LOSSES
-from trainer.algorithms.policy_losses import LossExtras
 from trainer.config import AlgorithmConfig
+from trainer.methods import AGGREGATIONS, POLICY_LOSSES
+from trainer.methods.policy_losses import LossExtras
 
 
 def plain_gspo_loss(logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from trainer.algorithms import AGGREGATIONS, AggregationContext
+from trainer.methods import AGGREGATIONS, AggregationContext
 
 LOSS = torch.tensor([[1.0, 2.0, 3.0, 0.0], [4.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
 MASK = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])

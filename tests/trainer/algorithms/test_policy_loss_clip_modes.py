@@ -5,14 +5,20 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import POLICY_LOSSES
-from trainer.algorithms.policy_losses import LossExtras, gapo_clip_scale, prepare_loss_inputs
 from trainer.config import AlgorithmConfig
+from trainer.config.method_sections import chosen_methods
 from trainer.errors import ConfigError
+from trainer.methods import POLICY_LOSSES
+from trainer.methods.axes import ActiveMethod
+from trainer.methods.policy_losses import GAPOParams, LossExtras, gapo_clip_scale, prepare_loss_inputs
 
 CFG = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28)
 DUAL = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28, dual_clip=True, dual_clip_c=3.0)
 ONE = torch.ones(1, 1)
+
+
+def methods(cfg: AlgorithmConfig) -> list[ActiveMethod]:
+    return [c.active() for c in chosen_methods(cfg)]
 
 
 def one_token(ratio: float, adv: float, cfg: AlgorithmConfig, extras: LossExtras | None = None):  # type: ignore[no-untyped-def]
@@ -50,25 +56,25 @@ def test_dual_clip_ignores_positive_advantages() -> None:
 def test_gapo_scale_is_abs_advantage_over_rms_of_nonzero_advantages() -> None:
     adv = torch.tensor([2.0, -0.5, 0.0, 1.0])
     rms = math.sqrt((4.0 + 0.25 + 1.0) / 3)  # zero advantages do not count
-    scale = gapo_clip_scale(adv, AlgorithmConfig(clip_mode="gapo"))
+    scale = gapo_clip_scale(adv, GAPOParams())
     assert scale.tolist() == pytest.approx([2.0 / rms, 1.0, 1.0, 1.0])
 
 
-def test_gapo_scale_is_capped_at_gapo_max_scale() -> None:
+def test_gapo_scale_is_capped_at_max_scale() -> None:
     adv = torch.tensor([2.0, -0.5, 0.0, 1.0])
-    scale = gapo_clip_scale(adv, AlgorithmConfig(clip_mode="gapo", gapo_max_scale=1.2))
+    scale = gapo_clip_scale(adv, GAPOParams(max_scale=1.2))
     assert scale.tolist() == pytest.approx([1.2, 1.0, 1.0, 1.0])
 
 
 def test_gapo_scale_of_an_all_zero_step_is_one() -> None:
-    assert gapo_clip_scale(torch.zeros(3), AlgorithmConfig(clip_mode="gapo")).tolist() == [1.0, 1.0, 1.0]
+    assert gapo_clip_scale(torch.zeros(3), GAPOParams()).tolist() == [1.0, 1.0, 1.0]
 
 
 def test_gapo_rare_correct_answer_in_a_one_of_eight_group_gets_2_65x_headroom() -> None:
     # GRPO advantages of a G=8 group with one correct answer: (7/8) / std and -(1/8) / std, std = sqrt(1/8).
     std = math.sqrt(1 / 8)
     adv = torch.tensor([7 / 8 / std] + [-1 / 8 / std] * 7)
-    scale = gapo_clip_scale(adv, AlgorithmConfig(clip_mode="gapo"))
+    scale = gapo_clip_scale(adv, GAPOParams())
     assert scale[0].item() == pytest.approx((7 / 8 / std) / math.sqrt(7 / 8), rel=1e-5)  # 2.6458
     assert scale[1:].tolist() == pytest.approx([1.0] * 7)
 
@@ -148,17 +154,19 @@ def test_existing_callers_without_extras_still_work() -> None:
 
 def test_prepare_loss_inputs_is_a_no_op_for_plain_ppo() -> None:
     adv, tok = torch.tensor([1.0, -1.0]), torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
-    inputs = prepare_loss_inputs(adv, tok, torch.rand(2, 2), torch.tensor([[1.0, 1.0], [1.0, 0.0]]), CFG)
+    inputs = prepare_loss_inputs(adv, tok, torch.rand(2, 2), torch.tensor([[1.0, 1.0], [1.0, 0.0]]), methods(CFG))
     assert inputs.extras is None and inputs.segment_ids is None and inputs.metrics == {}
     assert torch.equal(inputs.token_advantages, tok)
 
 
 def test_prepare_loss_inputs_applies_saliency_and_gapo() -> None:
-    cfg = AlgorithmConfig(importance_sampling_level="segment", segment_min_tokens=2, segment_boundary_quantile=0.5,
-                          clip_mode="gapo")
+    cfg = AlgorithmConfig(
+        importance_sampling_level={"name": "segment", "params": {"min_tokens": 2, "boundary_quantile": 0.5}},
+        clip_mode="gapo",
+    )
     entropy = torch.tensor([[1.0, 1.0, 2.0, 2.0]])  # threshold = median 1.5: the third token opens segment 1
     mask = torch.ones(1, 4)
-    inputs = prepare_loss_inputs(torch.tensor([1.0]), torch.ones(1, 4), entropy, mask, cfg)
+    inputs = prepare_loss_inputs(torch.tensor([1.0]), torch.ones(1, 4), entropy, mask, methods(cfg))
     assert inputs.segment_ids is not None and inputs.segment_ids.tolist() == [[0, 0, 1, 1]]
     low, high = 2 / (1 + math.e), 2 * math.e / (1 + math.e)  # exp(1), exp(2) rescaled to a mean of 1
     assert inputs.token_advantages[0].tolist() == pytest.approx([low, low, high, high], rel=1e-6)

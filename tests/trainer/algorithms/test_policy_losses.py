@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import POLICY_LOSSES
 from trainer.config import AlgorithmConfig
+from trainer.methods import POLICY_LOSSES
 
 CFG = AlgorithmConfig(epsilon=0.2, epsilon_high=0.28)
 

@@ -3,12 +3,19 @@
 import pytest
 import torch
 
-from trainer.algorithms.rarity import rarity_advantages, redistribute_by_rarity, strategy_cues
-from trainer.config import ShapingConfig
+from trainer.config import ExperimentConfig, ShapingConfig
+from trainer.methods.rarity import RarityParams, rarity_advantages, redistribute_by_rarity, strategy_cues
 
 ADV = torch.tensor([1.0, 1.0, 1.0, -3.0])
 CORRECT = [True, True, True, False]
 CUES = ["a", "a", "b", "x"]
+
+
+def rarity(**params: object) -> RarityParams:
+    """The rarity params as the config validates them (shaping.advantage_shaping: [{name: rarity, params}])."""
+    chosen = ShapingConfig(advantage_shaping=[{"name": "rarity", "params": params}]).advantage_shaping
+    assert [c.name for c in chosen] == ["rarity"]
+    return chosen[0].params
 
 
 def test_rare_cluster_gets_more_and_group_positive_mass_is_preserved() -> None:
@@ -49,23 +56,23 @@ def test_groups_are_redistributed_separately() -> None:
 
 
 def test_answer_form_cue_is_the_surface_form_of_the_extracted_answer() -> None:
-    sh = ShapingConfig(rarity_redistribution=True, rarity_cue="answer_form", answer_extract="boxed")
+    sh = rarity(cue="answer_form", answer_extract="boxed")
     cues = strategy_cues(["\\boxed{1/2}", "so \\boxed{ 1 / 2 }", "\\boxed{0.5}", "none"], sh)
     assert cues == ["1/2", "1/2", "0.5", ""]
 
 
 def test_completion_and_regex_cues() -> None:
-    sh = ShapingConfig(rarity_cue="completion")
+    sh = rarity(cue="completion")
     assert strategy_cues(["a  b\n", "a b"], sh) == ["a b", "a b"]
-    sh = ShapingConfig(rarity_cue="regex", rarity_cue_pattern="(?i)induction|modulo")
+    sh = rarity(cue="regex", cue_pattern="(?i)induction|modulo")
     assert strategy_cues(["By Induction and modulo, induction", "Modulo only", "plain"], sh) == [
         "induction|modulo", "modulo", ""]
 
 
 def test_rarity_advantages_is_off_unless_enabled() -> None:
-    adv = torch.tensor([1.0, 1.0])
-    same, metrics = rarity_advantages(adv, ["1", "2"], [True, True], torch.tensor([0, 0]), ShapingConfig())
-    assert same is adv and metrics == {}
-    sh = ShapingConfig(rarity_redistribution=True, rarity_cue="completion")
+    # Off by default: no advantage_shaping method is chosen, so the step runs no advantage_shaping hook.
+    assert ShapingConfig().advantage_shaping == []
+    assert not [m for m in ExperimentConfig().methods() if m.hook("advantage_shaping") is not None]
+    sh = rarity(cue="completion")
     new, _ = rarity_advantages(torch.tensor([1.0, 1.0, 1.0]), ["x", "x", "y"], [True] * 3, torch.tensor([0, 0, 0]), sh)
     assert new.tolist() == pytest.approx([0.75, 0.75, 1.5])

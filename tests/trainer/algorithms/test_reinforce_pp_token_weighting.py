@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import compute_advantages
 from trainer.config import AlgorithmConfig
+from trainer.methods import compute_advantages
 
 RPP = AlgorithmConfig(advantage_estimator="reinforce_pp")
 # Two groups of two, rewards [1, 0 | 1, 0]: group-centred x = [0.5, -0.5, 0.5, -0.5].

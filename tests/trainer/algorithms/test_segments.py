@@ -5,13 +5,15 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms.segments import (
+from trainer.config import AlgorithmConfig
+from trainer.config.method_sections import chosen_methods
+from trainer.methods.policy_losses import prepare_loss_inputs
+from trainer.methods.segments import (
     entropy_segments,
     segment_boundaries,
     segment_metrics,
     segment_saliency,
 )
-from trainer.config import AlgorithmConfig
 
 # Sorted: four 0.1s then three 2.0s. torch.quantile(q=0.6) interpolates at position 3.6: 0.1 + 0.6 * 1.9 = 1.24,
 # so the 2.0 tokens (positions 1, 4, 6) are the boundary candidates.
@@ -80,10 +82,16 @@ def test_saliency_is_zero_on_padding_and_sums_to_each_rows_length() -> None:
 
 
 def test_entropy_segments_only_at_segment_level() -> None:
-    assert entropy_segments(ENTROPY, MASK, AlgorithmConfig()) is None
-    cfg = AlgorithmConfig(importance_sampling_level="segment", segment_boundary_quantile=0.6, segment_min_tokens=2)
-    segments = entropy_segments(ENTROPY, MASK, cfg)
-    assert segments is not None
+    # Only the 'segment' level cuts segments: the default token level leaves the step without segment ids.
+    plain = [c.active() for c in chosen_methods(AlgorithmConfig())]
+    assert prepare_loss_inputs(torch.ones(1), MASK.clone(), ENTROPY, MASK, plain).segment_ids is None
+    cfg = AlgorithmConfig(
+        importance_sampling_level={"name": "segment", "params": {"boundary_quantile": 0.6, "min_tokens": 2}}
+    )
+    segments = entropy_segments(ENTROPY, MASK, cfg.importance_sampling_level.params)
+    methods = [c.active() for c in chosen_methods(cfg)]
+    inputs = prepare_loss_inputs(torch.ones(1), MASK.clone(), ENTROPY, MASK, methods)
+    assert inputs.segment_ids is not None and torch.equal(inputs.segment_ids, segments.ids)
     assert segments.starts.tolist() == [[True, False, False, False, True, False, True]]
     metrics = segment_metrics(segments, MASK)
     assert metrics["segment/count_mean"] == 3.0

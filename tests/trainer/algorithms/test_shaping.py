@@ -4,14 +4,14 @@ from typing import Any
 
 import pytest
 
-from trainer.algorithms.shaping import (
+from trainer.config import ExperimentConfig, config_from_dict
+from trainer.methods.shaping import (
     LABEL_FREE_REWARDS,
     answer_key,
     majority_answer,
     overlong_penalty,
     shape_scores,
 )
-from trainer.config import ExperimentConfig, config_from_dict
 from trainer.samples import Sample
 from trainer.verifiers.scoring import ScoreBatch
 

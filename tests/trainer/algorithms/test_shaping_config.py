@@ -15,23 +15,28 @@ def build(**sections: Any) -> Any:
 def test_defaults_leave_every_new_method_off() -> None:
     cfg = build()
     assert cfg.algorithm.clip_mode == "fixed" and not cfg.algorithm.dual_clip
-    assert cfg.shaping.label_free_reward == "none" and cfg.shaping.overlong_buffer == 0
-    assert cfg.shaping.length_penalty == 0 and not cfg.shaping.rarity_redistribution
+    # No label-free reward, overlong penalty or length penalty; no rarity redistribution.
+    assert cfg.shaping.reward_shaping == [] and cfg.shaping.advantage_shaping == []
 
 
 def test_every_method_together_validates() -> None:
     cfg = build(
         algorithm={"importance_sampling_level": "segment", "clip_mode": "gapo", "dual_clip": True},
-        shaping={"label_free_reward": "majority_vote", "overlong_buffer": 4, "length_penalty": 0.1,
-                 "rarity_redistribution": True},
+        shaping={
+            "reward_shaping": ["majority_vote", {"name": "overlong_penalty", "params": {"buffer": 4}},
+                               {"name": "length_penalty", "params": {"coef": 0.1}}],
+            "advantage_shaping": ["rarity"],
+        },
         data={"answer_field": None},
     )
     assert cfg.algorithm.importance_sampling_level == "segment"
+    assert [c.name for c in cfg.shaping.reward_shaping] == ["majority_vote", "overlong_penalty", "length_penalty"]
+    assert [c.name for c in cfg.shaping.advantage_shaping] == ["rarity"]
 
 
 def test_gapo_refuses_a_lower_bound_that_reaches_zero() -> None:
-    with pytest.raises(ConfigError, match="lower gapo_max_scale or epsilon"):
-        build(algorithm={"clip_mode": "gapo", "epsilon": 0.4, "gapo_max_scale": 3.0})
+    with pytest.raises(ConfigError, match="lower max_scale or epsilon"):
+        build(algorithm={"clip_mode": {"name": "gapo", "params": {"max_scale": 3.0}}, "epsilon": 0.4})
 
 
 def test_dual_clip_c_must_exceed_one() -> None:
@@ -40,30 +45,31 @@ def test_dual_clip_c_must_exceed_one() -> None:
 
 
 def test_segment_level_refuses_segments_as_long_as_the_completion() -> None:
-    with pytest.raises(ConfigError, match="importance_sampling_level 'sequence'"):
-        build(algorithm={"importance_sampling_level": "segment", "segment_min_tokens": 16})
+    with pytest.raises(ConfigError, match=r"min_tokens \(16\) >= rollout.max_completion_length .* use 'sequence'"):
+        build(algorithm={"importance_sampling_level": {"name": "segment", "params": {"min_tokens": 16}}})
 
 
 def test_overlong_buffer_must_be_shorter_than_the_completion_limit() -> None:
-    with pytest.raises(ConfigError, match=r"overlong_buffer \(16\) must be below"):
-        build(shaping={"overlong_buffer": 16})
+    with pytest.raises(ConfigError, match=r"'overlong_penalty': buffer \(16\) must be below"):
+        build(shaping={"reward_shaping": [{"name": "overlong_penalty", "params": {"buffer": 16}}]})
 
 
 def test_regex_cue_needs_a_valid_pattern() -> None:
-    with pytest.raises(ConfigError, match="rarity_cue_pattern is empty"):
-        build(shaping={"rarity_redistribution": True, "rarity_cue": "regex"})
+    with pytest.raises(ConfigError, match="cue is 'regex' but cue_pattern is empty"):
+        build(shaping={"advantage_shaping": [{"name": "rarity", "params": {"cue": "regex"}}]})
     with pytest.raises(ConfigError, match="not a valid regular expression"):
-        build(shaping={"rarity_cue": "regex", "rarity_cue_pattern": "("})
+        build(shaping={"advantage_shaping": [{"name": "rarity", "params": {"cue": "regex", "cue_pattern": "("}}]})
 
 
 def test_a_cue_pattern_without_the_regex_cue_is_refused() -> None:
-    with pytest.raises(ConfigError, match="only used with rarity_cue 'regex'"):
-        build(shaping={"rarity_cue_pattern": "x"})
+    with pytest.raises(ConfigError, match="cue_pattern is only used with cue 'regex'"):
+        build(shaping={"advantage_shaping": [{"name": "rarity", "params": {"cue_pattern": "x"}}]})
 
 
 def test_answer_extraction_errors_are_reported_on_the_shaping_section() -> None:
-    with pytest.raises(ConfigError, match=r"shaping.answer_extract: extract='regex' needs a pattern"):
-        build(shaping={"label_free_reward": "majority_vote", "answer_extract": "regex"})
+    located = r"shaping\.reward_shaping\.0\.params: .*answer_extract: extract='regex' needs a pattern"
+    with pytest.raises(ConfigError, match=located):
+        build(shaping={"reward_shaping": [{"name": "majority_vote", "params": {"answer_extract": "regex"}}]})
 
 
 def test_a_verifier_label_cannot_shadow_a_shaping_term() -> None:
@@ -73,7 +79,7 @@ def test_a_verifier_label_cannot_shadow_a_shaping_term() -> None:
 
 def test_label_free_reward_refuses_allocators_that_decide_on_verifier_rewards() -> None:
     with pytest.raises(ConfigError, match="turn dynamic_sampling off"):
-        build(shaping={"label_free_reward": "majority_vote"}, budget={"dynamic_sampling": True})
+        build(shaping={"reward_shaping": ["majority_vote"]}, budget={"dynamic_sampling": True})
 
 
 def test_new_fields_are_in_the_schema_with_descriptions() -> None:
@@ -82,11 +88,20 @@ def test_new_fields_are_in_the_schema_with_descriptions() -> None:
     schema = config_schema()
     shaping = schema["$defs"]["ShapingConfig"]["properties"]
     algorithm = schema["$defs"]["AlgorithmConfig"]["properties"]
-    for props, names in [(shaping, ["label_free_reward", "overlong_buffer", "rarity_cue"]),
-                         (algorithm, ["clip_mode", "dual_clip_c", "segment_boundary_quantile"])]:
+    for props, names in [(shaping, ["reward_shaping", "advantage_shaping"]), (algorithm, ["clip_mode", "dual_clip_c"])]:
         for name in names:
             assert props[name]["description"]
-    assert "segment" in algorithm["importance_sampling_level"]["enum"]
+    # Method knobs are documented in their method's params schema, listed in the choice field's x-choices.
+    for props, field, method, param in [
+        (shaping, "reward_shaping", "majority_vote", "combine"),
+        (shaping, "reward_shaping", "overlong_penalty", "buffer"),
+        (shaping, "advantage_shaping", "rarity", "cue"),
+        (algorithm, "importance_sampling_level", "segment", "boundary_quantile"),
+    ]:
+        choices = {c["name"]: c for c in props[field]["x-choices"]}
+        assert choices[method]["description"], (field, method)
+        assert choices[method]["params"]["properties"][param]["description"], (field, method, param)
+    assert "segment" in [c["name"] for c in algorithm["importance_sampling_level"]["x-choices"]]
 
 
 def test_answer_extract_modes_match_the_verifiers_extraction_modes() -> None:

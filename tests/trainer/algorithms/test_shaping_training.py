@@ -11,8 +11,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from tests.trainer.loop_helpers import Steps, tiny_config
-from trainer.checkpoint import latest_checkpoint
-from trainer.loop import train
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.step.loop import train
 
 
 @pytest.mark.slow

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import torch
 
-from trainer.algorithms.answer_span import answer_char_span, answer_span_token_mask, token_char_ranges
-from trainer.tiny_model import char_tokenizer
+from trainer.methods.answer_span import answer_char_span, answer_span_token_mask, token_char_ranges
+from trainer.models.tiny_model import char_tokenizer
 
 TOK = char_tokenizer()
 

@@ -7,11 +7,20 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import TOKEN_CREDIT, CreditInputs
 from trainer.config import AlgorithmConfig
+from trainer.methods import TOKEN_CREDIT, CreditInputs
+from trainer.methods.token_credit import ECRParams
 
 ECR = TOKEN_CREDIT.get("ecr")
 GAP = torch.tensor([[1.0, 0.0, -1.0]])  # teacher logprob - policy logprob per token
+UNIFORM_PARAMS = AlgorithmConfig().token_credit.params
+
+
+def ecr(**params: float) -> ECRParams:
+    """ECR's params as the config validates them (algorithm.token_credit: {name: ecr, params})."""
+    choice = AlgorithmConfig(token_credit={"name": "ecr", "params": params}).token_credit
+    assert choice == "ecr"
+    return choice.params
 
 
 def inputs(gap: torch.Tensor = GAP, entropy: torch.Tensor | None = None, vocab: int = 4,
@@ -26,19 +35,18 @@ def inputs(gap: torch.Tensor = GAP, entropy: torch.Tensor | None = None, vocab: 
 
 def test_a_rewarded_completion_gives_more_credit_where_the_teacher_agrees() -> None:
     # d = [1, 0, -1] (mean 0), s = 0.5: w = [1.5, 1, 0.5]
-    out = ECR(torch.tensor([2.0]), inputs(), AlgorithmConfig(token_credit="ecr", ecr_strength=0.5))
+    out = ECR(torch.tensor([2.0]), inputs(), ecr(strength=0.5))
     assert out.tolist() == [[3.0, 2.0, 1.0]]
 
 
 def test_a_penalised_completion_gives_more_blame_where_the_teacher_disagrees() -> None:
-    out = ECR(torch.tensor([-1.0]), inputs(), AlgorithmConfig(token_credit="ecr", ecr_strength=0.5))
+    out = ECR(torch.tensor([-1.0]), inputs(), ecr(strength=0.5))
     assert out.tolist() == [[-0.5, -1.0, -1.5]]
 
 
 def test_the_strength_is_capped_so_no_token_falls_below_the_minimum_weight() -> None:
     # s = 2 would give w = [3, 1, -1]; the cap (1 - 0.1) / 1 = 0.9 gives w = [1.9, 1, 0.1]
-    cfg = AlgorithmConfig(token_credit="ecr", ecr_strength=2.0, ecr_min_weight=0.1)
-    out = ECR(torch.tensor([2.0]), inputs(), cfg)
+    out = ECR(torch.tensor([2.0]), inputs(), ecr(strength=2.0, min_weight=0.1))
     assert torch.allclose(out, torch.tensor([[3.8, 2.0, 0.2]]))
 
 
@@ -46,7 +54,7 @@ def test_an_uncertain_teacher_is_attenuated_by_its_full_vocabulary_entropy() -> 
     # token 0's teacher is uniform over V=4 (H = log 4): its gap counts 0. d = [0, 0, -1], mean -1/3,
     # centred [1/3, 1/3, -2/3], s = 0.5: w = [7/6, 7/6, 2/3].
     entropy = torch.tensor([[math.log(4), 0.0, 0.0]])
-    out = ECR(torch.tensor([3.0]), inputs(entropy=entropy), AlgorithmConfig(token_credit="ecr", ecr_strength=0.5))
+    out = ECR(torch.tensor([3.0]), inputs(entropy=entropy), ecr(strength=0.5))
     assert torch.allclose(out, torch.tensor([[3.5, 3.5, 2.0]]))
 
 
@@ -58,31 +66,31 @@ def test_each_completion_keeps_its_total_credit_and_every_tokens_sign(strength: 
     mask = (torch.rand(6, 9, generator=g) > 0.2).float()
     mask[:, 0] = 1
     adv = torch.tensor([1.5, -0.7, 0.0, 2.0, -3.0, 0.1])
-    cfg = AlgorithmConfig(token_credit="ecr", ecr_strength=strength)
-    out = ECR(adv, inputs(gap, entropy, vocab=50, mask=mask), cfg)
-    uniform = TOKEN_CREDIT.get("uniform")(adv, inputs(gap, entropy, vocab=50, mask=mask), cfg)
+    params = ecr(strength=strength)
+    out = ECR(adv, inputs(gap, entropy, vocab=50, mask=mask), params)
+    uniform = TOKEN_CREDIT.get("uniform")(adv, inputs(gap, entropy, vocab=50, mask=mask), UNIFORM_PARAMS)
     assert torch.allclose(out.sum(-1), uniform.sum(-1), atol=1e-5)  # total credit per completion
     real = mask.bool()
     assert torch.all(torch.sign(out[real]) == torch.sign(uniform[real]))  # each token keeps the sign of A
     assert torch.all(out[~real] == 0)
     weights = out[real & (adv[:, None] != 0)] / uniform[real & (adv[:, None] != 0)]
-    assert weights.min() >= cfg.ecr_min_weight - 1e-6
+    assert weights.min() >= params.min_weight - 1e-6
 
 
 def test_padding_tokens_take_no_part_in_the_redistribution() -> None:
     mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
     gap = torch.tensor([[1.0, 0.0, -1.0, 50.0]])
-    out = ECR(torch.tensor([2.0]), inputs(gap, mask=mask), AlgorithmConfig(token_credit="ecr", ecr_strength=0.5))
+    out = ECR(torch.tensor([2.0]), inputs(gap, mask=mask), ecr(strength=0.5))
     assert out.tolist() == [[3.0, 2.0, 1.0, 0.0]]
 
 
 def test_ecr_without_teacher_signals_says_what_to_configure() -> None:
     plain = CreditInputs(mask=torch.ones(1, 2), entropy=torch.zeros(1, 2), logprob=torch.zeros(1, 2))
     with pytest.raises(ValueError, match="configure a teacher"):
-        ECR(torch.tensor([1.0]), plain, AlgorithmConfig(token_credit="ecr"))
+        ECR(torch.tensor([1.0]), plain, ecr())
 
 
 def test_older_credit_rules_still_work_without_teacher_fields() -> None:
     plain = CreditInputs(torch.ones(1, 2), torch.zeros(1, 2), torch.zeros(1, 2))
     assert plain.teacher_logprob is None
-    assert TOKEN_CREDIT.get("uniform")(torch.tensor([1.0]), plain, AlgorithmConfig()).tolist() == [[1.0, 1.0]]
+    assert TOKEN_CREDIT.get("uniform")(torch.tensor([1.0]), plain, UNIFORM_PARAMS).tolist() == [[1.0, 1.0]]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trainer.data.beta_sampler import BetaPromptSampler, load_pass_rates
 from trainer.data.sampler import PromptSampler
 from trainer.errors import CheckpointError, DataError
+from trainer.methods.beta_sampler import BetaPromptSampler, load_pass_rates
 from trainer.samples import Sample
 
 

@@ -119,7 +119,7 @@ def test_weight_names_match_checkpoint_names() -> None:
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed: the real engine test runs instead")
 def test_missing_vllm_gives_an_actionable_error(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from tests.trainer.loop_helpers import tiny_config
-    from trainer.run_setup import build_run
+    from trainer.step.run_setup import build_run
 
     cfg = tiny_config(warm_model_dir, tmp_path, rollout={"engine": "vllm"})
     with pytest.raises(ConfigError, match=r"pip install 'rlvr-studio\[vllm\]'"):
@@ -131,7 +131,7 @@ def test_missing_vllm_gives_an_actionable_error(warm_model_dir, tmp_path) -> Non
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the vllm engine needs a CUDA GPU")
 def test_vllm_engine_generates_the_same_record_shape_as_hf(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from tests.trainer.loop_helpers import tiny_config
-    from trainer.loop import train
+    from trainer.step.loop import train
 
     cfg = tiny_config(warm_model_dir, tmp_path, model={"name_or_path": str(warm_model_dir), "device": "cuda"},
                       rollout={"engine": "vllm", "vllm_gpu_memory_utilization": 0.2})

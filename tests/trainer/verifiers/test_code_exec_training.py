@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.trainer.loop_helpers import Steps, tiny_config
-from trainer.loop import train
+from trainer.step.loop import train
 
 SETTINGS = Path(__file__).resolve().parents[3] / "webapp" / "settings.py"
 HOSTILE = [

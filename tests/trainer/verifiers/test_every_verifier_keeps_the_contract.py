@@ -10,7 +10,7 @@ from trainer.samples import Sample
 from trainer.verifiers import VERIFIERS, build_verifier
 from trainer.verifiers.base import VerifierParams
 
-EXPECTED = {"exact", "numeric", "fuzzy_numeric", "regex_format", "math", "reasoning_gym"}
+EXPECTED = {"exact", "numeric", "fuzzy_numeric", "regex_format", "math", "reasoning_gym", "chain_arithmetic"}
 RG_ENTRY: dict[str, Any] = {
     "question": "1+1?",
     "answer": "2",

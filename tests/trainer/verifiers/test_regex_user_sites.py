@@ -81,10 +81,14 @@ def test_the_judge_parse_pattern_is_refused_with_lookahead_and_runs_in_linear_ti
 
 
 def test_shaping_and_answer_span_patterns_are_checked_with_the_same_engine() -> None:
-    with pytest.raises(ConfigError, match=r"shaping\.rarity_cue_pattern '.*': " + _escaped(LOOKAHEAD)):
-        _config(shaping={"rarity_cue": "regex", "rarity_cue_pattern": "(?=x)"})
-    with pytest.raises(ConfigError, match=r"algorithm\.answer_span_pattern '.*': negative lookahead"):
-        _config(algorithm={"answer_span_mask": True, "answer_span_pattern": r"\d+(?!\d)"})
+    rarity = {"name": "rarity", "params": {"cue": "regex", "cue_pattern": "(?=x)"}}
+    located = r"shaping\.advantage_shaping\.0\.params: .*cue_pattern '.*': "
+    with pytest.raises(ConfigError, match=located + _escaped(LOOKAHEAD)):
+        _config(shaping={"advantage_shaping": [rarity]})
+    answer_span = {"name": "answer_span", "params": {"pattern": r"\d+(?!\d)"}}
+    located = r"algorithm\.loss_masks\.0\.params: .*answer_span pattern '.*': negative lookahead"
+    with pytest.raises(ConfigError, match=located):
+        _config(algorithm={"loss_masks": [answer_span]})
 
 
 class _Spec:

@@ -1,10 +1,10 @@
-"""Builders for benchmark tests: engine-shaped problem results (trainer.evaluate's dataclasses)."""
+"""Builders for benchmark tests: engine-shaped problem results (trainer.evaluation.engine's dataclasses)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainer.evaluate import ProblemResult, SampleResult
+from trainer.evaluation.engine import ProblemResult, SampleResult
 
 SMALL_BENCHMARK: dict[str, Any] = {"n_samples": 4, "max_problems": 3, "batch_size": 4, "bootstrap_samples": 20}
 

@@ -55,9 +55,10 @@ def test_launching_an_evaluation_needs_the_admin_role(
 
 
 def test_an_evaluation_targets_the_base_model_or_a_checkpoint(
-    api: Api, benchmark: Benchmark, experiment: Experiment, run: Run, alice: User, no_enqueue: None
+    api: Api, benchmark: Benchmark, experiment: Experiment, run: Run, alice: User, no_enqueue: None, tmp_path: Path
 ) -> None:
-    checkpoint = Checkpoint.objects.create(run=run, step=8, path="/runs/run-1/step-000008")
+    (tmp_path / "step-000008").mkdir()
+    checkpoint = Checkpoint.objects.create(run=run, step=8, path=str(tmp_path / "step-000008"))
     response = api(alice).post(f"/api/benchmarks/{benchmark.pk}/evals/",
                                {"experiments": [experiment.pk], "checkpoints": [checkpoint.pk]}, format="json")
     assert response.status_code == 201

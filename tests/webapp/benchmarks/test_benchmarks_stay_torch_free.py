@@ -1,5 +1,5 @@
 """The benchmark pages and API validate configs with trainer modules; none of that may load torch in the
-web process (DESIGN.md). Only the worker's task body imports trainer.evaluate."""
+web process (DESIGN.md). Only the worker's task body imports trainer.evaluation.engine."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.webapp.benchmarks.helpers import problem_result
-from trainer.evaluate import ProblemResult
+from trainer.evaluation.engine import ProblemResult
 from webapp.benchmarks.models import Benchmark, EvalProblem, EvalRun, EvalSample
 from webapp.benchmarks.results import eval_record_problems
 from webapp.benchmarks.selectors import eval_stored_problems, samples_with_tokens

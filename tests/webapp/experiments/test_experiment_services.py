@@ -26,7 +26,10 @@ def with_changes(**sections: dict[str, Any]) -> dict[str, Any]:
 def test_an_experiment_stores_its_config_with_every_default_filled_in(project: Project, alice: User) -> None:
     experiment = experiment_create(project=project, actor=alice, name="gsm8k", config=SMALL_CONFIG)
     assert experiment.config["training"]["learning_rate"] == 1e-4
-    assert experiment.config["algorithm"]["advantage_estimator"] == "grpo"  # a default, now explicit
+    # a default method, now explicit, with its own params' defaults filled in
+    assert experiment.config["algorithm"]["advantage_estimator"] == {
+        "name": "grpo", "params": {"scale_rewards": "group", "advantage_eps": 1e-4}
+    }
     assert experiment.created_by == alice
 
 

@@ -22,7 +22,7 @@ def test_creating_an_experiment_returns_the_full_config(api: Api, project: Proje
     body = response.json()
     assert (body["name"], body["project"], body["created_by"]) == ("gsm8k", project.pk, "alice")
     assert body["config"]["rollout"]["num_generations"] == 4
-    assert body["config"]["algorithm"]["loss_type"] == "dapo"
+    assert body["config"]["algorithm"]["loss_type"] == {"name": "dapo", "params": {}}
 
 
 def test_experiments_are_listed_per_project(api: Api, experiment: Experiment, alice: User) -> None:

@@ -1,0 +1,365 @@
+"""Every method of every axis in every mode (issue 14 part 3): each registered method trains with
+``training.num_processes`` 2 (gloo, plain data parallel) and with ``training.fsdp``, and gives the 1-process
+result of the same config (seed_per_prompt true) within float tolerance: the same rollout records (completions,
+rewards, advantages, per-token advantages) and the same weights after the steps. What cannot is refused when
+the config is built, with why (checked here too).
+
+The methods are combined into a few configs of 2 steps each (``CONFIGS``); a fast test fails when a registered
+method is in none of them, so a new method cannot slip through untested. To stay within a few minutes on two
+cores, every multi-process run of the matrix shares one torchrun launch: this module is also the ranks' entry
+point (``python -m torch.distributed.run ... -m tests.trainer.test_mode_matrix RUNS``), and each rank calls
+``train`` once per run, as trainer/distributed/rank_main.py does for one (the launcher itself is tested in
+test_distributed_runs.py and test_fsdp_runs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.trainer.loop_helpers import tiny_config
+from trainer.config import ExperimentConfig, config_from_dict
+from trainer.errors import ConfigError
+from trainer.methods.axes import AXES
+from trainer.models.checkpoint import latest_checkpoint
+from trainer.sinks import NullSink, StepReport
+
+REPO = Path(__file__).resolve().parents[2]
+TEACHER = {"name_or_path": "tiny:addition-teacher"}
+SHORT = {"name": "short", "rule": {"type": "length", "params": {"unit": "chars", "max": 4}}}
+DIGITS = {"name": "digits", "rule": {"type": "regex", "params": {"pattern": "[0-9]"}}}
+# On top of tests/trainer/loop_helpers.py's tiny config: 4 prompts x 8 completions of up to 8 tokens.
+BASE: dict[str, dict[str, Any]] = {
+    "rollout": {"max_completion_length": 8, "seed_per_prompt": True},
+    "training": {"prompts_per_step": 4, "max_steps": 2, "micro_batch_size": 8, "learning_rate": 1e-2},
+}
+
+
+# The warm addition model with an exact-match reward: many silent (all-wrong) groups and some mixed ones, so
+# allocators abandon and deal unevenly, and dynamic sampling refills (with rounds of odd sizes).
+WARM: dict[str, Any] = {
+    "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
+    "rollout": {"max_completion_length": 6},
+}
+
+
+Reports = list[dict[str, Any]]  # a run's step reports, as JSON
+
+
+@dataclass(frozen=True)
+class Case:
+    sections: dict[str, Any]
+    fsdp: bool  # also run with training.fsdp (else: fsdp must be refused, with why)
+    warm: bool = False  # the warm model with WARM's reward (else the random tiny model, a digit reward)
+    # what the 1-process run must show for the case to test what it is meant to (else: pick another seed)
+    expect: Callable[[Reports], bool] = lambda reports: True
+
+
+def _first(reports: Reports, key: str) -> float:
+    value: float = reports[0]["metrics"][key]
+    return value
+
+
+CONFIGS: dict[str, Case] = {
+    # the statistics over the whole step: REINFORCE++ whitening, the top-entropy and HISPO quantiles, GAPO's rms
+    "step_wide": Case({
+        "algorithm": {
+            "advantage_estimator": "reinforce_pp", "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
+            "importance_sampling_level": {"name": "segment", "params": {"min_tokens": 2, "boundary_quantile": 0.7}},
+            "clip_mode": "gapo", "dual_clip": True, "loss_type": "grpo", "kl_estimator": "k1", "beta": 0.04,
+            "num_iterations": 2,
+        },
+        "teacher": {**TEACHER, "fusion": "puu"},
+        "shaping": {"reward_shaping": [{"name": "overlong_penalty", "params": {"buffer": 2}}, "length_penalty"]},
+    }, fsdp=True),
+    # an external teacher's per-token credit (the teacher only recorded otherwise); the batch std; a rubric and
+    # the Beta prompt sampler
+    "teacher_credit": Case({
+        "algorithm": {
+            "advantage_estimator": {"name": "grpo", "params": {"scale_rewards": "batch"}}, "token_credit": "ecr",
+            "importance_sampling_level": "sequence", "loss_type": "bnpo",
+            "loss_masks": [{"name": "answer_span", "params": {"pattern": "[0-9]+"}}],
+        },
+        "teacher": {**TEACHER, "fusion": "none"},
+        "shaping": {"reward_shaping": [{"name": "majority_vote", "params": {"combine": "add"}}],
+                    "advantage_shaping": ["rarity"]},
+        "budget": {"prompt_sampler": "beta_learnability"},
+        "rubric": {"criteria": [SHORT, DIGITS]},
+    }, fsdp=True),
+    # the policy as its own teacher (OPSD), OPD-then-RL, a leave-one-out baseline, a label-free reward
+    "self_distillation": Case({
+        "algorithm": {"advantage_estimator": "rloo", "loss_type": "dr_grpo"},
+        "teacher": {"mode": "self", "fusion": {"name": "opd", "params": {"until_step": 1}}},
+        "shaping": {"reward_shaping": ["soft_consensus"]},
+    }, fsdp=True),
+    "modulated": Case({
+        "algorithm": {"advantage_estimator": "dr_grpo"},
+        "teacher": {"mode": "self", "fusion": "modulated"},
+        "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
+    }, fsdp=True),
+    "additive": Case({"teacher": {**TEACHER, "fusion": "additive"}}, fsdp=True),
+    # a step-wide rollout budget dealt over every process's groups, refilled by dynamic sampling
+    "vigor_dynamic": Case({
+        "budget": {"allocator": {"name": "vigor", "params": {"initial_rollouts": 4, "rounds": 2}},
+                   "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
+        "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
+    }, fsdp=False, warm=True, expect=lambda r: _first(r, "budget/group_size_min") < _first(r, "budget/group_size_max")
+       and _first(r, "budget/generation_rounds") > 1),
+    # per-group decisions with the sampler's posterior as prior, and dynamic sampling's refills
+    "sara_dynamic": Case({
+        "budget": {"allocator": {"name": "sara", "params": {"probe": 2, "step": 2}}, "dynamic_sampling": True,
+                   "prompt_sampler": "beta_learnability"},
+    }, fsdp=False, warm=True, expect=lambda r: r[1]["metrics"]["budget/generation_rounds"] > 1),
+    # abandoned groups refilled; seed 3's step 1 abandons both of process 1's groups and one of process 0's, so
+    # process 1 makes one call fewer in round 1 and must number its refill's calls on from the step's count
+    "early_abandon_dynamic": Case({
+        "seed": 3, "budget": {"allocator": {"name": "early_abandon", "params": {"after": 4}}, "dynamic_sampling": True},
+    }, fsdp=False, warm=True, expect=lambda r: _first(r, "budget/abandoned_groups") >= 3
+       and _first(r, "budget/prompts_drawn") >= 7),
+    # 2 prompts and 2 rounds: step 1 finds a single informative group (one of 3 drawn; the refill round gives one
+    # process nothing to generate), so every process trains on it (a replicated step)
+    "dynamic_replicated": Case({
+        "training": {"prompts_per_step": 2}, "budget": {"dynamic_sampling": True, "max_generation_rounds": 2},
+    }, fsdp=False, warm=True, expect=lambda r: {x["group"] for x in r[0]["rollouts"]} == {0}
+       and _first(r, "budget/prompts_drawn") == 3),
+}
+# Choices outside the method axes that span the step or the processes: each must be in some config above.
+FEATURES = {
+    "grpo scale_rewards 'batch'": lambda c: c.algorithm.advantage_estimator == "grpo"
+    and c.algorithm.advantage_estimator.params.scale_rewards == "batch",
+    "budget.dynamic_sampling": lambda c: c.budget.dynamic_sampling,
+    "an external teacher": lambda c: c.teacher.enabled and c.teacher.mode == "external",
+    "teacher.mode 'self'": lambda c: c.teacher.mode == "self",
+    "a rubric (weighted_sum)": lambda c: c.rubric is not None and c.rubric.aggregation == "weighted_sum",
+    "a rubric (rank)": lambda c: c.rubric is not None and c.rubric.aggregation == "rank",
+    "algorithm.dual_clip": lambda c: c.algorithm.dual_clip,
+    "algorithm.num_iterations > 1": lambda c: c.algorithm.num_iterations > 1,
+    "algorithm.beta > 0 (a KL reference)": lambda c: c.algorithm.beta > 0,
+}
+
+
+def _sections(case: Case, out: Path, processes: int = 1, fsdp: bool = False) -> dict[str, Any]:
+    layers = [BASE, WARM, case.sections] if case.warm else [BASE, case.sections]
+    sections: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            sections[key] = {**sections.get(key, {}), **value} if isinstance(value, dict) else value
+    sections["training"] = {**sections["training"], "num_processes": processes, "fsdp": fsdp}
+    sections["checkpoint"] = {"output_dir": str(out)}
+    return sections
+
+
+def _build(case: Case, models: dict[bool, Path], out: Path, processes: int = 1, fsdp: bool = False) -> ExperimentConfig:
+    return tiny_config(models[case.warm], out, **_sections(case, out, processes, fsdp))
+
+
+def _methods(config: ExperimentConfig) -> set[tuple[str, str]]:
+    """(axis config field, method name) of every method the config chose, defaults included."""
+    field_of = {axis.kind: field for field, axis in AXES.items()}
+    return {(field_of[m.entry.axis], m.entry.name) for m in config.methods()}
+
+
+def _registered() -> set[tuple[str, str]]:
+    return {(field, name) for field, axis in AXES.items() for name in axis.names()}
+
+
+def test_every_registered_method_and_step_wide_feature_is_in_the_matrix(tmp_path: Path) -> None:
+    configs = {name: _build(case, {False: tmp_path, True: tmp_path}, tmp_path) for name, case in CONFIGS.items()}
+    covered = set().union(*(_methods(c) for c in configs.values()))
+    missing = sorted(_registered() - covered)
+    assert not missing, f"add these methods to a config in CONFIGS (tests/trainer/test_mode_matrix.py): {missing}"
+    absent = [feature for feature, used in FEATURES.items() if not any(used(c) for c in configs.values())]
+    assert not absent, f"add these to a config in CONFIGS: {absent}"
+
+
+def test_every_method_runs_with_fsdp_or_fsdp_refuses_it_with_why(tmp_path: Path) -> None:
+    models = {False: tmp_path, True: tmp_path}
+    with_fsdp = set().union(*(_methods(_build(c, models, tmp_path)) for c in CONFIGS.values() if c.fsdp))
+    for name, case in CONFIGS.items():
+        _build(case, models, tmp_path, processes=2)  # plain data parallel: every config is accepted
+        if case.fsdp:
+            _build(case, models, tmp_path, processes=2, fsdp=True)
+            continue
+        with pytest.raises(ConfigError, match=r"training\.fsdp does not support|with training\.fsdp") as err:
+            _build(case, models, tmp_path, processes=2, fsdp=True)
+        assert "a sharded update needs the same number on every process" in str(err.value), name
+        assert "use fsdp false" in str(err.value), name
+    refused = sorted(_registered() - with_fsdp)
+    assert refused == [("budget.allocator", "early_abandon"), ("budget.allocator", "sara"), ("budget.allocator", "vigor")]
+
+
+# --- the matrix ---------------------------------------------------------------------------------------------
+
+
+def _report_json(report: StepReport) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(json.dumps(asdict(report), allow_nan=True))
+    return data
+
+
+class _Reports(NullSink):
+    def __init__(self) -> None:
+        self.reports: list[dict[str, Any]] = []
+
+    def on_step(self, report: StepReport) -> None:
+        self.reports.append(_report_json(report))
+
+
+def _rank_main(runs_file: str) -> int:
+    """A rank of the matrix's one launch: train every run of ``runs_file`` in turn; rank 0 writes each run's
+    step reports to ``<output_dir>/reports.json``."""
+    from trainer.distributed.context import RANK_ENV, init_process_group
+    from trainer.step.loop import train
+
+    os.environ[RANK_ENV] = os.environ.get("RANK", "0")  # train() trains this rank's share instead of launching
+    torch.set_num_threads(1)
+    ctx = init_process_group("cpu", 120)
+    try:
+        for run in json.loads(Path(runs_file).read_text()):
+            config = config_from_dict(run)
+            sink = _Reports() if ctx.is_main else NullSink()
+            train(config, sink, log=lambda m: None)
+            if isinstance(sink, _Reports):
+                (Path(config.checkpoint.output_dir) / "reports.json").write_text(json.dumps(sink.reports))
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    import torch.distributed as dist
+
+    dist.destroy_process_group()
+    return 0
+
+
+def _launch(runs: list[ExperimentConfig], work: Path) -> float:
+    """One torchrun launch (2 ranks) that trains ``runs`` in turn; returns its wall time."""
+    runs_file = work / "runs.json"
+    runs_file.write_text(json.dumps([r.model_dump(mode="json") for r in runs]))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--max-restarts=0",
+           "--monitor-interval=0.2", "-m", "tests.trainer.test_mode_matrix", str(runs_file)]
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
+    assert done.returncode == 0, f"the matrix launch failed:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+    return time.monotonic() - t0
+
+
+def _max_diff(a: list[float], b: list[float]) -> float:
+    assert len(a) == len(b)
+    return max((abs(x - y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) and math.isnan(y))), default=0.0)
+
+
+def _compare_records(one: list[dict[str, Any]], many: list[dict[str, Any]], label: str) -> dict[str, float]:
+    """Same rollouts step by step (texts, groups, allocation exactly; rewards and advantages within float
+    tolerance); returns the largest differences seen."""
+    diffs = {"reward": 0.0, "advantage": 0.0, "token_advantage": 0.0}
+    assert [s["step"] for s in many] == [s["step"] for s in one], label
+    for s1, s2 in zip(one, many, strict=True):
+        r1, r2 = s1["rollouts"], s2["rollouts"]
+        key = ("group", "sample_index", "prompt_id", "completion", "finish_reason", "correct", "token_ids")
+        assert [[r[k] for k in key] for r in r2] == [[r[k] for k in key] for r in r1], f"{label} step {s1['step']}"
+        assert [r["details"].get("allocation") for r in r2] == [r["details"].get("allocation") for r in r1], label
+        diffs["reward"] = max(diffs["reward"], _max_diff([r["reward"] for r in r1], [r["reward"] for r in r2]))
+        diffs["advantage"] = max(diffs["advantage"], _max_diff([r["advantage"] for r in r1], [r["advantage"] for r in r2]))
+        for a, b in zip(r1, r2, strict=True):
+            assert a["rewards"].keys() == b["rewards"].keys(), label
+            diffs["reward"] = max(diffs["reward"], *(_max_diff([a["rewards"][k]], [b["rewards"][k]]) for k in a["rewards"]))
+            t1, t2 = a["token_values"], b["token_values"]
+            assert t1.keys() == t2.keys(), label
+            diffs["token_advantage"] = max(diffs["token_advantage"], _max_diff(t1["advantage"], t2["advantage"]))
+            if "segment" in t1:
+                assert t1["segment"] == t2["segment"], f"{label}: HISPO segments differ"
+            assert t1["loss_mask"] == t2["loss_mask"], f"{label}: loss masks differ"
+    return diffs
+
+
+# Equal in every mode, step by step (the gradient's norm: Adam's steps barely depend on the gradient's scale).
+METRICS = ("actor/grad_norm", "actor/pg_loss", "rollout/reward_mean", "rollout/reward_std", "budget/rollouts_generated",
+           "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups", "budget/generation_calls",
+           "budget/generation_rounds", "budget/cumulative_rollouts", "budget/silent_group_frac",
+           "budget/group_size_mean", "budget/group_size_min", "budget/group_size_max")
+
+
+def _compare_metrics(one: list[dict[str, Any]], many: list[dict[str, Any]], label: str) -> None:
+    for s1, s2 in zip(one, many, strict=True):
+        for key in METRICS:
+            assert s2["metrics"][key] == pytest.approx(s1["metrics"][key], rel=1e-4, abs=1e-6), f"{label}: {key}"
+
+
+def _compare_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], label: str) -> tuple[float, int]:
+    """Equal up to float summation order: Adam divides each gradient by its own scale, so where a gradient is
+    about as small as rounding, rounding moves the weight by up to the learning rate; allowed for a few
+    elements, and for the keys' bias (its gradient is 0 in exact arithmetic: softmax ignores a shift shared by
+    all keys). Returns the largest difference elsewhere, and how many elements differ beyond rounding."""
+    assert got.keys() == want.keys(), label
+    off: list[tuple[str, float]] = []
+    elements, largest = 0, 0.0
+    for k in want:
+        diff = (got[k] - want[k]).abs()
+        assert float(diff.max()) <= 2 * BASE["training"]["learning_rate"] * BASE["training"]["max_steps"], f"{label}: {k}"
+        if k.endswith("k_proj.bias"):
+            continue
+        beyond = diff > 5e-5 + 1e-4 * want[k].abs()
+        off += [(k, float(d)) for d in diff[beyond]]
+        elements += diff.numel()
+        largest = max(largest, float(diff.max()))
+    assert len(off) <= max(3, elements // 20_000), f"{label}: weights differ beyond rounding: {off[:10]}"
+    return largest, len(off)
+
+
+def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    ckpt = latest_checkpoint(run_dir)
+    assert ckpt is not None, f"no checkpoint in {run_dir}"
+    return load_file(ckpt / "model.safetensors")
+
+
+@pytest.mark.slow
+def test_every_method_gives_the_one_process_result_in_data_parallel_and_fsdp(
+    random_model_dir: Path, warm_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainer.step.loop import train
+
+    started = time.monotonic()
+    models = {False: random_model_dir, True: warm_model_dir}
+    launched = [(name, mode, _build(case, models, tmp_path / f"{name}-{mode}", 2, mode == "fsdp"))
+                for name, case in CONFIGS.items() for mode in ("dp", "fsdp") if mode == "dp" or case.fsdp]
+    launch_s = _launch([config for _, _, config in launched], tmp_path)
+    rows = []
+    for name, case in CONFIGS.items():
+        one_dir = tmp_path / f"{name}-one"
+        one = _Reports()
+        train(_build(case, models, one_dir), one, log=lambda m: None)
+        assert case.expect(one.reports), f"{name} no longer exercises what it is there for (see CONFIGS): change its seed"
+        want, start = _weights(one_dir), load_file(models[case.warm] / "model.safetensors")
+        moved = max(float((want[k] - start[k]).abs().max()) for k in want)
+        assert moved > 1e-3, f"{name}: training did not move the weights"
+        for run_name, mode, config in launched:
+            if run_name != name:
+                continue
+            out = Path(config.checkpoint.output_dir)
+            label = f"{name} ({mode})"
+            many = json.loads((out / "reports.json").read_text())
+            diffs = _compare_records(one.reports, many, label)
+            _compare_metrics(one.reports, many, label)
+            assert diffs["reward"] <= 1e-5 and diffs["advantage"] <= 1e-4 and diffs["token_advantage"] <= 1e-4, (label, diffs)
+            weight, off = _compare_weights(_weights(out), want, label)
+            rows.append(f"{label:28s} " + "  ".join(f"{k} {v:.1e}" for k, v in diffs.items())
+                        + f"  weight {weight:.1e} ({off} element(s) beyond rounding)")
+    with capsys.disabled():
+        print(f"\nmode matrix: {len(launched)} runs in one launch {launch_s:.0f} s, {time.monotonic() - started:.0f} s in all;"
+              " max |difference| to 1 process:\n  " + "\n  ".join(rows))
+
+
+if __name__ == "__main__":  # a rank of the matrix's launch (see the module docstring)
+    sys.exit(_rank_main(sys.argv[1]))

@@ -1,0 +1,194 @@
+"""The config sections that choose no method: the model, the data, sampling, optimisation, checkpoints,
+periodic evaluation, and the verifier specs. Torch-free (the web process validates configs)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from trainer.bounds import MAX_LIST_ITEMS, BoundedModel
+from trainer.data.config import DataConfig
+from trainer.verifiers.spec import VerifierSpec
+
+
+class _Section(BoundedModel):
+    """A config section: unknown keys refused, every value bounded (trainer/bounds.py)."""
+
+
+# Sections owned by the package that reads them, re-exported here.
+__all__ = ["CheckpointConfig", "DataConfig", "EvaluationConfig", "ModelConfig", "RolloutConfig", "TrainingConfig",
+           "VerifierSpec"]
+
+
+class ModelConfig(_Section):
+    """Which policy to train. Any local Hugging Face causal-LM directory works."""
+
+    name_or_path: str = Field(
+        "tiny:addition",
+        description="Local model directory loaded with AutoModelForCausalLM.from_pretrained, or "
+        "'tiny:addition' for the built-in tiny model (built and warm-started locally on first use; "
+        "see `rlvr init-model`). Nothing is downloaded from a hub. Configs from the web app and API may name "
+        "only tiny: models, 'checkpoint:<id>' of a run in the same project, or folders under RLVR_MODEL_ROOTS.",
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Parameter dtype. float32 on CPU; bfloat16 is the usual choice on GPUs."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="Where to run: 'auto' picks a CUDA GPU when one is present, else the CPU."
+    )
+    attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field(
+        "auto",
+        description="Attention kernel passed to from_pretrained: 'auto' lets transformers choose (sdpa); "
+        "'flash_attention_2' needs the flash-attn package and a CUDA GPU.",
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass: less memory, about 30% more compute."
+    )
+    autocast_bf16: bool = Field(
+        False,
+        description="Run forward passes under bfloat16 autocast on CUDA while keeping float32 master "
+        "weights (ignored on CPU).",
+    )
+    lora_r: int = Field(
+        0, ge=0, le=1024,
+        description="LoRA rank (Hu et al. 2021, through peft); 0 trains all weights. With LoRA the KL "
+        "reference is the base model with the adapter disabled (no second copy in memory).",
+    )
+    lora_alpha: float = Field(16.0, gt=0, le=10_000, description="LoRA scaling numerator: the update is (alpha / r) * B A.")
+    lora_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA branch input.")
+    lora_target_modules: Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)] | Literal["all-linear"] = Field(
+        "all-linear",
+        description="Modules that get adapters: 'all-linear' or names such as ['q_proj', 'v_proj'].",
+    )
+
+
+
+
+class RolloutConfig(_Section):
+    """How completions are sampled."""
+
+    engine: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="Rollout engine: 'hf' (transformers, CPU or GPU) or 'vllm' (vLLM offline API colocated "
+        "with the trainer; CUDA only, optional extra `pip install 'rlvr-studio[vllm]'`).",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0, le=0.95,
+        description="Fraction of GPU memory vLLM may take for weights and KV cache (engine 'vllm'); the "
+        "rest is left to training. TRL's colocate default is 0.3.",
+    )
+    num_generations: int = Field(
+        8, ge=2, le=1024, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
+    )
+    max_completion_length: int = Field(
+        16, ge=1, le=131_072, description="Maximum new tokens per completion; longer ones end with finish reason 'length'."
+    )
+    temperature: float = Field(1.0, gt=0, le=100, description="Sampling temperature (TRL name).")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (TRL name).")
+    top_k: int = Field(0, ge=0, le=1_000_000, description="Top-k sampling; 0 disables it.")
+    generation_batch_size: int = Field(
+        256, ge=1, le=65_536, description="Completions generated together in one batch (bounds memory)."
+    )
+    seed_per_prompt: bool | None = Field(
+        None,
+        description="Sample each group with its own torch.Generator seeded from (seed, step, global group "
+        "index), so a group's completions do not depend on which process generates it or what else is in the "
+        "batch (one generation call per group). null (the default): on exactly when training.num_processes > 1, "
+        "which makes a data-parallel run sample what a 1-process run with this option samples; false is refused "
+        "with num_processes > 1.",
+    )
+
+
+
+
+class TrainingConfig(_Section):
+    """Optimisation."""
+
+    max_steps: int = Field(100, ge=1, le=10_000_000, description="Training steps; one step = one batch of rollouts.")
+    prompts_per_step: int = Field(
+        4, ge=1, le=4096, description="Prompts sampled per step; completions per step = prompts_per_step x "
+        "num_generations (TRL: per_device_train_batch_size / num_generations).",
+    )
+    micro_batch_size: int = Field(
+        64, ge=1, le=65_536, description="Completions per forward/backward pass; gradients accumulate over the step."
+    )
+    memory_budget_gb: float | None = Field(
+        None, gt=0, le=16_384,
+        description="Peak memory per process (GiB) a step may use; null: no limit. When set, the run sizes "
+        "itself at start (trainer/models/memory.py): the micro-batch size (at most micro_batch_size; gradient "
+        "accumulation covers the rest of the step) from a forward/backward probe at the longest prompt plus "
+        "max_completion_length, and the hf engine's generation batches (at most rollout.generation_batch_size) "
+        "from the model's KV-cache bytes per token. On CUDA the probe is measured by the allocator; on CPU it is "
+        "estimated from the activations saved for backward. Reported as perf/micro_batch_size and "
+        "perf/generation_batch_size. The update does not depend on the split, except with loss_type 'bnpo' "
+        "(a mean per micro-batch, as TRL defines it).",
+    )
+    learning_rate: float = Field(1e-6, gt=0, le=1, description="AdamW learning rate (TRL name).")
+    weight_decay: float = Field(0.0, ge=0, le=10, description="AdamW weight decay.")
+    adam_beta1: float = Field(0.9, ge=0, lt=1, description="AdamW beta1 (first-moment decay).")
+    adam_beta2: float = Field(0.999, ge=0, lt=1, description="AdamW beta2 (second-moment decay).")
+    max_grad_norm: float = Field(1.0, ge=0, le=1e6, description="Gradient clipping by global norm; 0 disables it.")
+    warmup_steps: int = Field(0, ge=0, le=10_000_000, description="Linear learning-rate warm-up steps, then constant.")
+    num_processes: int = Field(
+        1, ge=1, le=64,
+        description="Data-parallel processes on this host (torch.distributed under torchrun; gloo on CPU, "
+        "NCCL on CUDA, one GPU each): every process draws the same prompts_per_step prompts and generates, "
+        "scores and trains on its contiguous share of the groups; gradients and step-wide loss normalisers "
+        "are summed over processes, so the update equals the 1-process update on the same global batch "
+        "(DDP semantics, Li et al. 2020 'PyTorch Distributed'). prompts_per_step must be divisible by it.",
+    )
+    collective_timeout_s: int = Field(
+        120, ge=10, le=3600,
+        description="With num_processes > 1: how long a collective (gradient all-reduce, metric gather) waits "
+        "for a silent process before the run fails (a process that exits is noticed at once). Periodic "
+        "evaluation runs in every process, so no process waits for it.",
+    )
+    fsdp: bool = Field(
+        False,
+        description="With num_processes >= 2: shard the policy's (and the KL reference's) parameters, gradients "
+        "and optimizer state over the processes (PyTorch FSDP2, fully_shard per decoder layer; Zhao et al. "
+        "2023 'PyTorch FSDP'), for models that do not fit one device. The update is the same as without it "
+        "(gradients summed over processes); checkpoints hold full weights in the usual format, so a run can "
+        "resume with or without fsdp. Not with LoRA or the vllm engine yet.",
+    )
+
+
+
+
+class CheckpointConfig(_Section):
+    """Where and how often a run saves what it needs to resume."""
+
+    output_dir: str = Field("runs/latest", description="Run directory: checkpoints, metrics.jsonl, rollouts.")
+    save_steps: int = Field(50, ge=0, le=10_000_000, description="Save a checkpoint every N steps (and at the end); 0: only at the end.")
+    save_total_limit: int = Field(2, ge=1, le=1000, description="Keep at most this many checkpoints (oldest removed first).")
+
+
+
+
+class EvaluationConfig(_Section):
+    """Periodic evaluation during training: benchmark metrics (Avg@k, Pass@k) every few steps, reported as
+    eval/<benchmark>/<metric> in that step's metrics."""
+
+    # issue 7; trainer/evaluation/engine.py. The seeds' training curves: Avg@k 001:L3, Pass@k 001:L13.
+
+    eval_every: int = Field(
+        0, ge=0, le=10_000_000,
+        description="Evaluate the current policy every N steps (after the step's update); 0 turns it off. "
+        "RLVR papers plot benchmark accuracy over training steps (e.g. Pass@k during RL).",
+    )
+    benchmarks: list[str | dict[str, Any]] = Field(
+        default_factory=list, max_length=64,
+        description="Benchmarks: built-in names ('builtin:addition', 'builtin:chain_sum-easy', ...; see "
+        "trainer/evaluation/suite.py), paths to benchmark YAML/JSON files, or inline BenchmarkConfig mappings.",
+    )
+    n_samples: int | None = Field(
+        None, ge=1, le=1024,
+        description="Override each benchmark's n_samples (the n of Avg@n / Pass@k, Chen et al. 2021) to keep "
+        "periodic evaluation cheap; null keeps the benchmark's own.",
+    )
+    max_problems: int | None = Field(
+        None, ge=1, le=10_000_000, description="Evaluate only the first N problems of each benchmark during training."
+    )
+
+

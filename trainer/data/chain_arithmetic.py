@@ -1,0 +1,214 @@
+"""Built-in multi-step arithmetic with a scratchpad: ``"(12+7)*3-4="`` -> ``"12+7=19;19*3=57;57-4=53;#### 53"``.
+
+A chain of 2-8 integer operands joined by ``+``, ``-`` and ``*``, evaluated left to right, in the spirit of
+reasoning-gym's ``chain_sum`` (sums and differences of ``min_terms..max_terms`` operands) and
+``basic_arithmetic`` (products too). It differs from them in three ways:
+
+- the reference solution is a scratchpad that writes out every intermediate result, one step
+  ``a<op>b=r`` per operand, steps joined by ``;``, and the final answer after ``#### `` (the GSM8K
+  delimiter), so the chain_arithmetic verifier can say which step went wrong first;
+- the prompt is parenthesised only where left-to-right order differs from the usual precedence
+  (``(12+7)*3-4``), so it reads as ordinary arithmetic and Python's ``eval`` gives the same answer;
+- every intermediate result stays within ``[min_value, max_result]`` (a subtraction that would go below,
+  or a sum or product that would go above, is replaced by the other kind of step), which keeps every
+  step's length between known bounds: the scratchpads of the built-in levels are 30-80 characters,
+  i.e. 30-80 tokens of the tiny model's character tokenizer.
+
+Problem ``i`` depends only on ``(seed, i)`` and the level, so a larger ``size`` only appends problems.
+``data.task`` names a level (``easy``, ``medium``, ``hard``; ``mixed``, the default, draws one of the
+three per problem, so pass rates spread from the easy end to the hard end), and ``data.task_config``
+overrides its knobs (``ChainLevel``'s fields).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from trainer.errors import DataError
+from trainer.samples import Sample
+
+# The scratchpad format; trainer/verifiers/chain_arithmetic.py reads the same (data may not import verifiers).
+STEP_SEPARATOR = ";"
+ANSWER_MARKER = "#### "
+OPERATORS = ("+", "-", "*")
+
+MIXED = "mixed"
+DEFAULT_LEVEL = MIXED
+
+
+class ChainLevel(BaseModel):
+    """The difficulty knobs of one level: how many operands, how large, and how many products."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    min_operands: int = Field(
+        4, ge=2, le=8, description="Fewest operands of a problem (steps = operands - 1)."
+    )
+    max_operands: int = Field(4, ge=2, le=8, description="Most operands of a problem.")
+    min_value: int = Field(
+        10,
+        ge=0,
+        le=10**6,
+        description="Smallest addend/subtrahend, and the floor of every intermediate result.",
+    )
+    max_value: int = Field(
+        99, ge=1, le=10**6, description="Largest addend/subtrahend (and the first operand)."
+    )
+    product_share: float = Field(
+        0.0, ge=0.0, le=1.0, description="Chance that a step multiplies (else it adds or subtracts, evenly)."
+    )
+    max_multiplier: int = Field(
+        9, ge=2, le=1000, description="A product's second operand is drawn from 2..max_multiplier."
+    )
+    max_result: int = Field(999, ge=1, le=10**9, description="Ceiling of every intermediate result.")
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> ChainLevel:
+        if self.max_operands < self.min_operands:
+            raise ValueError(f"max_operands {self.max_operands} is below min_operands {self.min_operands}")
+        if self.max_value < self.min_value:
+            raise ValueError(f"max_value {self.max_value} is below min_value {self.min_value}")
+        if self.max_result < self.max_value:
+            raise ValueError(
+                f"max_result {self.max_result} is below max_value {self.max_value}: raise max_result"
+            )
+        # Either a sum or a difference must always fit: acc + min_value <= max_result or acc >= 2 * min_value.
+        if self.max_result < 3 * self.min_value:
+            raise ValueError(
+                f"max_result {self.max_result} must be at least 3 * min_value ({3 * self.min_value}) so that every "
+                "step can add or subtract within [min_value, max_result]"
+            )
+        return self
+
+
+LEVELS: dict[str, ChainLevel] = {
+    # Length bounds below follow from the value ranges (each step's digits are bounded both ways).
+    # 3 steps of 2-digit sums and differences: 34-41 characters.
+    "easy": ChainLevel(min_operands=4, max_operands=4, min_value=10, max_value=99, max_result=999),
+    # 3-4 steps, a quarter of them products by 2-9: 31-61 characters.
+    "medium": ChainLevel(
+        min_operands=4, max_operands=5, min_value=10, max_value=99, product_share=0.25, max_result=9999
+    ),
+    # 4 steps of up to 3-digit operands, 40% products by 2-19: 35-74 characters.
+    "hard": ChainLevel(
+        min_operands=5,
+        max_operands=5,
+        min_value=10,
+        max_value=999,
+        product_share=0.4,
+        max_multiplier=19,
+        max_result=99_999,
+    ),
+}
+MIXED_LEVELS = ("easy", "medium", "hard")
+
+
+def chain_arithmetic_levels() -> list[str]:
+    """Every level name ``data.task`` may hold for source 'chain_arithmetic'."""
+    return [*LEVELS, MIXED]
+
+
+def _next_step(rng: random.Random, acc: int, level: ChainLevel) -> tuple[str, int]:
+    """One (operator, operand) that keeps the result within [min_value, max_result]."""
+    if rng.random() < level.product_share:
+        top = level.max_multiplier if acc == 0 else min(level.max_multiplier, level.max_result // acc)
+        if top >= 2:
+            return "*", rng.randint(2, top)
+    op = rng.choice("+-")
+    add_top = min(level.max_value, level.max_result - acc)
+    sub_top = min(level.max_value, acc - level.min_value)
+    if op == "-" and sub_top < level.min_value:
+        op = "+"
+    elif op == "+" and add_top < level.min_value:
+        op = "-"  # ChainLevel's check guarantees that one of the two fits
+    return op, rng.randint(level.min_value, add_top if op == "+" else sub_top)
+
+
+def _apply(acc: int, op: str, operand: int) -> int:
+    return acc + operand if op == "+" else acc - operand if op == "-" else acc * operand
+
+
+def chain_problem(rng: random.Random, level: ChainLevel) -> tuple[str, list[tuple[int, str, int, int]]]:
+    """A prompt (ending in ``=``) and its steps ``(left, op, right, result)``, drawn from ``rng``."""
+    n = rng.randint(level.min_operands, level.max_operands)
+    acc = rng.randint(level.min_value, level.max_value)
+    expression, steps, last = str(acc), [], ""
+    for _ in range(n - 1):
+        op, operand = _next_step(rng, acc, level)
+        if op == "*" and last in ("+", "-"):
+            expression = f"({expression})"  # left-to-right order beats precedence only here
+        expression, last = f"{expression}{op}{operand}", op
+        result = _apply(acc, op, operand)
+        steps.append((acc, op, operand, result))
+        acc = result
+    return f"{expression}=", steps
+
+
+def scratchpad(steps: list[tuple[int, str, int, int]]) -> str:
+    """The reference solution: every step written out, then the delimited final answer.
+
+    >>> scratchpad([(12, "+", 7, 19), (19, "*", 3, 57), (57, "-", 4, 53)])
+    '12+7=19;19*3=57;57-4=53;#### 53'
+    """
+    written = [f"{a}{op}{b}={r}" for a, op, b, r in steps]
+    return STEP_SEPARATOR.join([*written, f"{ANSWER_MARKER}{steps[-1][3]}"])
+
+
+def resolve_levels(level: str | None, overrides: dict[str, Any] | None = None) -> dict[str, ChainLevel]:
+    """The level(s) a problem may be drawn from, with ``overrides`` applied; DataError naming the fix."""
+    name = level or DEFAULT_LEVEL
+    if name != MIXED and name not in LEVELS:
+        raise DataError(
+            f"data.task {name!r} is not a chain_arithmetic level; valid levels are: "
+            f"{', '.join(chain_arithmetic_levels())}"
+        )
+    names = MIXED_LEVELS if name == MIXED else (name,)
+    resolved = {}
+    for each in names:
+        try:
+            resolved[each] = ChainLevel.model_validate({**LEVELS[each].model_dump(), **(overrides or {})})
+        except ValidationError as err:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or each}: {e['msg'].removeprefix('Value error, ')}"
+                for e in err.errors()
+            )
+            raise DataError(
+                f"data.task_config for chain_arithmetic level {each!r} is invalid: {problems}; "
+                f"valid keys are: {', '.join(ChainLevel.model_fields)}"
+            ) from None
+    return resolved
+
+
+def chain_arithmetic_samples(
+    size: int, seed: int, level: str | None = None, overrides: dict[str, Any] | None = None
+) -> list[Sample]:
+    """``size`` chain problems, identical for the same seed, level and overrides.
+
+    ``answer`` is the final result; ``meta`` holds the ``solution`` scratchpad (what the verifier checks
+    the steps against), the ``level`` drawn and the operand count.
+
+    >>> s = chain_arithmetic_samples(1, seed=0, level="easy")[0]
+    >>> eval(s.prompt.removesuffix("=")) == int(s.answer), s.meta["solution"].endswith("#### " + s.answer)
+    (True, True)
+    """
+    if size < 1:
+        raise ValueError(f"size must be at least 1, got {size}")
+    levels = resolve_levels(level, overrides)
+    names = list(levels)
+    samples = []
+    for i in range(size):
+        rng = random.Random(f"chain_arithmetic:{seed}:{i}")  # str seeds hash the same on every run
+        drawn = names[0] if len(names) == 1 else rng.choice(names)
+        prompt, steps = chain_problem(rng, levels[drawn])
+        samples.append(
+            Sample(
+                id=f"chain-{i}",
+                prompt=prompt,
+                answer=str(steps[-1][3]),
+                meta={"solution": scratchpad(steps), "level": drawn, "operands": len(steps) + 1},
+            )
+        )
+    return samples

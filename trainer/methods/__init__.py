@@ -1,0 +1,34 @@
+"""Training methods, one registry ("axis") per choice a config makes; see README.md beside this file.
+
+Every module of this package is imported here, so a method registers by existing: adding one is a new
+module (its params model, its hooks, its checks), with no edit to the step, the config or the web form.
+"""
+
+import importlib
+import pkgutil
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
+
+from trainer.methods.advantages import ADVANTAGES, compute_advantages  # noqa: E402
+from trainer.methods.aggregation import AGGREGATIONS, AggregationContext  # noqa: E402
+from trainer.methods.axes import AXES, STAGES, ActiveMethod, Axis  # noqa: E402
+from trainer.methods.policy_losses import POLICY_LOSSES, PolicyLossOutput  # noqa: E402
+from trainer.methods.regularizers import KL_ESTIMATORS  # noqa: E402
+from trainer.methods.token_credit import TOKEN_CREDIT, CreditInputs  # noqa: E402
+
+__all__ = [
+    "ADVANTAGES",
+    "AGGREGATIONS",
+    "AXES",
+    "KL_ESTIMATORS",
+    "POLICY_LOSSES",
+    "STAGES",
+    "TOKEN_CREDIT",
+    "ActiveMethod",
+    "AggregationContext",
+    "Axis",
+    "CreditInputs",
+    "PolicyLossOutput",
+    "compute_advantages",
+]

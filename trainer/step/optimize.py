@@ -1,0 +1,201 @@
+"""One optimizer step over a batch of rollouts, in micro-batches with gradient accumulation.
+
+Per micro-batch: training forward -> per-token logprobs -> policy loss (+ beta * KL) -> aggregation ->
+backward. Memory is bounded by ``micro_batch_size`` whatever the step's size; each micro-batch is
+trimmed to its own longest prompt and completion, so padding costs nothing. ``UpdateBatch.extras`` (HISPO
+segment ids, GAPO clip scales; trainer/methods/policy_losses.py) is sliced with the same rows and columns.
+
+A non-finite loss or gradient norm stops the update before the optimizer steps, and weights that became
+non-finite in the step stop it right after: :class:`NonFiniteUpdate`, which the loop turns into
+``TrainingDiverged`` with the step and the fix (trainer/step/divergence.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+from transformers import PreTrainedModel
+
+from trainer.config import ExperimentConfig
+from trainer.distributed.fsdp import full_tensor, gathered, is_sharded
+from trainer.methods import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
+from trainer.methods.policy_losses import LossExtras
+from trainer.rollout import RolloutBatch
+from trainer.step.logprobs import completion_logprobs
+
+if TYPE_CHECKING:
+    from trainer.distributed.context import DistContext
+
+
+@dataclass
+class UpdateBatch:
+    """What the update needs, all [N, T] aligned with the rollout batch."""
+
+    rollouts: RolloutBatch
+    advantages: Tensor  # [N, T] per-token advantages (token credit applied)
+    loss_mask: Tensor  # [N, T]
+    old_logprobs: Tensor | None  # [N, T]; None: on-policy, use the current logprobs detached
+    ref_logprobs: Tensor | None  # [N, T]; None when beta == 0
+    extras: LossExtras | None = None  # segment ids [N, T] (HISPO) and per-completion clip scale [N] (GAPO)
+
+
+@dataclass
+class UpdateStats:
+    loss: float
+    pg_loss: float
+    kl: float
+    entropy: float
+    clip_frac: float
+    grad_norm: float
+    logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
+    dual_clip_frac: float = 0.0  # share of loss tokens where the dual-clip cap was active (in clip_frac too)
+
+
+class NonFiniteUpdate(Exception):
+    """The update met NaN or infinity; ``what`` says where ("the loss became nan"), ``grad_norm`` is the
+    norm before clipping."""
+
+    def __init__(self, what: str, grad_norm: float) -> None:
+        super().__init__(f"{what} (grad norm {grad_norm:.3g} before clipping)")
+        self.what, self.grad_norm = what, grad_norm
+
+
+def _non_finite_parameters(params: list[Tensor], dist: DistContext | None) -> int:
+    """How many parameter tensors (sharded: shards of them) hold a NaN or infinity; one device sync for all
+    of them. Pass ``dist`` for a sharded model only: its shards differ, so the count is summed over ranks
+    and every rank takes the same decision (unsharded ranks hold identical weights and need no collective)."""
+    from torch.distributed.tensor import DTensor
+
+    local = [p.to_local().detach() if isinstance(p, DTensor) else p.detach() for p in params]
+    count = int(torch.stack([(~torch.isfinite(t)).any() for t in local]).sum()) if local else 0
+    if dist is not None:
+        count = int(dist.all_reduce_sum([float(count)])[0])
+    return count
+
+
+def _slices(n: int, size: int) -> list[slice]:
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def _trim(rows: slice, batch: RolloutBatch) -> tuple[slice, slice]:
+    """Column ranges that hold real tokens for these rows: (prompt columns, completion columns)."""
+    p_used = batch.prompt_mask[rows].any(0).nonzero()
+    c_used = batch.completion_mask[rows].any(0).nonzero()
+    p_start = int(p_used[0]) if len(p_used) else batch.prompt_mask.shape[1] - 1
+    c_end = int(c_used[-1]) + 1 if len(c_used) else 1
+    return slice(p_start, None), slice(0, c_end)
+
+
+@torch.no_grad()
+def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float) -> Tensor:
+    """Logprobs of the batch's completions under ``model`` (old-policy or reference), [N, T]."""
+    out = torch.zeros_like(batch.logprobs)
+    with gathered(model):  # a sharded model (trainer/distributed/fsdp.py): all-gathered once, not per micro-batch
+        for rows in _slices(len(batch), micro_batch_size):
+            pc, cc = _trim(rows, batch)
+            logp, _ = completion_logprobs(
+                model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
+                batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
+            )
+            out[rows, cc] = logp
+    return out
+
+
+def policy_update(
+    model: PreTrainedModel,
+    optimizer: torch.optim.Optimizer,
+    data: UpdateBatch,
+    config: ExperimentConfig,
+    dist: DistContext | None = None,
+    micro_batch_size: int | None = None,
+) -> UpdateStats:
+    """Accumulate gradients over micro-batches, clip, and take one optimizer step.
+
+    In a data-parallel rank (``dist``) the step's counts (sequences, loss tokens, micro-batches) are summed
+    over ranks, so every normaliser is global, and the accumulated gradients are summed over ranks before
+    clipping: the update equals the 1-process update on the global batch. The token means in the returned
+    stats are then this rank's share of the global mean (trainer/distributed/context.py sums them).
+
+    ``micro_batch_size`` overrides ``training.micro_batch_size`` (the memory plan's choice, trainer/models/memory.py).
+    """
+    alg, batch = config.algorithm, data.rollouts
+    loss_fn = POLICY_LOSSES.get(alg.importance_sampling_level.name)
+    aggregate = AGGREGATIONS.get(alg.loss_type.name)
+    kl_fn = KL_ESTIMATORS.get(alg.kl_estimator.name)
+    slices = _slices(len(batch), micro_batch_size or config.training.micro_batch_size)
+    sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
+    if dist is not None:
+        sequences, loss_tokens, micro_batches = (int(x) for x in dist.all_reduce_sum(
+            [float(sequences), float(loss_tokens), float(micro_batches)]))
+    ctx = AggregationContext(
+        sequences_in_step=sequences,
+        tokens_in_step=loss_tokens,
+        max_completion_length=config.rollout.max_completion_length,
+        num_micro_batches=micro_batches,
+    )
+    tokens = max(loss_tokens, 1)
+    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
+    new_logprobs = torch.zeros_like(batch.logprobs)
+    optimizer.zero_grad(set_to_none=True)
+    for rows in slices:
+        pc, cc = _trim(rows, batch)
+        mask = data.loss_mask[rows, cc].float()  # [n, t]
+        logp, entropy = completion_logprobs(
+            model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
+            batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], config.rollout.temperature,
+        )  # [n, t]
+        old = logp.detach() if data.old_logprobs is None else data.old_logprobs[rows, cc]
+        extras = data.extras.select(rows, cc) if data.extras is not None else None
+        out = loss_fn(logp, old, data.advantages[rows, cc], mask, alg, extras)
+        pg_loss = aggregate(out.per_token_loss, mask, ctx)
+        loss = pg_loss
+        if data.ref_logprobs is not None:
+            kl = kl_fn(logp, data.ref_logprobs[rows, cc])  # [n, t]
+            # Aggregation is linear, so this equals aggregating (per-token loss + beta * kl) as TRL does.
+            loss = pg_loss + alg.beta * aggregate(kl, mask, ctx)
+            sums["kl"] += float((kl.detach() * mask).sum())
+        loss.backward()
+        sums["loss"] += float(loss.detach())
+        sums["pg_loss"] += float(pg_loss.detach())
+        sums["entropy"] += float((entropy.detach() * mask).sum())
+        sums["clipped"] += float((out.clipped.float() * mask).sum())
+        if out.dual_clipped is not None:
+            sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
+        new_logprobs[rows, cc] = logp.detach()
+    max_norm = config.training.max_grad_norm
+    # DDP semantics: sum the ranks' gradients (their losses are shares of the global loss). A sharded model
+    # (trainer/distributed/fsdp.py) summed them in its backward already, and the norm of its gradients is a DTensor.
+    if dist is not None and not is_sharded(model):
+        dist.all_reduce_grads([p for p in model.parameters() if p.requires_grad])
+    params = [p for p in model.parameters() if p.grad is not None]
+    grad_norm = full_tensor(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    total_norm = float(grad_norm)
+    # The norm is global (gradients were summed over ranks), so every rank stops here together; the loss
+    # is this rank's share, so it is only checked in a single process (a NaN loss gives a NaN norm anyway).
+    if not math.isfinite(total_norm) or (dist is None and not math.isfinite(sums["loss"])):
+        optimizer.zero_grad(set_to_none=True)
+        total_loss = sums["loss"]
+        raise NonFiniteUpdate(
+            f"the loss became {total_loss:g}" if not math.isfinite(total_loss)
+            else f"the gradient norm became {total_norm:g}",
+            total_norm,
+        )
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    broken = _non_finite_parameters([p for p in model.parameters() if p.requires_grad], dist if is_sharded(model) else None)
+    if broken:
+        raise NonFiniteUpdate(f"the optimizer step made {broken} weight tensor(s) NaN or infinite", total_norm)
+    return UpdateStats(
+        loss=sums["loss"],
+        pg_loss=sums["pg_loss"],
+        kl=sums["kl"] / tokens,
+        entropy=sums["entropy"] / tokens,
+        clip_frac=sums["clipped"] / tokens,
+        grad_norm=total_norm,
+        logprobs=new_logprobs,
+        dual_clip_frac=sums["dual_clipped"] / tokens,
+    )
