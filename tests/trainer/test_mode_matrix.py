@@ -110,7 +110,11 @@ CONFIGS: dict[str, Case] = {
         "teacher": {"mode": "self", "fusion": "modulated"},
         "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
     }, fsdp=True),
-    "additive": Case({"teacher": {**TEACHER, "fusion": "additive"}}, fsdp=True),
+    # GMTS's step-wide score quantile, then an external teacher's additive fusion on top of it
+    "additive": Case({
+        "algorithm": {"token_credit": {"name": "gmts", "params": {"quantile": 0.5}}},
+        "teacher": {**TEACHER, "fusion": "additive"},
+    }, fsdp=True),
     # a step-wide rollout budget dealt over every process's groups, refilled by dynamic sampling
     "vigor_dynamic": Case({
         "budget": {"allocator": {"name": "vigor", "params": {"initial_rollouts": 4, "rounds": 2}},
