@@ -16,9 +16,9 @@ from tests.trainer.loop_helpers import Steps
 from trainer.config import config_from_dict
 from trainer.data.demo_task import addition_prompt
 from trainer.models.checkpoint import latest_checkpoint
+from trainer.models.logprobs import positions_from_mask
 from trainer.models.tiny_model import TEACHER_NAME, ensure_tiny_model, greedy_addition_accuracy
 from trainer.rollout import HFRolloutEngine, SamplingParams
-from trainer.step.logprobs import positions_from_mask
 from trainer.step.loop import train
 
 

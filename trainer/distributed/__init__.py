@@ -1,1 +1,1 @@
-"""See README.md beside this file."""
+"""Data-parallel and sharded (FSDP) training on one host: collectives, sharding, the torchrun launcher."""

@@ -1,1 +1,1 @@
-"""See README.md beside this file."""
+"""Benchmarks: Avg@k, Pass@k and maj@k of a model on verified problems, offline and during training."""

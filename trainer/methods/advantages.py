@@ -23,7 +23,7 @@ from trainer.methods.group_stats import group_mean, group_sizes, group_std
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
 
-    from trainer.config import AlgorithmConfig
+    from trainer.methods.views import ChoosesAdvantage
 
 # verl's masked_whiten adds this to the variance (inside the square root); reinforce_pp copies it.
 VERL_WHITEN_EPS = 1e-8
@@ -118,7 +118,7 @@ def reinforce_pp(rewards: Tensor, group_ids: Tensor, params: Any, lengths: Tenso
 
 
 def compute_advantages(
-    rewards: Tensor, group_ids: Tensor, cfg: AlgorithmConfig, lengths: Tensor | None = None
+    rewards: Tensor, group_ids: Tensor, cfg: ChoosesAdvantage, lengths: Tensor | None = None
 ) -> Tensor:
     """Apply ``cfg.advantage_estimator`` with its params; ``lengths`` [N] are the completions' token counts."""
     choice = cfg.advantage_estimator

@@ -21,8 +21,7 @@ from trainer.methods.axes import Axis
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
 
-    from trainer.config import TeacherConfig
-    from trainer.step.teacher import TeacherSignals
+    from trainer.methods.views import ChoosesFusion, TeacherSignalsView
 
 FUSIONS: Axis[Any] = Axis(
     "teacher fusion", "teacher.fusion", "token_fusion", default="none",
@@ -30,7 +29,7 @@ FUSIONS: Axis[Any] = Axis(
 )
 
 
-def sequence_teacher_score(signals: TeacherSignals) -> Tensor:
+def sequence_teacher_score(signals: TeacherSignalsView) -> Tensor:
     """Length-normalised teacher-to-anchor path log-ratio per completion: mean_t gap_t. [N]."""
     tokens = signals.mask.sum(-1).clamp(min=1)  # [N]
     return (signals.gap * signals.mask).sum(-1) / tokens
@@ -54,7 +53,7 @@ class OPDParams(BoundedModel):
 
 @FUSIONS.method("opd", params=OPDParams)
 def opd_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignals, params: OPDParams, step: int
+    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView, params: OPDParams, step: int
 ) -> Tensor:
     """On-policy distillation: the per-token teacher gap replaces the verifier advantage, A_t = coef x gap_t.
 
@@ -84,7 +83,7 @@ class AdditiveParams(BoundedModel):
 
 @FUSIONS.method("additive", params=AdditiveParams)
 def additive_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignals, params: AdditiveParams, step: int
+    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView, params: AdditiveParams, step: int
 ) -> Tensor:
     """Weighted-additive fusion: A_t = A_verifier,t + lambda x gap_t.
 
@@ -101,7 +100,7 @@ class ModulatedParams(BoundedModel):
     )
 
 
-def modulation_weights(token_advantages: Tensor, signals: TeacherSignals, params: ModulatedParams) -> Tensor:
+def modulation_weights(token_advantages: Tensor, signals: TeacherSignalsView, params: ModulatedParams) -> Tensor:
     """w_t = clamp(exp(alpha * sign(A_t) * gap_t), 1/M, M). [N, T]."""
     import torch
 
@@ -111,7 +110,7 @@ def modulation_weights(token_advantages: Tensor, signals: TeacherSignals, params
 
 @FUSIONS.method("modulated", params=ModulatedParams)
 def modulated_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignals, params: ModulatedParams, step: int
+    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView, params: ModulatedParams, step: int
 ) -> Tensor:
     """Teacher-modulated rescaling of the verifier advantage: A_t = A_verifier,t x w_t, w_t from pi_T / pi_old.
 
@@ -131,7 +130,7 @@ class PUUParams(BoundedModel):
 
 
 @FUSIONS.method("puu", params=PUUParams, stage="reward_fusion")
-def puu_rewards(rewards: Tensor, signals: TeacherSignals, params: PUUParams, step: int) -> Tensor:
+def puu_rewards(rewards: Tensor, signals: TeacherSignalsView, params: PUUParams, step: int) -> Tensor:
     """PUU (UECR-GRPO): reward + length-normalised teacher score before group normalisation; pair with 'ecr'.
 
     So the teacher can reorder a group's completions (001:L3). The anchor of the log-ratio is the sampling
@@ -168,13 +167,13 @@ def _opd_replaces_credit(config: Any, params: OPDParams) -> None:
         )
 
 
-def fusion_acts(cfg: TeacherConfig, step: int) -> bool:
+def fusion_acts(cfg: ChoosesFusion, step: int) -> bool:
     """Whether the configured fusion changes anything at ``step`` (OPD-then-RL: not after the switch)."""
     method = cfg.fusion.active()
     return bool({"reward_fusion", "token_fusion"} & set(method.entry.hooks)) and method.acts_at(step)
 
 
-def fuse_rewards(rewards: Tensor, signals: TeacherSignals | None, cfg: TeacherConfig, step: int) -> Tensor:
+def fuse_rewards(rewards: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int) -> Tensor:
     """The rewards the advantage estimator sees at ``step``. [N] -> [N]."""
     hook = FUSIONS.entry(cfg.fusion.name).hooks.get("reward_fusion")
     if signals is None or hook is None or not fusion_acts(cfg, step):
@@ -184,7 +183,7 @@ def fuse_rewards(rewards: Tensor, signals: TeacherSignals | None, cfg: TeacherCo
 
 
 def fuse_token_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignals | None, cfg: TeacherConfig, step: int
+    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int
 ) -> Tensor:
     """The per-token advantages the policy loss sees at ``step``. [N, T] -> [N, T]."""
     hook = FUSIONS.entry(cfg.fusion.name).hooks.get("token_fusion")

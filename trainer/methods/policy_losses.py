@@ -2,7 +2,7 @@
 clip range (axis ``algorithm.clip_mode``).
 
 Policy-loss hook (stage ``policy_loss``): ``(logp [n, T], old_logp [n, T], adv [n, T], mask [n, T], algorithm,
-extras=None) -> PolicyLossOutput``; ``algorithm`` is the AlgorithmConfig (epsilon, epsilon_high, dual_clip).
+extras=None) -> PolicyLossOutput``; ``algorithm`` is the algorithm section (its clip knobs: trainer/methods/views.py ClipSettings).
 Methods that need more than the advantages add a ``loss_inputs`` hook ``(inputs: LossInputs, params) -> None``
 that runs once per step before the update (HISPO's segments, GAPO's clip scales).
 ``extras`` (a ``LossExtras``, optional so older callers keep working) carries what the richer rules need:
@@ -30,7 +30,7 @@ from trainer.methods.segments import SegmentParams, entropy_segments, segment_me
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
 
-    from trainer.config import AlgorithmConfig
+    from trainer.methods.views import ClipSettings
 
 
 @dataclass
@@ -58,7 +58,7 @@ class LossExtras:
 
 class PolicyLossFn(Protocol):
     def __call__(
-        self, logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig,
+        self, logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings,
         extras: LossExtras | None = None,
     ) -> PolicyLossOutput: ...
 
@@ -74,7 +74,7 @@ CLIP_RANGES: Axis[Any] = Axis(
 
 
 def _clipped_surrogate(
-    log_ratio: Tensor, adv: Tensor, cfg: AlgorithmConfig, clip_scale: Tensor | None = None
+    log_ratio: Tensor, adv: Tensor, cfg: ClipSettings, clip_scale: Tensor | None = None
 ) -> PolicyLossOutput:
     """-min(rho A, clip(rho, 1 - eps_lo, 1 + eps_hi) A), optionally capped at c |A| for A < 0 (dual-clip).
 
@@ -113,7 +113,7 @@ def _token_credit_log_ratio(log_unit_ratio: Tensor, logp: Tensor, mask: Tensor) 
 
 @POLICY_LOSSES.method("token")
 def ppo_clip_token(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
 ) -> PolicyLossOutput:
     """PPO clipped surrogate per token (Schulman et al. 2017), with clip-higher (DAPO, Yu et al. 2025).
 
@@ -123,7 +123,7 @@ def ppo_clip_token(
 
 @POLICY_LOSSES.method("sequence")
 def gspo_sequence(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
 ) -> PolicyLossOutput:
     """GSPO (Zheng et al. 2025): one length-normalised ratio per completion, in the paper's GSPO-token form
     so per-token advantages keep their credit.
@@ -155,7 +155,7 @@ def gspo_sequence(
 
 @POLICY_LOSSES.method("segment", params=SegmentParams)
 def hispo_segment(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: AlgorithmConfig, extras: LossExtras | None = None
+    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
 ) -> PolicyLossOutput:
     """HISPO: one length-normalised ratio per entropy-derived segment, with a soft entropy saliency weight.
 

@@ -21,9 +21,9 @@ from trainer.methods.beta_sampler import BetaPromptSampler, load_pass_rates
 from trainer.samples import Sample
 
 if TYPE_CHECKING:
-    from trainer.config import ExperimentConfig
+    from trainer.methods.views import RunConfig
 
-SamplerBuilder = Callable[[Sequence[Sample], "ExperimentConfig", Any], PromptSource]
+SamplerBuilder = Callable[[Sequence[Sample], "RunConfig", Any], PromptSource]
 PROMPT_SAMPLERS: Axis[SamplerBuilder] = Axis(
     "prompt sampler", "budget.prompt_sampler", "prompt_sampler", default="uniform",
     description="Which prompts a step draws.",
@@ -31,7 +31,7 @@ PROMPT_SAMPLERS: Axis[SamplerBuilder] = Axis(
 
 
 @PROMPT_SAMPLERS.method("uniform")
-def uniform(samples: Sequence[Sample], config: ExperimentConfig, params: Any) -> PromptSource:
+def uniform(samples: Sequence[Sample], config: RunConfig, params: Any) -> PromptSource:
     """Seeded epochs without replacement (the usual GRPO data loader; TRL's RepeatSampler order)."""
     return PromptSampler(samples, config.training.prompts_per_step, seed=config.seed, shuffle=config.data.shuffle)
 
@@ -57,7 +57,7 @@ class BetaLearnabilityParams(BoundedModel):
 
 
 @PROMPT_SAMPLERS.method("beta_learnability", params=BetaLearnabilityParams)
-def beta_learnability(samples: Sequence[Sample], config: ExperimentConfig, params: BetaLearnabilityParams) -> PromptSource:
+def beta_learnability(samples: Sequence[Sample], config: RunConfig, params: BetaLearnabilityParams) -> PromptSource:
     """ThinkPrior: a Beta posterior per prompt from observed successes, optionally initialised from an anchor
     model's pass rates; picks the highest expected learnability p(1-p).
 
@@ -70,7 +70,7 @@ def beta_learnability(samples: Sequence[Sample], config: ExperimentConfig, param
     )
 
 
-def build_prompt_sampler(samples: Sequence[Sample], config: ExperimentConfig) -> PromptSource:
+def build_prompt_sampler(samples: Sequence[Sample], config: RunConfig) -> PromptSource:
     """The sampler named by ``budget.prompt_sampler``, with its params."""
     choice = config.budget.prompt_sampler
     return PROMPT_SAMPLERS.get(choice.name)(samples, config, choice.params)

@@ -31,7 +31,7 @@ from trainer.verifiers.numeric import parse_number
 from trainer.verifiers.scoring import ScoreBatch
 
 if TYPE_CHECKING:
-    from trainer.config import ExperimentConfig
+    from trainer.methods.views import RunConfig
 
 AnswerKey = str | None
 LabelFreeRewardFn = Callable[[Sequence[AnswerKey]], list[float]]
@@ -305,7 +305,7 @@ def shape_scores(
     lengths: Sequence[int],
     group_ids: Sequence[int],
     samples: Sequence[Sample],
-    cfg: ExperimentConfig,
+    cfg: RunConfig,
 ) -> ShapedScores:
     """Apply ``cfg.shaping.reward_shaping`` to a scored step, in order. All sequences are per completion ([N]);
     ``samples`` are the completions' prompts (one per completion). ``pseudo_correct`` is the verifier's

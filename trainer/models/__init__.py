@@ -1,1 +1,1 @@
-"""See README.md beside this file."""
+"""Models and devices: the tiny built-in models, LoRA, checkpoints, logprobs, CUDA, memory sizing."""

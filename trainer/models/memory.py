@@ -28,7 +28,7 @@ import torch
 
 from trainer.errors import ConfigError
 from trainer.models.device import allocated_bytes, peak_allocated_bytes, reset_peak_memory
-from trainer.step.logprobs import completion_logprobs
+from trainer.models.logprobs import completion_logprobs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

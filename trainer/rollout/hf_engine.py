@@ -14,8 +14,8 @@ from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.distributed.fsdp import gathered
+from trainer.models.logprobs import positions_from_mask
 from trainer.rollout.base import RolloutBatch, SamplingParams
-from trainer.step.logprobs import positions_from_mask
 
 
 def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:

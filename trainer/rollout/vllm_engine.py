@@ -28,8 +28,8 @@ from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.errors import ConfigError
+from trainer.models.logprobs import completion_logprobs
 from trainer.rollout.base import RolloutBatch, SamplingParams
-from trainer.step.logprobs import completion_logprobs
 
 VLLM_MISSING = (
     "rollout.engine is 'vllm' but the vllm package is not installed. vLLM needs a CUDA GPU: on a GPU host "

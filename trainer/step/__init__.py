@@ -1,1 +1,1 @@
-"""See README.md beside this file."""
+"""One training step as a list of stages, and the loop around it (see README.md beside this file)."""

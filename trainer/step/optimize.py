@@ -24,8 +24,8 @@ from trainer.config import ExperimentConfig
 from trainer.distributed.fsdp import full_tensor, gathered, is_sharded
 from trainer.methods import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
 from trainer.methods.policy_losses import LossExtras
+from trainer.models.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
-from trainer.step.logprobs import completion_logprobs
 
 if TYPE_CHECKING:
     from trainer.distributed.context import DistContext

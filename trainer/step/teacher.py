@@ -32,9 +32,9 @@ from trainer.distributed.fsdp import gathered
 from trainer.errors import ConfigError, DataError
 from trainer.methods.token_credit import CreditInputs
 from trainer.models.device import resolve_dtype
+from trainer.models.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
 from trainer.samples import Sample
-from trainer.step.logprobs import completion_logprobs
 
 
 @dataclass
