@@ -32,7 +32,6 @@ from safetensors.torch import load_file
 
 from tests.trainer.loop_helpers import tiny_config
 from trainer.config import ExperimentConfig, config_from_dict
-from trainer.errors import ConfigError
 from trainer.methods.axes import AXES
 from trainer.models.checkpoint import latest_checkpoint
 from trainer.sinks import NullSink, StepReport
@@ -120,24 +119,24 @@ CONFIGS: dict[str, Case] = {
         "budget": {"allocator": {"name": "vigor", "params": {"initial_rollouts": 4, "rounds": 2}},
                    "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
         "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
-    }, fsdp=False, warm=True, expect=lambda r: _first(r, "budget/group_size_min") < _first(r, "budget/group_size_max")
+    }, fsdp=True, warm=True, expect=lambda r: _first(r, "budget/group_size_min") < _first(r, "budget/group_size_max")
        and _first(r, "budget/generation_rounds") > 1),
     # per-group decisions with the sampler's posterior as prior, and dynamic sampling's refills
     "sara_dynamic": Case({
         "budget": {"allocator": {"name": "sara", "params": {"probe": 2, "step": 2}}, "dynamic_sampling": True,
                    "prompt_sampler": "beta_learnability"},
-    }, fsdp=False, warm=True, expect=lambda r: r[1]["metrics"]["budget/generation_rounds"] > 1),
+    }, fsdp=True, warm=True, expect=lambda r: r[1]["metrics"]["budget/generation_rounds"] > 1),
     # abandoned groups refilled; seed 3's step 1 abandons both of process 1's groups and one of process 0's, so
     # process 1 makes one call fewer in round 1 and must number its refill's calls on from the step's count
     "early_abandon_dynamic": Case({
         "seed": 3, "budget": {"allocator": {"name": "early_abandon", "params": {"after": 4}}, "dynamic_sampling": True},
-    }, fsdp=False, warm=True, expect=lambda r: _first(r, "budget/abandoned_groups") >= 3
+    }, fsdp=True, warm=True, expect=lambda r: _first(r, "budget/abandoned_groups") >= 3
        and _first(r, "budget/prompts_drawn") >= 7),
     # 2 prompts and 2 rounds: step 1 finds a single informative group (one of 3 drawn; the refill round gives one
     # process nothing to generate), so every process trains on it (a replicated step)
     "dynamic_replicated": Case({
         "training": {"prompts_per_step": 2}, "budget": {"dynamic_sampling": True, "max_generation_rounds": 2},
-    }, fsdp=False, warm=True, expect=lambda r: {x["group"] for x in r[0]["rollouts"]} == {0}
+    }, fsdp=True, warm=True, expect=lambda r: {x["group"] for x in r[0]["rollouts"]} == {0}
        and _first(r, "budget/prompts_drawn") == 3),
 }
 # Choices outside the method axes that span the step or the processes: each must be in some config above.
@@ -189,20 +188,17 @@ def test_every_registered_method_and_step_wide_feature_is_in_the_matrix(tmp_path
     assert not absent, f"add these to a config in CONFIGS: {absent}"
 
 
-def test_every_method_runs_with_fsdp_or_fsdp_refuses_it_with_why(tmp_path: Path) -> None:
+def test_every_method_runs_with_fsdp(tmp_path: Path) -> None:
+    """Every config of the matrix is accepted with 2 processes, plain and sharded, and together they choose every
+    registered method: no method is refused with fsdp (groups of different sizes are evened out with idle passes,
+    trainer/step/optimize.py)."""
     models = {False: tmp_path, True: tmp_path}
-    with_fsdp = set().union(*(_methods(_build(c, models, tmp_path)) for c in CONFIGS.values() if c.fsdp))
-    for name, case in CONFIGS.items():
-        _build(case, models, tmp_path, processes=2)  # plain data parallel: every config is accepted
-        if case.fsdp:
-            _build(case, models, tmp_path, processes=2, fsdp=True)
-            continue
-        with pytest.raises(ConfigError, match=r"training\.fsdp does not support|with training\.fsdp") as err:
-            _build(case, models, tmp_path, processes=2, fsdp=True)
-        assert "a sharded update needs the same number on every process" in str(err.value), name
-        assert "use fsdp false" in str(err.value), name
-    refused = sorted(_registered() - with_fsdp)
-    assert refused == [("budget.allocator", "early_abandon"), ("budget.allocator", "sara"), ("budget.allocator", "vigor")]
+    assert all(case.fsdp for case in CONFIGS.values())
+    for case in CONFIGS.values():
+        _build(case, models, tmp_path, processes=2)
+        _build(case, models, tmp_path, processes=2, fsdp=True)
+    with_fsdp = set().union(*(_methods(_build(c, models, tmp_path, 2, True)) for c in CONFIGS.values()))
+    assert sorted(_registered() - with_fsdp) == []
 
 
 # --- the matrix ---------------------------------------------------------------------------------------------

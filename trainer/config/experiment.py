@@ -188,10 +188,6 @@ class ExperimentConfig(_Section):
         return [
             ("rollout.engine 'vllm' (one engine per process is not wired yet): use num_processes 1",
              self.rollout.engine == "vllm"),
-            ("budget.dynamic_sampling with training.fsdp yet (each process trains on the informative groups it is "
-             "dealt, so processes would run different numbers of micro-batches, and a sharded update needs the same "
-             "number on every process): use fsdp false, which gives the 1-process result",
-             self.budget.dynamic_sampling and self.training.fsdp),
             ("a sampling rubric judge (rubric.judge_model.top_k above 1 or 0: the judge samples one random stream over "
              "each generation call's verdicts, so they would depend on how the step is split over processes): use "
              "top_k 1 (greedy, the default) or num_processes 1",

@@ -293,14 +293,3 @@ def _budget_covers_the_start(config: Any, params: VIGORParams) -> None:
             f"({params.initial_rollouts * P}): raise the budget or lower the initial rollouts"
         )
 
-
-for _name in ("early_abandon", "sara", "vigor"):
-    @ALLOCATORS.check(_name)
-    def _groups_differ_in_size(config: Any, params: Any, _name: str = _name) -> None:
-        if config.training.fsdp:
-            raise ValueError(
-                f"training.fsdp does not support budget.allocator {_name!r} yet: its groups differ in size, so the "
-                "processes would train on different numbers of micro-batches, and a sharded update needs the "
-                "same number on every process (it exchanges weights and gradients in each one); use fsdp false "
-                "(plain data parallel gives the 1-process result) or allocator 'fixed'"
-            )

@@ -105,6 +105,24 @@ def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size
     return out
 
 
+def _idle_passes(model: PreTrainedModel, batch: RolloutBatch, count: int) -> None:
+    """``count`` forward/backward passes whose loss is exactly 0, so every rank of a sharded model runs as many
+    micro-batches as the busiest one: FSDP all-gathers weights and reduce-scatters gradients in each pass, so
+    ranks with fewer rows (groups of different sizes: early abandonment, SARA, VIGOR, dynamic sampling) would
+    otherwise wait forever for the others. The passes add zero gradient and are not counted as micro-batches."""
+    if count <= 0:
+        return
+    device = next(model.parameters()).device
+    if len(batch):
+        prompt, completion = batch.prompt_ids[:1, -1:], batch.completion_ids[:1, :1]
+    else:  # a rank with no rows this step still takes part in every collective
+        prompt = completion = torch.zeros((1, 1), dtype=torch.long, device=device)
+    ones = torch.ones_like(prompt), torch.ones_like(completion)
+    for _ in range(count):
+        logp, _ = completion_logprobs(model, prompt, ones[0], completion, ones[1], 1.0)
+        (logp.sum() * 0.0).backward()
+
+
 def policy_update(
     model: PreTrainedModel,
     optimizer: torch.optim.Optimizer,
@@ -138,6 +156,10 @@ def policy_update(
         num_micro_batches=micro_batches,
     )
     tokens = max(loss_tokens, 1)
+    # A sharded model exchanges weights and gradients in every micro-batch: a rank with fewer micro-batches than
+    # the busiest one runs idle passes after its own (counted here, before any of them, so that every rank makes
+    # the same collectives in the same order).
+    idle = max(dist.all_gather(len(slices))) - len(slices) if dist is not None and is_sharded(model) else 0
     sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
     new_logprobs = torch.zeros_like(batch.logprobs)
     optimizer.zero_grad(set_to_none=True)
@@ -166,6 +188,8 @@ def policy_update(
         if out.dual_clipped is not None:
             sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
         new_logprobs[rows, cc] = logp.detach()
+    if idle:
+        _idle_passes(model, batch, idle)
     max_norm = config.training.max_grad_norm
     # DDP semantics: sum the ranks' gradients (their losses are shares of the global loss). A sharded model
     # (trainer/distributed/fsdp.py) summed them in its backward already, and the norm of its gradients is a DTensor.
