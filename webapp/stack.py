@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Run RLVR Studio on this machine.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("stack", "serve"):
-        p = sub.add_parser(name, help="start web server + worker (+ embedded Redis); Ctrl-C stops all")
+        p = sub.add_parser(name, help="start web server + training and eval/default workers (+ embedded Redis); Ctrl-C stops all")
         p.add_argument("--demo", action="store_true", help="create the demo user and project and launch the demo run")
         p.add_argument("--host", default="127.0.0.1", help="address daphne listens on (default 127.0.0.1)")
         p.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000), help="default $PORT or 8000")

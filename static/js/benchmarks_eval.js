@@ -20,8 +20,9 @@
   function drawStatus() {
     const badge = document.querySelector("#eval-status .badge");
     if (badge) { badge.textContent = state.status; badge.className = "badge status-" + state.status; }
-    const position = document.getElementById("queue-position");  // counted when the page loaded
+    const position = document.getElementById("queue-position");  // recounted by each poll
     if (position && state.status !== "queued") position.remove();
+    else if (position && state.queue_position) position.textContent = "Queued: " + state.queue_position.text + ".";
     const pct = state.problems_total ? (100 * state.problems_done) / state.problems_total : 0;
     document.getElementById("progress-bar").style.width = pct.toFixed(1) + "%";
     document.getElementById("progress-text").textContent = state.problems_done + " / " + (state.problems_total || "?") + " problems";

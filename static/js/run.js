@@ -114,7 +114,7 @@
     if (errorMessage !== undefined) showError(errorMessage);
     const queueAgain = document.getElementById("queue-again");
     if (queueAgain) queueAgain.style.display = newStatus === "not_queued" ? "" : "none";
-    const position = document.getElementById("queue-position");  // counted when the page loaded
+    const position = document.getElementById("queue-position");  // recounted by refreshStatus
     if (position && newStatus !== "queued") position.remove();
     if (!["queued", "running"].includes(newStatus)) {
       // A finished run cannot be cancelled: drop the button rendered when the page loaded.
@@ -169,7 +169,12 @@
   async function refreshStatus() {
     // The run itself over REST: its status and message reach the page even when the websocket is down.
     const resp = await window.rlvr.api("/api/runs/" + runId + "/");
-    if (resp.ok && resp.body) { setStatus(resp.body.status, resp.body.error_message); setProgress(resp.body.step, resp.body.max_steps); }
+    if (resp.ok && resp.body) {
+      setStatus(resp.body.status, resp.body.error_message);
+      setProgress(resp.body.step, resp.body.max_steps);
+      const position = document.getElementById("queue-position");
+      if (position && resp.body.queue_position) position.textContent = "Queued: " + resp.body.queue_position.text + ".";
+    }
   }
 
   async function catchUp() {

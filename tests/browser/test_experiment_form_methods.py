@@ -13,6 +13,7 @@ import pytest
 
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import PASSWORD
+from trainer.methods.token_credit import TOKEN_CREDIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -31,7 +32,7 @@ def test_picking_a_token_credit_method_fills_its_default_params_and_the_experime
     assert select.input_value() == "uniform" and json.loads(params.input_value()) == {}
     assert "forking" in (select.locator("option[value='top_entropy']").get_attribute("title") or "")
     listed = select.locator("xpath=..").locator("dl.choices dt")  # the select's own .field
-    assert listed.all_inner_texts() == ["uniform", "ecr", "top_entropy"]  # the default first
+    assert listed.all_inner_texts() == [e.name for e in TOKEN_CREDIT.choices()]  # every method, the default first
 
     select.select_option("top_entropy")
     assert json.loads(params.input_value()) == {"quantile": 0.2}

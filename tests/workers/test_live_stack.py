@@ -99,6 +99,8 @@ def test_the_embedded_stack_starts_serves_and_stops_every_process_on_ctrl_c(tmp_
         assert "redis-server" in names and "daphne" in names and "celery" in names
         logs = tmp_path / "data" / "logs"
         wait_for(lambda: "ready." in (logs / "worker.log").read_text(), 60, "the worker")
+        wait_for(lambda: "ready." in (logs / "jobs-worker.log").read_text(), 60, "the eval/default worker")
+        assert httpx.get(f"http://127.0.0.1:{port}/api/").json()["docs"] == "/api/docs/"  # the banner's API link
 
         stack.send_signal(signal.SIGINT)
         assert stack.wait(timeout=40) == 0

@@ -17,6 +17,7 @@ from webapp.benchmarks.serializers import (
     BenchmarkIn,
     BenchmarkOut,
     EvalLaunchIn,
+    EvalRunDetailOut,
     EvalRunOut,
     ExportIn,
     ProblemFilterIn,
@@ -102,9 +103,10 @@ class BenchmarkEvalListApi(APIView):
 
 
 class EvalDetailApi(APIView):
-    @extend_schema(responses=EvalRunOut, summary="An evaluation: status, progress, metrics with CIs")
+    @extend_schema(responses=EvalRunDetailOut, summary="An evaluation: status, progress, queue position, metrics with CIs")
     def get(self, request: Request, eval_run_id: int) -> Response:
-        return Response(EvalRunOut(selectors.eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)).data)
+        row = selectors.eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
+        return Response(EvalRunDetailOut(row).data)
 
 
 class EvalCancelApi(APIView):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp.benchmarks.models import Benchmark, BenchmarkSource, EvalRun
+from webapp.benchmarks.selectors import eval_queue_position
+from webapp.core.queues import QueuePositionOut
 
 
 class BenchmarkOut(serializers.ModelSerializer[Benchmark]):
@@ -50,11 +53,23 @@ class EvalRunOut(serializers.ModelSerializer[EvalRun]):
 
     class Meta:
         model = EvalRun
-        fields = (
+        fields: tuple[str, ...] = (
             "id", "benchmark", "benchmark_name", "target_kind", "experiment", "run", "checkpoint", "step",
             "model_path", "label", "status", "problems_total", "problems_done", "metrics", "ci", "timings",
             "error_message", "cancel_requested", "attempts", "created_at", "started_at", "finished_at",
         )  # fmt: skip
+
+
+class EvalRunDetailOut(EvalRunOut):
+    queue_position = serializers.SerializerMethodField(help_text="While queued: what is ahead of it; else null.")
+
+    class Meta(EvalRunOut.Meta):
+        fields = (*EvalRunOut.Meta.fields, "queue_position")
+
+    @extend_schema_field(QueuePositionOut(allow_null=True))
+    def get_queue_position(self, eval_run: EvalRun) -> dict[str, Any] | None:
+        position = eval_queue_position(eval_run=eval_run)
+        return None if position is None else dict(QueuePositionOut(position).data)
 
 
 class EvalLaunchIn(serializers.Serializer[None]):

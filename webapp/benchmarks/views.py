@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from webapp.benchmarks import selectors, selectors_tables, services
 from webapp.benchmarks.config_validation import builtin_suite_names
 from webapp.benchmarks.forms import BenchmarkForm
-from webapp.benchmarks.models import Benchmark, BenchmarkSource, EvalStatus
+from webapp.benchmarks.models import EVAL_FINISHED, Benchmark, BenchmarkSource, EvalStatus
 from webapp.benchmarks.verifier_versions import verifier_version_choices
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.pages.views_common import report_error, role_context
@@ -116,8 +116,10 @@ def eval_detail(request: HttpRequest, eval_run_id: int) -> HttpResponse:
         "problems": [problem_row(p) for p in selectors.problems_for_eval(eval_run=row)],
         "samples_url": "/api/eval-problems/",
     }
-    context = {"project": row.benchmark.project, "benchmark": row.benchmark, "eval_run": row,
-               "page_data": page_data, "queue_position": selectors.eval_queue_position(eval_run=row), **role_context(project=row.benchmark.project, request=request)}
+    context = {"project": row.benchmark.project, "benchmark": row.benchmark, "eval_run": row, "page_data": page_data,
+               "queue_position": selectors.eval_queue_position(eval_run=row),
+               "cancellable": row.status not in EVAL_FINISHED and not row.cancel_requested,
+               **role_context(project=row.benchmark.project, request=request)}
     return render(request, "benchmarks/eval_detail.html", context)
 
 

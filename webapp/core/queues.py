@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Model, Q, QuerySet
+from rest_framework import serializers
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,16 @@ class QueuePosition:
             return f"next in the {self.queue} queue"
         return f"{self.ahead} ahead of it in the {self.queue} queue ({self.running} running, {self.queued} queued)"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"queue": self.queue, "ahead": self.ahead, "running": self.running, "queued": self.queued}
+
+
+class QueuePositionOut(serializers.Serializer[QueuePosition]):
+    """A queued row's place in its queue, as the API shows it (null once the row left the queue)."""
+
+    queue = serializers.CharField()
+    ahead = serializers.IntegerField(help_text="Running plus earlier queued rows of the same queue.")
+    running = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    text = serializers.CharField(help_text='e.g. "2 ahead of it in the training queue (1 running, 1 queued)".')
 
 
 def queue_position(

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from trainer.sinks import TOKEN_CHANNELS
+from webapp.core.queues import QueuePositionOut
 from webapp.experiments.models import Checkpoint, Experiment, Rollout, Run, RunEvent, RunStatus
-from webapp.experiments.selectors import MAX_METRIC_POINTS, RolloutWithTokens, checkpoint_has_files
+from webapp.experiments.selectors import (
+    MAX_METRIC_POINTS,
+    RolloutWithTokens,
+    checkpoint_has_files,
+    run_queue_position,
+)
 
 # --- experiments -----------------------------------------------------------------------------------
 
@@ -51,8 +58,15 @@ class RunOut(serializers.ModelSerializer[Run]):
 
 
 class RunDetailOut(RunOut):
+    queue_position = serializers.SerializerMethodField(help_text="While queued: what is ahead of it; else null.")
+
     class Meta(RunOut.Meta):
-        fields = (*RunOut.Meta.fields, "config", "traceback", "celery_task_id")
+        fields = (*RunOut.Meta.fields, "config", "traceback", "celery_task_id", "queue_position")
+
+    @extend_schema_field(QueuePositionOut(allow_null=True))
+    def get_queue_position(self, run: Run) -> dict[str, Any] | None:
+        position = run_queue_position(run=run)
+        return None if position is None else dict(QueuePositionOut(position).data)
 
 
 class RunLaunchIn(serializers.Serializer[None]):

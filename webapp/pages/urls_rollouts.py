@@ -1,4 +1,4 @@
-"""The rollout browser (issue 4, item 4): one page and the JSON rows its table reads."""
+"""The rollout browser: one page and the JSON rows its table reads."""
 
 from django.urls import path
 

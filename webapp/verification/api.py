@@ -281,7 +281,7 @@ class BenchApi(APIView):
 class AuditApi(APIView):
     @extend_schema(
         request=None, responses={202: JobDetailOut},
-        summary="Start the metamorphic audit (acceptance rate per answer form, 001:L43) as a background job",
+        summary="Start the metamorphic audit (acceptance rate per answer form) as a background job",
     )  # fmt: skip
     def post(self, request: Request, version_id: int) -> Response:
         version = version_get_for_user(version_id=version_id, user=request.user)

@@ -44,7 +44,7 @@ def test_an_invalid_config_names_the_field_path(project: Project, alice: User) -
 def test_an_unknown_registry_name_lists_the_valid_ones(project: Project, alice: User) -> None:
     with pytest.raises(InvalidInput) as err:
         experiment_create(project=project, actor=alice, name="x", config={"verifiers": [{"name": "nope"}]})
-    assert "valid: code, exact," in err.value.fields["config"][0]
+    assert "verifier 'nope' is unknown; valid: chain_arithmetic, code, exact," in err.value.fields["config"][0]
 
 
 def test_bad_verifier_parameters_point_at_the_verifiers(project: Project, alice: User) -> None:
