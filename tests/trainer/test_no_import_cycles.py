@@ -3,8 +3,8 @@
 Every import counts, at module level and inside functions alike (a function-local import that closes a loop
 is still a loop, only a deferred one); imports under ``if TYPE_CHECKING:`` do not run and are left out. An
 import of ``trainer.a.b`` is an edge to that module (to ``trainer/a/b.py``, or ``trainer/a/b/__init__.py``
-for a package); ``from trainer.a import name`` is an edge to ``trainer.a.name`` when that is a module, else
-to the package ``trainer.a``.
+for a package); ``from trainer.a import name`` is an edge to the package ``trainer.a`` (its ``__init__`` runs)
+and, when ``trainer.a.name`` is a module, to that module too.
 """
 
 from __future__ import annotations
@@ -47,9 +47,8 @@ def _imports(tree: ast.AST, package: str) -> set[str]:
             if node.level:  # relative import
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                candidate = f"{base}.{alias.name}"
-                found.add(candidate if candidate in MODULES else base)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
         stack.extend(ast.iter_child_nodes(node))
     return {name for name in found if name in MODULES}
 

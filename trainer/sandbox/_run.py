@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import IO, Literal
 
-from trainer.sandbox import _bwrap, _seccomp
+import trainer.sandbox._bwrap as _bwrap
+import trainer.sandbox._seccomp as _seccomp
 from trainer.sandbox._bwrap import SandboxUnavailable
 
 Status = Literal["ok", "error", "timeout", "cpu_limit", "memory_limit", "output_limit", "blocked"]
