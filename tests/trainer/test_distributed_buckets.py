@@ -3,13 +3,12 @@ the bucket plan, and a real 2-rank gloo group (two forked processes, a second or
 
 from __future__ import annotations
 
-import multiprocessing
 import traceback
 from pathlib import Path
 
-import pytest
 import torch
 
+from tests.trainer.fork_ranks import run_forked_ranks
 from trainer.distributed.context import DistContext, grad_buckets
 
 KIB = 1024
@@ -75,15 +74,7 @@ def _rank_main(rank: int, store: str, result_dir: str) -> None:
 
 
 def test_two_ranks_sum_gradients_in_place_and_a_missing_gradient_takes_the_sum(tmp_path: Path) -> None:
-    ctx = multiprocessing.get_context("fork")  # torch is imported already: a forked rank starts in milliseconds
-    procs = [ctx.Process(target=_rank_main, args=(r, str(tmp_path / "store"), str(tmp_path))) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            pytest.fail("a rank hung in the gradient all-reduce")
+    results = run_forked_ranks(_rank_main, lambda r: (r, str(tmp_path / "store"), str(tmp_path)), tmp_path,
+                               "a rank hung in the gradient all-reduce")
     for r in range(2):
-        assert (tmp_path / f"rank{r}.txt").read_text() == "ok", f"rank {r}"
+        assert results[r] == "ok", f"rank {r}"

@@ -5,14 +5,13 @@ VIGOR's deal. Also the gather of uneven shares, a replicated step, and the repor
 
 from __future__ import annotations
 
-import multiprocessing
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pytest
 import torch
 
+from tests.trainer.fork_ranks import run_forked_ranks
 from trainer.distributed.context import DistContext, all_ranks, balanced_share, set_step_replicated
 from trainer.methods.advantages import GRPOParams, grpo, reinforce_pp
 from trainer.methods.allocation import Group, VIGORParams, vigor
@@ -132,17 +131,8 @@ def test_each_rank_gets_its_share_of_the_one_process_step_wide_statistics(tmp_pa
     _WHOLE.update(_statistics(*_step()))  # one process: no process group in the parent
     _ALONE[:] = _vigor_counts(range(GROUPS))
     assert len(set(_ALONE)) > 1  # the deal is uneven, so a per-rank deal would differ
-    ctx = multiprocessing.get_context("fork")  # torch is imported already: a forked rank starts in milliseconds
-    procs = [ctx.Process(target=_rank_main, args=(r, str(tmp_path / "store"), str(tmp_path), _checks)) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=60)
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            pytest.fail("a rank hung in a collective")
-    results = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    results = run_forked_ranks(_rank_main, lambda r: (r, str(tmp_path / "store"), str(tmp_path), _checks), tmp_path,
+                               "a rank hung in a collective")
     assert results == ["ok", "ok"], "\n".join(results)  # a failing rank fails the other's next collective
 
 
