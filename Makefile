@@ -26,8 +26,8 @@ typecheck: $(STAMP)
 
 # The tiny model is built (once, ~1 min, cached under $$RLVR_HOME) before pytest so no test pays for it.
 pytest: $(STAMP)
-	$(BIN)/rlvr init-model
-	$(BIN)/rlvr init-model --teacher
+	$(BIN)/rlvr init-model --model tiny:addition
+	$(BIN)/rlvr init-model --model tiny:addition-teacher
 	$(BIN)/python -m pytest
 
 # Lint, types, then every test (pytest exits 5 when it collects nothing: that fails too).

@@ -41,13 +41,16 @@ def _cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _cmd_init_model(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-    from trainer.models.tiny_model import TEACHER_NAME, TEACHER_SFT_STEPS, ensure_tiny_model, tiny_model_path
+    from trainer.models.tiny_model import BuildProgress, ensure_tiny_model, recipe_for, tiny_model_path
 
-    # --teacher: the stronger tiny teacher for OPD (built on the student, which is built first if missing).
-    name = TEACHER_NAME if getattr(args, "teacher", False) else "tiny:addition"
-    sft_steps = TEACHER_SFT_STEPS if name == TEACHER_NAME else args.sft_steps
+    name = args.model
+    if args.teacher:  # the teacher of --model (built on its student, which is built first if missing)
+        name = name if recipe_for(name).student else f"{name}-teacher"
+    recipe_for(name)  # ValueError naming the valid models
+    if args.sft_steps is not None and args.sft_steps < 1:
+        raise ValueError(f"--sft-steps must be at least 1, got {args.sft_steps}")
     if (tiny_model_path(name) / "config.json").exists() and not args.force:
         print(tiny_model_path(name))
         return 0
@@ -55,16 +58,19 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
         import shutil
 
         shutil.rmtree(tiny_model_path(name), ignore_errors=True)
-    if name == TEACHER_NAME:
-        _cmd_init_model(argparse.Namespace(force=False, sft_steps=args.sft_steps, teacher=False))
-    with Progress(transient=True) as progress:
-        task = progress.add_task("warm-start SFT", total=sft_steps)
-        path = ensure_tiny_model(
-            name,
-            sft_steps=sft_steps,
-            on_progress=lambda step, loss: progress.update(task, completed=step, description=f"SFT loss {loss:.3f}"),
-            log=progress.console.print,
-        )
+    columns = (
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("SFT steps"),
+        TimeRemainingColumn(), TextColumn("loss {task.fields[loss]}"),
+    )
+    with Progress(*columns, transient=True) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def show(p: BuildProgress) -> None:
+            if p.model not in tasks:
+                tasks[p.model] = progress.add_task(f"building {p.model}", total=p.total, loss="-")
+            progress.update(tasks[p.model], completed=p.done, total=p.total, loss=f"{p.loss:.3f}")
+
+        path = ensure_tiny_model(name, sft_steps=args.sft_steps, on_progress=show, log=progress.console.print)
     print(path)
     return 0
 
@@ -118,9 +124,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from trainer.presets import preset
 
-    print("RLVR Studio demo: GRPO on a tiny model learning 2-digit addition (CPU is fine).")
-    _cmd_init_model(argparse.Namespace(force=False, sft_steps=args.sft_steps))
     data = preset("demo")
+    print(
+        "RLVR Studio demo: GRPO on a tiny model learning chain arithmetic with a scratchpad, a teacher "
+        "scoring every token (CPU is fine)."
+    )
+    for name in (data["model"]["name_or_path"], data["teacher"]["name_or_path"]):
+        _cmd_init_model(argparse.Namespace(model=name, teacher=False, force=False, sft_steps=None))
     if not args.resume:
         args.overwrite = True  # the demo always starts over in its own directory
     if args.steps:
@@ -131,20 +141,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _report_demo_accuracy(base_model: str, output_dir: str) -> None:
-    """Greedy accuracy on 500 fresh problems before and after: the demo's headline number."""
+    """Greedy accuracy on 500 held-out problems before and after: the demo's headline number."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trainer.models.checkpoint import latest_checkpoint
-    from trainer.models.tiny_model import greedy_addition_accuracy, resolve_model_path
+    from trainer.models.tiny_model import greedy_accuracy, resolve_model_path
 
     final = latest_checkpoint(output_dir)
     if final is None:
         return
     accuracy = [
-        greedy_addition_accuracy(AutoModelForCausalLM.from_pretrained(d), AutoTokenizer.from_pretrained(d), n=500)
+        greedy_accuracy(AutoModelForCausalLM.from_pretrained(d), AutoTokenizer.from_pretrained(d), base_model, n=500)
         for d in (resolve_model_path(base_model), str(final))
     ]
-    print(f"greedy accuracy on 500 held-out additions: {accuracy[0]:.3f} before GRPO -> {accuracy[1]:.3f} after")
+    print(f"greedy accuracy on 500 held-out problems: {accuracy[0]:.3f} before training -> {accuracy[1]:.3f} after")
 
 
 def _add_training_flags(p: argparse.ArgumentParser) -> None:
@@ -165,7 +175,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from trainer.models.tiny_model import DEFAULT_SFT_STEPS
+    from trainer.models.tiny_model import BUILT_IN_MODELS, DEMO_MODEL
 
     parser = argparse.ArgumentParser(prog="rlvr", description="RLVR Studio: RL with verifiable rewards for LMs.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -175,19 +185,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training_flags(p)
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("demo", help="build the tiny model and train it with GRPO on 2-digit addition")
-    p.add_argument("--steps", type=int, default=0, help="training steps (default: the preset's 200)")
-    p.add_argument("--sft-steps", type=int, default=DEFAULT_SFT_STEPS, help="warm-start SFT steps if the model is built")
+    p = sub.add_parser(
+        "demo", help="build the tiny models and train the student with GRPO and a teacher on chain arithmetic"
+    )
+    p.add_argument("--steps", type=int, default=0, help="training steps (default: the preset's)")
     _add_training_flags(p)
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("init-model", help="build and warm-start the built-in tiny model (cached)")
-    p.add_argument("--force", action="store_true", help="rebuild even if cached")
-    p.add_argument("--sft-steps", type=int, default=DEFAULT_SFT_STEPS, help="warm-start SFT steps")
+    p = sub.add_parser("init-model", help="build and warm-start a built-in tiny model (cached)")
+    p.add_argument(
+        "--model", default=DEMO_MODEL, choices=BUILT_IN_MODELS,
+        help=f"which built-in model (default {DEMO_MODEL}, the demo's student)",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild even if cached (only this model, not its student)")
+    p.add_argument("--sft-steps", type=int, default=None, help="warm-start SFT steps (default: the model's recipe)")
     p.add_argument(
         "--teacher", action="store_true",
-        help="build the stronger tiny teacher 'tiny:addition-teacher' for on-policy distillation instead "
-        "(the student first if missing; --force rebuilds the teacher only)",
+        help="build the stronger teacher of --model for on-policy distillation instead (e.g. tiny:chain-teacher; "
+        "its student first if missing)",
     )
     p.set_defaults(func=_cmd_init_model)
 

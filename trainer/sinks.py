@@ -15,7 +15,7 @@ import math
 import struct
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -134,8 +134,52 @@ class RunInfo:
     device: str
 
 
+@dataclass(frozen=True)
+class PhaseReport:
+    """How far a long stretch of a run outside its steps is, e.g. building the built-in model before
+    step 1 (which took half an hour on a slow machine while the run page still said "step 0").
+
+    Sent by ``build_run`` (trainer/step/run_setup.py) throttled by ``throttle_phases``: the first and the
+    last report of each phase always, at most ``PHASE_INTERVAL_S`` apart in between."""
+
+    name: str  # stable machine name, e.g. "building_model"
+    label: str  # for people, e.g. "Building the built-in model tiny:addition (warm-start SFT, once)"
+    subject: str  # what the phase works on, e.g. "tiny:addition"
+    done: int  # units done (warm-start SFT steps)
+    total: int  # units in all
+    elapsed_s: float  # since the phase began
+    eta_s: float | None  # seconds left at the rate so far; None before the first unit
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+
+PhaseCallback = Callable[[PhaseReport], None]
+PHASE_INTERVAL_S = 0.5  # at most ~2 reports a second reach the sinks (one database write each on the web side)
+
+
+def throttle_phases(
+    on_phase: PhaseCallback, interval_s: float = PHASE_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+) -> PhaseCallback:
+    """Wrap ``on_phase`` so that it hears the first report of each phase (a new name or subject), the
+    last one (``finished``), and otherwise at most one report per ``interval_s``: a warm start reports
+    every SFT step, dozens a second, and each report costs the web side a write and a push."""
+    last: dict[str, Any] = {"key": None, "at": -math.inf}
+
+    def forward(report: PhaseReport) -> None:
+        key, now = (report.name, report.subject), clock()
+        if key != last["key"] or report.finished or now - last["at"] >= interval_s:
+            last["key"], last["at"] = key, now
+            on_phase(report)
+
+    return forward
+
+
 class EventSink(Protocol):
     """Receives a run's events. Implementations must not raise for display problems."""
+
+    def on_phase(self, phase: PhaseReport) -> None: ...
 
     def on_start(self, info: RunInfo) -> None: ...
 
@@ -150,6 +194,9 @@ class EventSink(Protocol):
 
 class NullSink:
     """Discards everything (tests, library use)."""
+
+    def on_phase(self, phase: PhaseReport) -> None:
+        pass
 
     def on_start(self, info: RunInfo) -> None:
         pass
@@ -172,6 +219,10 @@ class MultiSink:
 
     def __init__(self, sinks: Sequence[EventSink]) -> None:
         self.sinks = list(sinks)
+
+    def on_phase(self, phase: PhaseReport) -> None:
+        for s in self.sinks:
+            s.on_phase(phase)
 
     def on_start(self, info: RunInfo) -> None:
         for s in self.sinks:
@@ -220,6 +271,14 @@ class JsonlSink:
             for row in rows:
                 fh.write(json.dumps(row, allow_nan=True) + "\n")
 
+    def on_phase(self, phase: PhaseReport) -> None:
+        """A phase's first and last report go to ``events.jsonl`` (step 0, so a resume keeps them); the
+        ones in between only feed live displays."""
+        if phase.done > 1 and not phase.finished:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._append("events.jsonl", [{"step": 0, "event": "phase", "time": time.time(), **asdict(phase)}])
+
     def on_start(self, info: RunInfo) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in ("metrics.jsonl", "rollouts.jsonl", "events.jsonl"):
@@ -251,6 +310,28 @@ class ConsoleSink:
         self.console = Console(file=stream or sys.stderr)
         self._progress: Any = None
         self._task: Any = None
+        self._phase_progress: Any = None
+        self._phase_tasks: dict[tuple[str, str], Any] = {}
+
+    def on_phase(self, phase: PhaseReport) -> None:
+        """A progress bar with the time left while a phase runs (one bar per model built), then one
+        line saying how long it took; rich redraws at its own rate, so frequent updates cost little."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        if self._phase_progress is None:
+            self._phase_progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                console=self.console, transient=False,
+            )
+            self._phase_progress.start()
+        key = (phase.name, phase.subject)
+        if key not in self._phase_tasks:
+            self._phase_tasks[key] = self._phase_progress.add_task(phase.label, total=phase.total)
+        self._phase_progress.update(self._phase_tasks[key], completed=phase.done, total=phase.total)
+        if phase.finished:
+            self._phase_progress.stop()
+            self._phase_progress, self._phase_tasks = None, {}
+            self.console.print(f"[dim]{phase.label}: done in {phase.elapsed_s:.0f}s[/dim]")
 
     def on_start(self, info: RunInfo) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -291,6 +372,9 @@ class ConsoleSink:
         self.console.print(f"[dim]checkpoint step {step} -> {path}[/dim]")
 
     def _stop(self) -> None:
+        if self._phase_progress is not None:
+            self._phase_progress.stop()
+            self._phase_progress = None
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

@@ -241,7 +241,9 @@ def launch_demo(user: Any, project: Any) -> int:
     if experiment is None:
         experiment = experiment_create(
             project=project, actor=user, name="demo", config=preset("demo"),
-            description="GRPO on the built-in tiny model: 2-digit addition, exact-match reward.",
+            description="GRPO on the built-in tiny model tiny:chain: chain arithmetic with a scratchpad, the "
+            "verifier's outcome reward plus the teacher tiny:chain-teacher's per-token credit (weighted-additive "
+            "fusion). Open a step's rollouts and colour the tokens by advantage: a wrong intermediate result stands out.",
         )
     return int(run_launch(experiment=experiment, actor=user).pk)
 
@@ -249,12 +251,15 @@ def launch_demo(user: Any, project: Any) -> int:
 def progress_line(run_id: int) -> tuple[str, bool]:
     """One line about the run, and whether it has finished."""
     from webapp.experiments.models import FINISHED_STATUSES
+    from webapp.experiments.phases import phase_line
     from webapp.experiments.selectors import metrics_for_run, run_get
 
     run = run_get(run_id=run_id)
     line = f"run {run_id} {run.status:<9} step {run.step}/{run.max_steps}"
-    if run.status == "running" and run.step == 0:
-        line += "  (loading the model; the very first run builds the tiny model, about a minute)"
+    if run.phase:  # e.g. the first use of a built-in model builds it before step 1: say how far, how long
+        line += f"  {phase_line(run)}"
+    elif run.status == "running" and run.step == 0:
+        line += "  (loading the model)"
     if run.step:
         latest = metrics_for_run(
             run=run, keys=["rollout/reward_mean", "rollout/accuracy", "perf/step_s"], since_step=run.step - 1

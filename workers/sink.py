@@ -1,6 +1,7 @@
 """``DjangoRunSink``: the trainer's EventSink that records a run through webapp services.
 
-Each step is written in one transaction (metrics + rollout records) by ``run_record_step``, which then
+A first-use model build before step 1 reaches ``run_record_phase`` (``run.phase`` events). Each step is
+written in one transaction (metrics + rollout records) by ``run_record_step``, which then
 publishes one compact ``run.step`` event after commit. Publishing problems (Redis down) only warn inside
 the publish helper, so the database keeps everything even while browsers hear nothing; they catch up
 through the REST API.
@@ -14,19 +15,32 @@ from collections.abc import Callable
 
 from django.db import DatabaseError, connection
 
-from trainer.sinks import RunInfo, StepReport
+from trainer.sinks import PhaseReport, RunInfo, StepReport
 from webapp.experiments import selectors, services
 
 logger = logging.getLogger(__name__)
 
 
 class DjangoRunSink:
-    """Maps trainer events to services: on_step -> run_record_step, on_checkpoint -> run_record_checkpoint,
-    on_end -> run_finish, on_error -> run_fail. ``finished`` tells the task whether the run got an outcome."""
+    """Maps trainer events to services: on_phase -> run_record_phase, on_step -> run_record_step,
+    on_checkpoint -> run_record_checkpoint, on_end -> run_finish, on_error -> run_fail. ``finished`` tells
+    the task whether the run got an outcome."""
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
         self.finished = False
+
+    def on_phase(self, phase: PhaseReport) -> None:
+        """The trainer throttles these (about two a second while a built-in model is built). They only
+        inform: a database hiccup costs a warning, never the build (the next report tries again)."""
+        try:
+            services.run_record_phase(
+                run_id=self.run_id, name=phase.name, label=phase.label, subject=phase.subject, done=phase.done,
+                total=phase.total, elapsed_s=phase.elapsed_s, eta_s=phase.eta_s,
+            )
+        except DatabaseError as err:
+            logger.warning("run %s: could not record the %s phase: %s", self.run_id, phase.name, err)
+            connection.close()  # reconnect on the next report
 
     def on_start(self, info: RunInfo) -> None:
         first = info.start_step + 1

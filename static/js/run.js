@@ -1,4 +1,5 @@
-/* Run page: live Plotly charts grouped by metric prefix, fed by the REST API then the run's websocket.
+/* Run page: live Plotly charts grouped by metric prefix, fed by the REST API then the run's websocket;
+ * before step 1, the first-use model build's progress (run.phase events) in place of the step count.
  * Points arrive downsampled (server-side min/max buckets, about 1000 per key); each run.step appends one
  * point with Plotly.extendTraces. Every chart has a faint raw trace and an EMA-smoothed one on top. */
 "use strict";
@@ -143,7 +144,7 @@
     const pct = maxSteps ? Math.min(100, (100 * step) / maxSteps) : 0;
     document.getElementById("progress-bar").style.width = pct.toFixed(1) + "%";
     document.getElementById("progress-text").textContent = "step " + step + " / " + maxSteps;
-    const bar = document.querySelector(".progress");
+    const bar = document.getElementById("step-progress");
     bar.setAttribute("aria-valuenow", String(step));
     bar.setAttribute("aria-valuemax", String(maxSteps));
     const eta = document.getElementById("eta");
@@ -155,6 +156,31 @@
     eta.textContent = "ETA " + window.rlvr.formatDuration(seconds);
   }
 
+  /* The words after the count; the page's first render says the same (webapp/experiments/phases.py). */
+  function phaseTimeLeft(phase) {
+    if (phase.total && phase.done >= phase.total) return "done, loading";
+    if (phase.eta_s === null || phase.eta_s === undefined) return "estimating time left";
+    return "about " + window.rlvr.formatDuration(phase.eta_s) + " left";
+  }
+
+  /* What the run does before step 1 (a first-use model build, from run.phase events): its label, a bar
+   * and the time left in place of "step 0 / N · ETA —". null (the first step came) shows the steps again. */
+  function showPhase(phase) {
+    const active = Boolean(phase) && ["queued", "running"].includes(status);
+    document.getElementById("run-phase").style.display = active ? "" : "none";
+    document.getElementById("phase-text").style.display = active ? "" : "none";
+    document.getElementById("step-progress").style.display = active ? "none" : "";
+    document.getElementById("step-text").style.display = active ? "none" : "";
+    if (!active) return;
+    const pct = phase.total ? Math.min(100, (100 * phase.done) / phase.total) : 0;
+    document.getElementById("phase-label").textContent = phase.label;
+    document.getElementById("phase-bar").style.width = pct.toFixed(1) + "%";
+    const bar = document.getElementById("phase-progress");
+    bar.setAttribute("aria-valuenow", String(phase.done));
+    bar.setAttribute("aria-valuemax", String(phase.total));
+    document.getElementById("phase-count").textContent = phase.done + " / " + phase.total + " steps";
+    document.getElementById("phase-eta").textContent = phaseTimeLeft(phase);
+  }
 
   function addEvent(e) {
     const list = document.getElementById("events");
@@ -172,6 +198,7 @@
     if (resp.ok && resp.body) {
       setStatus(resp.body.status, resp.body.error_message);
       setProgress(resp.body.step, resp.body.max_steps);
+      showPhase(resp.body.phase);
       const position = document.getElementById("queue-position");
       if (position && resp.body.queue_position) position.textContent = "Queued: " + resp.body.queue_position.text + ".";
     }
@@ -200,7 +227,7 @@
       if (ev.type === "run.hello") {
         // On every (re)connect: where the run stands now, final status and its message included, even
         // when the run.status event that ended it was sent while this page was disconnected.
-        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps);
+        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps); showPhase(ev.phase);
         if (ev.step > lastStep) catchUp();
       } else if (ev.type === "run.step") {
         if (ev.step <= lastStep) return;
@@ -210,8 +237,11 @@
         }
         lastStep = ev.step;
         setProgress(ev.step, ev.max_steps);
+        showPhase(null);  // the first step ends the model build (the server cleared it too)
+      } else if (ev.type === "run.phase") {
+        showPhase(ev.phase);
       } else if (ev.type === "run.status") {
-        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps);
+        setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps); showPhase(ev.phase);
       } else if (ev.type === "run.log") {
         addEvent(ev);
       }

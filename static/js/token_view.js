@@ -1,47 +1,72 @@
-// Token view: one completion as its tokens, each a <span> coloured on a diverging scale by one channel.
+// Token view: one completion as its tokens, each a <span> coloured by one per-token channel on that
+// channel's kind of scale (SCALES): sequential for logprobs and entropies, diverging around 0 for gaps and
+// advantages, log-symmetric around 1 for the policy ratio, two colours for the loss mask.
 // Model text is untrusted: it only ever reaches the DOM through textContent.
 // Scales to 8k+ tokens: spans are built into a DocumentFragment in batches (one batch per animation
 // frame), one delegated mouseover/focusin handler serves every token, and recolouring is one tight loop
-// over a cached array of spans writing style.backgroundColor.
+// over a cached array of spans writing style.backgroundColor (a scale is built once per channel switch).
 "use strict";
 
 (function () {
   const BATCH = 1000;
-  const NEG = [178, 24, 43];   // red: below the centre
-  const POS = [33, 102, 172];  // blue: above the centre
+  const NEG = [178, 24, 43];    // red: below the centre, and unlikely tokens on a logprob scale
+  const POS = [33, 102, 172];   // blue: above the centre
+  const HOT = [204, 85, 0];     // orange: uncertain positions on an entropy scale
+  const MASKED = [110, 110, 110];  // grey: tokens the loss leaves out
+  const IN_LOSS = [27, 122, 47];   // green: tokens in the loss
+  const FULL = 0.85;  // alpha at full strength: black text stays readable on the darkest colour
 
-  // channel name -> how to compute it and where its scale is centred
+  // Logprob floor: one very unlikely token must not wash the rest out, so the full-colour end of the scale
+  // is the rollout's 2nd-percentile logprob (its min when there are fewer than 51 tokens).
+  const LOGPROB_FLOOR_PERCENTILE = 0.02;
+  // float32 storage keeps ~7 significant digits: |value| ≤ 1e-6 × max(1, the largest |value|) is rounding
+  // noise and stays uncoloured, and a diverging scale spans at least ±0.001, so a rollout of pure noise
+  // (e.g. a gap between two copies of one logprob) is never drawn saturated.
+  const NOISE_RELATIVE = 1e-6;
+  const DIVERGING_MIN_SPAN = 1e-3;
+  // The policy ratio is coloured by log(ratio), symmetric around 1: within 1 ± 0.001 it is uncoloured
+  // (old and new logprobs agree up to float noise), and full colour is at least as far out as the PPO clip
+  // range (×/÷ 1.2, i.e. ε = 0.2), so ratios inside the clip range are never shown saturated.
+  const RATIO_DEAD_ZONE = 1e-3;
+  const RATIO_MIN_SPAN = Math.log(1.2);
+
+  const diff = (x, y) => (c, i) => { const a = at(c[x], i), b = at(c[y], i); return a === null || b === null ? null : a - b; };
+  const raw = (name) => (c, i) => at(c[name], i);
+  const logRatio = diff("logprob", "old_logprob");
+
+  // channel name -> its label, how to compute it and which kind of scale colours it (a key of SCALES)
   const DERIVED = {
-    advantage: { label: "advantage", centre: 0, of: (c, i) => at(c.advantage, i) },
-    logprob: { label: "logprob", centre: 0, of: (c, i) => at(c.logprob, i) },
-    entropy: { label: "entropy", centre: 0, of: (c, i) => at(c.entropy, i) },
+    advantage: { label: "advantage", scale: "diverging", of: raw("advantage") },
+    logprob: { label: "logprob", scale: "likelihood", of: raw("logprob") },
+    old_logprob: { label: "old_logprob", scale: "likelihood", of: raw("old_logprob") },
+    ref_logprob: { label: "ref_logprob", scale: "likelihood", of: raw("ref_logprob") },
+    teacher_logprob: { label: "teacher_logprob", scale: "likelihood", of: raw("teacher_logprob") },
+    entropy: { label: "entropy", scale: "uncertainty", of: raw("entropy") },
+    teacher_entropy: { label: "teacher_entropy", scale: "uncertainty", of: raw("teacher_entropy") },
     ratio: {
-      label: "old/new ratio exp(logprob − old_logprob)", centre: 1,
-      of: (c, i) => { const a = at(c.logprob, i), b = at(c.old_logprob, i); return a === null || b === null ? null : Math.exp(a - b); },
+      label: "old/new ratio exp(logprob − old_logprob)", scale: "ratio",
+      of: (c, i) => { const d = logRatio(c, i); return d === null ? null : Math.exp(d); },
     },
-    ref_gap: {
-      label: "reference/teacher gap (logprob − ref_logprob)", centre: 0,
-      of: (c, i) => { const a = at(c.logprob, i), b = at(c.ref_logprob, i); return a === null || b === null ? null : a - b; },
-    },
-    loss_mask: { label: "loss mask", centre: 0, of: (c, i) => at(c.loss_mask, i) },
+    ref_gap: { label: "reference/teacher gap (logprob − ref_logprob)", scale: "diverging", of: diff("logprob", "ref_logprob") },
+    loss_mask: { label: "loss mask", scale: "mask", of: raw("loss_mask") },
     teacher_gap: {
-      label: "teacher gap (teacher_logprob − logprob; the OPD advantage)", centre: 0, needs: "teacher_logprob",
-      of: (c, i) => { const a = at(c.teacher_logprob, i), b = at(c.logprob, i); return a === null || b === null ? null : a - b; },
+      label: "teacher gap (teacher_logprob − logprob; the OPD advantage)", scale: "diverging", needs: "teacher_logprob",
+      of: diff("teacher_logprob", "logprob"),
     },
   };
   const PANEL_ROWS = ["advantage", "logprob", "old_logprob", "ref_logprob", "entropy", "loss_mask", "ratio", "ref_gap"];
 
   // Any channel the trainer records (trainer/sinks.py TOKEN_CHANNELS) can colour the tokens, including
-  // channels added after this page was written: unknown names are shown raw, centred at 0.
+  // channels added after this page was written: unknown names are shown raw on the diverging scale.
   function specFor(name) {
-    return DERIVED[name] || { label: name, centre: 0, of: (c, i) => at(c[name], i) };
+    return DERIVED[name] || { label: name, scale: "diverging", of: raw(name) };
   }
 
   // Channels recorded for this rollout that the fixed rows do not cover, then derived ones they enable.
   function extraChannels(channels) {
     const extra = Object.keys(channels).filter((k) => channels[k] && !PANEL_ROWS.includes(k));
     for (const [key, spec] of Object.entries(DERIVED)) {
-      if (spec.needs && channels[spec.needs] && !PANEL_ROWS.includes(key)) extra.push(key);
+      if (spec.needs && channels[spec.needs] && !PANEL_ROWS.includes(key) && !extra.includes(key)) extra.push(key);
     }
     return extra;
   }
@@ -57,13 +82,96 @@
     return token.replace(/ /g, "·").replace(/\t/g, "→").replace(/\r?\n/g, "↵\n");
   }
 
-  function colour(v, centre, span) {
-    if (v === null) return "";
-    const d = v - centre;
-    const a = span > 0 ? Math.min(1, Math.abs(d) / span) : 0;
-    const c = d < 0 ? NEG : POS;
-    return `rgba(${c[0]},${c[1]},${c[2]},${(0.85 * a).toFixed(3)})`;
+  // CSS colour for `rgb` at strength `t` in [0, 1]; "" (no background) when the strength rounds to zero.
+  function paint(rgb, t) {
+    const a = FULL * Math.min(1, Math.max(0, t));
+    return a < 0.0005 ? "" : `rgba(${rgb[0]},${rgb[1]},${rgb[2]},${a.toFixed(3)})`;
   }
+  // The same colour as a gradient stop: "" would not parse there, so zero strength is a clear rgba.
+  const stop = (rgb, t) => paint(rgb, t) || `rgba(${rgb[0]},${rgb[1]},${rgb[2]},0)`;
+
+  // |log ratio|, finite even where exp(logprob − old_logprob) under- or overflowed to 0 or Infinity
+  const logDistance = (r) => Math.abs(Math.log(Math.min(Number.MAX_VALUE, Math.max(Number.MIN_VALUE, r))));
+
+  function percentile(values, p) {
+    const known = Float64Array.from(values.filter((v) => v !== null)).sort();
+    return known[Math.floor(p * (known.length - 1))];
+  }
+
+  // A scale is built once per channel switch from the rollout's values and their extremes `lo`..`hi`:
+  // `colour(v)` runs in the recolour loop; the rest tells drawLegend what to print, with the bar's gradient
+  // built from the same `colour`-equivalent stops (alpha is linear in the scale position everywhere).
+  const SCALES = {
+    // logprobs: sequential, lower = stronger red, so unlikely tokens stand out
+    likelihood(values, lo, hi) {
+      const floor = percentile(values, LOGPROB_FLOOR_PERCENTILE);
+      const width = hi - floor;
+      const clipped = floor > lo;
+      return {
+        kind: "sequential",
+        colour: (v) => (width > 0 ? paint(NEG, (hi - v) / width) : ""),
+        left: [clipped ? `≤ ${fmt(floor)}` : fmt(floor), paint(NEG, width > 0 ? 1 : 0)],
+        right: [fmt(hi), ""],
+        gradient: [stop(NEG, width > 0 ? 1 : 0), stop(NEG, 0)],
+        note: width > 0
+          ? `sequential: lower = stronger red; full colour at ${clipped ? `the 2nd-percentile floor ${fmt(floor)} and below (min ${fmt(lo)})` : `the min ${fmt(lo)}`}, none at the max ${fmt(hi)}`
+          : `every token has ${fmt(hi)}: uncoloured`,
+      };
+    },
+    // entropies (nats, ≥ 0): sequential from 0, higher = stronger orange
+    uncertainty(values, lo, hi) {
+      const top = Math.max(0, hi);
+      return {
+        kind: "sequential",
+        colour: (v) => (top > 0 ? paint(HOT, v / top) : ""),
+        left: ["0", ""],
+        right: [fmt(top), paint(HOT, top > 0 ? 1 : 0)],
+        gradient: [stop(HOT, 0), stop(HOT, top > 0 ? 1 : 0)],
+        note: top > 0 ? `sequential 0 … max ${fmt(top)}: higher = stronger orange` : "every token has entropy 0: uncoloured",
+      };
+    },
+    // advantages, gaps and unknown channels: red below 0, blue above, noise around 0 uncoloured
+    diverging(values, lo, hi) {
+      const largest = Math.max(Math.abs(lo), Math.abs(hi));
+      const noise = NOISE_RELATIVE * Math.max(1, largest);
+      const span = Math.max(largest, DIVERGING_MIN_SPAN);
+      const colour = (v) => (Math.abs(v) <= noise ? "" : paint(v < 0 ? NEG : POS, Math.abs(v) / span));
+      return {
+        kind: "diverging",
+        colour,
+        left: [fmt(-span), paint(NEG, 1)],
+        middle: ["0"],
+        right: [fmt(span), paint(POS, 1)],
+        gradient: [stop(NEG, 1), stop(NEG, 0), stop(POS, 1)],
+        note: `diverging around 0: red below, blue above, full colour at ±${fmt(span)} (the largest |value|, at least ±${fmt(DIVERGING_MIN_SPAN)}); |value| ≤ ${fmt(noise)} is float noise, uncoloured`,
+      };
+    },
+    // the policy ratio: log scale symmetric around 1, float noise uncoloured
+    ratio(values, lo, hi) {
+      const span = Math.max(logDistance(lo), logDistance(hi), RATIO_MIN_SPAN);
+      const colour = (v) => (Math.abs(v - 1) <= RATIO_DEAD_ZONE ? "" : paint(v < 1 ? NEG : POS, logDistance(v) / span));
+      return {
+        kind: "ratio",
+        colour,
+        left: [fmt(Math.exp(-span)), paint(NEG, 1)],
+        middle: ["1"],
+        right: [fmt(Math.exp(span)), paint(POS, 1)],
+        gradient: [stop(NEG, 1), stop(NEG, 0), stop(POS, 1)],
+        note: `log scale around 1: red below, blue above, full colour at ×/÷ ${fmt(Math.exp(span))} (the furthest ratio, at least the PPO clip range ×/÷ 1.2); within 1 ± ${fmt(RATIO_DEAD_ZONE)} uncoloured`,
+      };
+    },
+    // loss mask: two colours, excluded (0) vs in the loss (> 0)
+    mask(values) {
+      const inLoss = values.filter((v) => v !== null && v > 0).length;
+      const known = values.filter((v) => v !== null).length;
+      return {
+        kind: "categorical",
+        colour: (v) => paint(v > 0 ? IN_LOSS : MASKED, v > 0 ? 0.3 : 0.6),
+        swatches: [["0 excluded", paint(MASKED, 0.6)], ["1 in the loss", paint(IN_LOSS, 0.3)]],
+        note: `${inLoss} of ${known} tokens in the loss`,
+      };
+    },
+  };
 
   function fmt(v) {
     if (v === null) return "—";
@@ -158,24 +266,29 @@
         if (v !== null) { if (v < lo) lo = v; if (v > hi) hi = v; }
       }
       const missing = lo === Infinity;
-      const span = missing ? 0 : Math.max(Math.abs(lo - spec.centre), Math.abs(hi - spec.centre));
+      const scale = missing ? null : SCALES[spec.scale](values, lo, hi);
+      const colour = scale ? scale.colour : () => "";
       for (let i = 0; i < n; i++) {
         const s = this.spans[i];
         const v = values[i];
-        s.style.backgroundColor = colour(v, spec.centre, span);
+        s.style.backgroundColor = v === null ? "" : colour(v);
         if (v === null) s.classList.add("na"); else s.classList.remove("na");
       }
       this.values = values;
       this.channel = name;
       this.el.dataset.channel = name;
-      this.drawLegend(spec, missing ? null : lo, missing ? null : hi, span);
+      this.el.dataset.scale = scale ? scale.kind : "";
+      this.drawLegend(spec, scale, lo, hi);
     }
 
-    drawLegend(spec, lo, hi, span) {
+    // The legend prints what the scale does: its ends (with their colours), the gradient between them,
+    // the centre where there is one, the rule in words, and the rollout's own min and max.
+    drawLegend(spec, scale, lo, hi) {
       const L = this.legend;
       if (!L) return;
       L.textContent = "";
-      if (lo === null) {
+      L.dataset.scale = scale ? scale.kind : "";
+      if (!scale) {
         L.textContent = `${spec.label}: not recorded for this rollout`;
         return;
       }
@@ -185,16 +298,24 @@
         if (bg) e.style.backgroundColor = bg;
         e.textContent = text;
         L.appendChild(e);
+        return e;
       };
       item("tv-leg-label", `${spec.label}:`);
-      item("tv-leg-stop", `min ${fmt(lo)}`, colour(lo, spec.centre, span));
-      const bar = document.createElement("span");
-      bar.className = "tv-leg-bar";
-      bar.style.background = `linear-gradient(to right, ${colour(spec.centre - span, spec.centre, span)}, transparent, ${colour(spec.centre + span, spec.centre, span)})`;
-      L.appendChild(bar);
-      item("tv-leg-stop", `${fmt(spec.centre)}`, "transparent");
-      item("tv-leg-stop", `max ${fmt(hi)}`, colour(hi, spec.centre, span));
-      item("tv-leg-note", `(scale ±${fmt(span)} around ${fmt(spec.centre)}; grey: no value)`);
+      if (scale.swatches) {
+        for (const [text, bg] of scale.swatches) item("tv-leg-stop", text, bg);
+      } else {
+        item("tv-leg-stop", scale.left[0], scale.left[1]);
+        const bar = item("tv-leg-bar", "");
+        bar.style.background = `linear-gradient(to right, ${scale.gradient.join(", ")})`;
+        if (scale.middle) {  // the centre value, printed on the bar's clear midpoint
+          const centre = document.createElement("span");
+          centre.className = "tv-leg-centre";
+          centre.textContent = scale.middle[0];
+          bar.appendChild(centre);
+        }
+        item("tv-leg-stop", scale.right[0], scale.right[1]);
+      }
+      item("tv-leg-note", `(${scale.note}; this rollout: min ${fmt(lo)}, max ${fmt(hi)}; hatched: no value)`);
     }
 
     rowsFor(i) {

@@ -36,7 +36,7 @@ def greedy(model_dir: Path) -> float:
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # builds the tiny model first if `make test` did not
 def test_grpo_raises_the_reward_on_the_demo_task(warm_model_dir: Path, tmp_path: Path) -> None:
-    data = preset("demo")
+    data = preset("addition")
     data["model"]["name_or_path"] = str(warm_model_dir)
     data["training"]["max_steps"] = 160
     data["checkpoint"] = {"output_dir": str(tmp_path), "save_steps": 0}

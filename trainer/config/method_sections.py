@@ -177,7 +177,8 @@ class TeacherConfig(_MethodSection):
     name_or_path: str | None = Field(
         None,
         description="External teacher (mode 'external'): a local Hugging Face causal-LM directory that uses "
-        "the policy's tokenizer, or 'tiny:addition-teacher' (the stronger built-in tiny teacher, built by "
+        "the policy's tokenizer, or a built-in teacher: 'tiny:chain-teacher' for tiny:chain, "
+        "'tiny:addition-teacher' for tiny:addition (the student trained further, built on first use or by "
         "`rlvr init-model --teacher`). It scores the student's sampled tokens: on-policy distillation "
         "(OPD). null: no external teacher.",
     )

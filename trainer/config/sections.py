@@ -27,8 +27,8 @@ class ModelConfig(_Section):
     name_or_path: str = Field(
         "tiny:addition",
         description="Local model directory loaded with AutoModelForCausalLM.from_pretrained, or "
-        "'tiny:addition' for the built-in tiny model (built and warm-started locally on first use; "
-        "see `rlvr init-model`). Nothing is downloaded from a hub. Configs from the web app and API may name "
+        "a built-in tiny model: 'tiny:chain' (chain arithmetic with a scratchpad, the demo's) or 'tiny:addition' "
+        "(two-digit addition), built and warm-started locally on first use (see `rlvr init-model`). Nothing is downloaded from a hub. Configs from the web app and API may name "
         "only tiny: models, 'checkpoint:<id>' of a run in the same project, or folders under RLVR_MODEL_ROOTS.",
     )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(

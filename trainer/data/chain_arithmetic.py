@@ -1,18 +1,26 @@
-"""Built-in multi-step arithmetic with a scratchpad: ``"(12+7)*3-4="`` -> ``"12+7=19;19*3=57;57-4=53;#### 53"``.
+"""Built-in multi-step arithmetic with a scratchpad: ``"(9+6)*4-5="`` -> ``"15*4-5=60-5=55;#### 55"``.
 
-A chain of 2-8 integer operands joined by ``+``, ``-`` and ``*``, evaluated left to right, in the spirit of
+A chain of 3-8 integer operands joined by ``+``, ``-`` and ``*``, evaluated left to right, in the spirit of
 reasoning-gym's ``chain_sum`` (sums and differences of ``min_terms..max_terms`` operands) and
 ``basic_arithmetic`` (products too). It differs from them in three ways:
 
-- the reference solution is a scratchpad that writes out every intermediate result, one step
-  ``a<op>b=r`` per operand, steps joined by ``;``, and the final answer after ``#### `` (the GSM8K
-  delimiter), so the chain_arithmetic verifier can say which step went wrong first;
+- the reference solution is a scratchpad that rewrites the expression once per operation: each line is
+  the expression with its leftmost operation done (``9+6+4+5=15+4+5=19+5=24``, the "show your work"
+  scratchpad of Nye et al. 2021), lines joined by ``=`` (each equality is true), then ``;`` and the final
+  answer after ``#### `` (the GSM8K delimiter). A line's leading number is that step's intermediate result
+  and the rest is copied from the line before, so the chain_arithmetic verifier can say which step went
+  wrong first, and whether the result or the copy was wrong;
 - the prompt is parenthesised only where left-to-right order differs from the usual precedence
-  (``(12+7)*3-4``), so it reads as ordinary arithmetic and Python's ``eval`` gives the same answer;
+  (``(9+6)*4-5``), so it reads as ordinary arithmetic and Python's ``eval`` gives the same answer; every
+  line of the scratchpad follows the same rule;
 - every intermediate result stays within ``[min_value, max_result]`` (a subtraction that would go below,
   or a sum or product that would go above, is replaced by the other kind of step), which keeps every
-  step's length between known bounds: the scratchpads of the built-in levels are 30-80 characters,
-  i.e. 30-80 tokens of the tiny model's character tokenizer.
+  line's length between known bounds: the scratchpads of the built-in levels are 26-67 characters, i.e.
+  27-68 tokens of the tiny model's character tokenizer with its end token.
+
+Why this shape: every step needs only what is right before it (the line above), so a model of a million
+parameters learns it in minutes on a CPU, while a chain of steps still fails often enough that pass
+rates spread over the levels.
 
 Problem ``i`` depends only on ``(seed, i)`` and the level, so a larger ``size`` only appends problems.
 ``data.task`` names a level (``easy``, ``medium``, ``hard``; ``mixed``, the default, draws one of the
@@ -31,7 +39,8 @@ from trainer.errors import DataError
 from trainer.samples import Sample
 
 # The scratchpad format; trainer/verifiers/chain_arithmetic.py reads the same (data may not import verifiers).
-STEP_SEPARATOR = ";"
+LINE_SEPARATOR = "="  # between the rewritten lines (each equality is true)
+STEP_SEPARATOR = ";"  # between the last line and the answer
 ANSWER_MARKER = "#### "
 OPERATORS = ("+", "-", "*")
 
@@ -85,22 +94,16 @@ class ChainLevel(BaseModel):
 
 
 LEVELS: dict[str, ChainLevel] = {
-    # Length bounds below follow from the value ranges (each step's digits are bounded both ways).
-    # 3 steps of 2-digit sums and differences: 34-41 characters.
-    "easy": ChainLevel(min_operands=4, max_operands=4, min_value=10, max_value=99, max_result=999),
-    # 3-4 steps, a quarter of them products by 2-9: 31-61 characters.
-    "medium": ChainLevel(
-        min_operands=4, max_operands=5, min_value=10, max_value=99, product_share=0.25, max_result=9999
-    ),
-    # 4 steps of up to 3-digit operands, 40% products by 2-19: 35-74 characters.
+    # Single-digit operands, every intermediate result in 1..99; the levels differ in how many steps they
+    # chain (a scratchpad grows with the square of the operand count) and in products.
+    # 5 operands (4 steps) of sums and differences: 26-31 characters.
+    "easy": ChainLevel(min_operands=5, max_operands=5, min_value=1, max_value=9, max_result=99),
+    # 6 operands (5 steps): 36-42 characters.
+    "medium": ChainLevel(min_operands=6, max_operands=6, min_value=1, max_value=9, max_result=99),
+    # 7 operands (6 steps), a fifth of them products by 2-5: 48-67 characters.
     "hard": ChainLevel(
-        min_operands=5,
-        max_operands=5,
-        min_value=10,
-        max_value=999,
-        product_share=0.4,
-        max_multiplier=19,
-        max_result=99_999,
+        min_operands=7, max_operands=7, min_value=1, max_value=9, product_share=0.2, max_multiplier=5,
+        max_result=99,
     ),
 }
 MIXED_LEVELS = ("easy", "medium", "hard")
@@ -131,30 +134,55 @@ def _apply(acc: int, op: str, operand: int) -> int:
     return acc + operand if op == "+" else acc - operand if op == "-" else acc * operand
 
 
-def chain_problem(rng: random.Random, level: ChainLevel) -> tuple[str, list[tuple[int, str, int, int]]]:
+Step = tuple[int, str, int, int]  # (left, operator, right, result)
+
+
+def render_expression(first: int, ops: list[tuple[str, int]]) -> str:
+    """``first`` followed by ``ops`` applied left to right, parenthesised only where a product follows a
+    sum or difference (where left-to-right order differs from precedence).
+
+    >>> render_expression(9, [("+", 6), ("*", 4), ("-", 5)])
+    '(9+6)*4-5'
+    """
+    expression, last = str(first), ""
+    for op, operand in ops:
+        if op == "*" and last in ("+", "-"):
+            expression = f"({expression})"
+        expression, last = f"{expression}{op}{operand}", op
+    return expression
+
+
+def chain_problem(rng: random.Random, level: ChainLevel) -> tuple[str, list[Step]]:
     """A prompt (ending in ``=``) and its steps ``(left, op, right, result)``, drawn from ``rng``."""
     n = rng.randint(level.min_operands, level.max_operands)
     acc = rng.randint(level.min_value, level.max_value)
-    expression, steps, last = str(acc), [], ""
+    first, ops, steps = acc, [], []
     for _ in range(n - 1):
         op, operand = _next_step(rng, acc, level)
-        if op == "*" and last in ("+", "-"):
-            expression = f"({expression})"  # left-to-right order beats precedence only here
-        expression, last = f"{expression}{op}{operand}", op
         result = _apply(acc, op, operand)
+        ops.append((op, operand))
         steps.append((acc, op, operand, result))
         acc = result
-    return f"{expression}=", steps
+    return f"{render_expression(first, ops)}=", steps
 
 
-def scratchpad(steps: list[tuple[int, str, int, int]]) -> str:
-    """The reference solution: every step written out, then the delimited final answer.
+def scratchpad_lines(steps: list[Step]) -> list[str]:
+    """The expression after each step: its result, then the operations still to do.
 
-    >>> scratchpad([(12, "+", 7, 19), (19, "*", 3, 57), (57, "-", 4, 53)])
-    '12+7=19;19*3=57;57-4=53;#### 53'
+    >>> scratchpad_lines([(9, "+", 6, 15), (15, "*", 4, 60), (60, "-", 5, 55)])
+    ['15*4-5', '60-5', '55']
     """
-    written = [f"{a}{op}{b}={r}" for a, op, b, r in steps]
-    return STEP_SEPARATOR.join([*written, f"{ANSWER_MARKER}{steps[-1][3]}"])
+    ops = [(op, b) for _, op, b, _ in steps]
+    return [render_expression(steps[k][3], ops[k + 1 :]) for k in range(len(steps))]
+
+
+def scratchpad(steps: list[Step]) -> str:
+    """The reference solution: every rewritten line, then the delimited final answer.
+
+    >>> scratchpad([(9, "+", 6, 15), (15, "*", 4, 60), (60, "-", 5, 55)])
+    '15*4-5=60-5=55;#### 55'
+    """
+    return f"{LINE_SEPARATOR.join(scratchpad_lines(steps))}{STEP_SEPARATOR}{ANSWER_MARKER}{steps[-1][3]}"
 
 
 def resolve_levels(level: str | None, overrides: dict[str, Any] | None = None) -> dict[str, ChainLevel]:

@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.sinks import RolloutRecord, RunInfo, StepReport
+from trainer.sinks import PhaseReport, RolloutRecord, RunInfo, StepReport
 
 if TYPE_CHECKING:
     import torch
@@ -355,6 +355,9 @@ class EventFileSink:
 
     def log(self, message: str) -> None:
         self._write({"event": "log", "message": message})
+
+    def on_phase(self, phase: PhaseReport) -> None:
+        self._write({"event": "phase", "phase": asdict(phase)})
 
     def on_start(self, info: RunInfo) -> None:
         self._write({"event": "start", "info": asdict(info)})

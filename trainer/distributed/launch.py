@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.distributed.context import EVENTS_FILE, STOP_FILE, run_info_from_json, step_report_from_json
 from trainer.errors import ConfigError, RLVRError
-from trainer.sinks import EventSink, TrainResult
+from trainer.sinks import EventSink, PhaseReport, TrainResult
 
 if TYPE_CHECKING:
     from trainer.config import ExperimentConfig
@@ -213,7 +213,9 @@ def _check_devices(device_name: str, n: int) -> None:
 
 def _forward(event: dict[str, Any], sink: EventSink, log: Callable[[str], None]) -> dict[str, Any] | None:
     kind = event["event"]
-    if kind == "start":
+    if kind == "phase":  # rank 0 building a built-in model before step 1
+        sink.on_phase(PhaseReport(**event["phase"]))
+    elif kind == "start":
         sink.on_start(run_info_from_json(event["info"]))
     elif kind == "step":
         sink.on_step(step_report_from_json(event["report"]))

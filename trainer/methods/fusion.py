@@ -147,7 +147,7 @@ for _name in ("opd", "additive", "modulated", "puu"):
     def _needs_a_teacher(config: Any, params: Any, _name: str = _name) -> None:
         if not config.teacher.enabled:
             raise ValueError(
-                f"teacher.fusion {_name!r} needs a teacher: set teacher.name_or_path (e.g. 'tiny:addition-teacher', "
+                f"teacher.fusion {_name!r} needs a teacher: set teacher.name_or_path (e.g. 'tiny:chain-teacher', "
                 "built by `rlvr init-model --teacher`) or teacher.mode 'self' (the policy with the reference answer)"
             )
 

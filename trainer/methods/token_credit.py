@@ -169,7 +169,7 @@ def _ecr_reads_the_teacher(params: ECRParams, step: int) -> bool:
 def _ecr_needs_a_teacher(config: Any, params: Any) -> None:
     if not config.teacher.enabled:
         raise ValueError(
-            "algorithm.token_credit 'ecr' needs a teacher: set teacher.name_or_path (e.g. 'tiny:addition-teacher', "
+            "algorithm.token_credit 'ecr' needs a teacher: set teacher.name_or_path (e.g. 'tiny:chain-teacher', "
             "built by `rlvr init-model --teacher`) or teacher.mode 'self' (the policy with the reference answer)"
         )
     fusion = config.teacher.fusion

@@ -1,20 +1,23 @@
-"""The built-in tiny model: a ~1M-parameter Qwen2-architecture LM with a character tokenizer.
+"""The built-in tiny models: ~1M-parameter Qwen2-architecture LMs with a character tokenizer.
 
-Built locally (nothing is downloaded) and warm-started by a short supervised fine-tune on the demo task
-(2-digit addition), so that its greedy accuracy starts low but not at zero and GRPO has signal to
-amplify. It is saved as an ordinary Hugging Face checkpoint directory and loaded through
+Built locally (nothing is downloaded) and warm-started by a short supervised fine-tune on their task, so
+that the student's greedy accuracy starts low but not at zero and RL has signal to amplify; what each
+model is trained on, and for how long, is its recipe (``tiny_recipes.py``): ``tiny:addition`` and its
+teacher (two-digit addition, the first demo), ``tiny:chain`` and its teacher (chain arithmetic with a
+scratchpad, the demo). Each is saved as an ordinary Hugging Face checkpoint directory and loaded through
 ``AutoModelForCausalLM.from_pretrained(path)``, the same code path as a user's own checkpoint.
 
-Built once and cached under ``$RLVR_HOME/models`` (default ``~/.cache/rlvr-studio/models``).
+Built once and cached under ``$RLVR_HOME/models`` (default ``~/.cache/rlvr-studio/models``); the build
+reports every step to ``on_progress`` (the CLI's progress bar, the run page's build phase).
 
-``tiny:addition-teacher`` is its stronger teacher for on-policy distillation (trainer/step/teacher.py): the same
-tokenizer and architecture, warm-started from the student's weights and trained ``TEACHER_SFT_STEPS``
-further on fresh problems, so its greedy accuracy is far higher (about 0.8 against the student's 0.3)
-while it still shares the student's tokens and style (`rlvr init-model --teacher`, ~2 min on 2 cores).
+A teacher (``tiny:addition-teacher``, ``tiny:chain-teacher``) is the student's weights trained further on
+other problems: the same tokenizer and architecture, a far higher greedy accuracy (about 0.7 against
+0.3 for addition), the student's tokens and style (`rlvr init-model --teacher`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import shutil
@@ -22,10 +25,11 @@ import string
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -36,31 +40,66 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from trainer.data.demo_task import addition_prompt
+from trainer.models.tiny_recipes import RECIPES, TinyRecipe
 
 TINY_PREFIX = "tiny:"
-# Bump when the architecture or warm-start recipe changes, so stale caches are rebuilt.
-RECIPE_VERSION = 2
-# Warm-start length: enough for a greedy accuracy well above zero but far from solved.
-DEFAULT_SFT_STEPS = 1200
+DEFAULT_MODEL = "tiny:addition"
+DEMO_MODEL = "tiny:chain"  # the demo's student (trainer/presets/demo.yaml); its teacher is DEMO_MODEL + "-teacher"
 TEACHER_NAME = "tiny:addition-teacher"
-# Extra SFT steps the teacher gets on top of the student's warm start (different problems: seed 1).
-TEACHER_SFT_STEPS = 500
-BUILT_IN_MODELS = ("tiny:addition", TEACHER_NAME)
+# The addition recipe's lengths (kept as names: the CLI and tests read them).
+DEFAULT_SFT_STEPS = RECIPES[DEFAULT_MODEL].sft_steps
+TEACHER_SFT_STEPS = RECIPES[TEACHER_NAME].sft_steps
+BUILT_IN_MODELS = tuple(RECIPES)
+
+
+@dataclass(frozen=True)
+class BuildProgress:
+    """How far the warm start of one built-in model is: what ``on_progress`` callbacks receive."""
+
+    model: str  # the built-in name, e.g. "tiny:addition"
+    done: int  # warm-start SFT steps done
+    total: int  # warm-start SFT steps in all
+    elapsed_s: float  # seconds since this model's build began
+    loss: float  # the last step's SFT loss
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the rate so far (None before the first step)."""
+        if self.done <= 0:
+            return None
+        return self.elapsed_s / self.done * max(0, self.total - self.done)
+
+
+BuildCallback = Callable[[BuildProgress], None]
 
 
 def rlvr_home() -> Path:
     return Path(os.environ.get("RLVR_HOME", Path.home() / ".cache" / "rlvr-studio"))
 
 
-def char_tokenizer() -> PreTrainedTokenizerFast:
-    """One token per printable ASCII character, plus <pad>=0, <eos>=1, <bos>=2, <unk>=3."""
+# Whitespace as byte-level BPE writes it (GPT-2's byte-to-unicode map): every other printable ASCII
+# character is its own symbol there.
+_BYTE_LEVEL_WHITESPACE = {" ": "\u0120", "\n": "\u010a"}
+
+
+def char_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
+    """One token per printable ASCII character, plus <pad>=0, <eos>=1, <bos>=2, <unk>=3; with ``bos`` every
+    encoded text starts with <bos> (as Llama's tokenizers do), which marks where a prompt begins.
+
+    Written as a byte-level BPE without merges (space is the symbol 'Ġ', newline 'Ċ'), the form Qwen2's
+    tokenizer class rebuilds from the saved files: ``AutoTokenizer.from_pretrained`` on a Qwen2 checkpoint
+    always loads that class, and a plain character vocabulary would lose every space and newline there.
+    """
     vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3}
     for ch in string.digits + string.ascii_letters + string.punctuation + " \n":
-        vocab.setdefault(ch, len(vocab))
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
-    core.decoder = decoders.Fuse()
+        vocab.setdefault(_BYTE_LEVEL_WHITESPACE.get(ch, ch), len(vocab))
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    if bos:
+        core.post_processor = processors.TemplateProcessing(
+            single="<bos> $A", pair="<bos> $A <bos> $B", special_tokens=[("<bos>", vocab["<bos>"])]
+        )
     tok = PreTrainedTokenizerFast(
         tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"
     )
@@ -69,10 +108,10 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def build_tiny_model(
-    out_dir: str | Path, hidden: int = 128, layers: int = 4, heads: int = 4, seed: int = 0
+    out_dir: str | Path, hidden: int = 128, layers: int = 4, heads: int = 4, seed: int = 0, bos: bool = False
 ) -> Path:
-    """Write a randomly initialised tiny Qwen2 model + char tokenizer to ``out_dir``."""
-    tok = char_tokenizer()
+    """Write a randomly initialised tiny Qwen2 model + char tokenizer (``bos``: see char_tokenizer) to ``out_dir``."""
+    tok = char_tokenizer(bos=bos)
     torch.manual_seed(seed)
     cfg = Qwen2Config(
         vocab_size=len(tok),
@@ -94,103 +133,137 @@ def build_tiny_model(
     return out
 
 
+def greedy_accuracy(
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, name: str = DEFAULT_MODEL, n: int = 200, seed: int = 1234
+) -> float:
+    """Fraction of ``n`` held-out problems of built-in model ``name``'s task answered right, greedy decoding."""
+    recipe = recipe_for(name)
+    problems = recipe.held_out(n, seed)
+    texts = greedy_completions(model, tok, [p for p, _ in problems], recipe.max_new_tokens)
+    return sum(recipe.answer_of(t) == answer for t, (_, answer) in zip(texts, problems, strict=True)) / n
+
+
+def greedy_completions(
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, prompts: list[str], max_new_tokens: int, batch: int = 256
+) -> list[str]:
+    """The greedy continuation of each prompt (special tokens dropped), ``batch`` prompts at a time."""
+    was_training = model.training
+    model.eval()
+    texts: list[str] = []
+    with torch.no_grad():
+        for start in range(0, len(prompts), batch):
+            enc = tok(prompts[start : start + batch], return_tensors="pt", padding=True, padding_side="left")
+            out = model.generate(  # type: ignore[operator]
+                **enc, max_new_tokens=max_new_tokens, do_sample=False,
+                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+            )
+            texts += tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    model.train(was_training)
+    return texts
+
+
 def greedy_addition_accuracy(
     model: PreTrainedModel, tok: PreTrainedTokenizerBase, n: int = 200, seed: int = 1234
 ) -> float:
     """Fraction of random 2-digit additions the model answers exactly with greedy decoding."""
-    rng = random.Random(seed)
-    pairs = [(rng.randint(0, 99), rng.randint(0, 99)) for _ in range(n)]
-    enc = tok([addition_prompt(a, b) for a, b in pairs], return_tensors="pt", padding=True, padding_side="left")
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        out = model.generate(  # type: ignore[operator]
-            **enc, max_new_tokens=5, do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id
-        )
-    model.train(was_training)
-    texts = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-    return sum(t.strip() == str(a + b) for t, (a, b) in zip(texts, pairs, strict=True)) / n
+    return greedy_accuracy(model, tok, DEFAULT_MODEL, n=n, seed=seed)
+
+
+def recipe_for(name: str) -> TinyRecipe:
+    """The recipe of built-in model ``name``; ValueError listing the valid names."""
+    if name not in RECIPES:
+        raise ValueError(f"unknown built-in model {name!r}; valid: {', '.join(BUILT_IN_MODELS)}")
+    return RECIPES[name]
+
+
+def lr_factor(recipe: TinyRecipe, step: int, steps: int) -> float:
+    """The learning-rate multiplier at ``step`` (0-based) of ``steps``: linear warm-up, then the schedule."""
+    warm = min(1.0, (step + 1) / recipe.warmup_steps) if recipe.warmup_steps else 1.0
+    if recipe.schedule == "constant":
+        return warm
+    progress = min(1.0, step / max(1, steps - 1))
+    return warm * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
 def sft_warm_start(
     model_dir: str | Path,
-    steps: int = DEFAULT_SFT_STEPS,
-    batch_size: int = 64,
-    lr: float = 1e-3,
-    seed: int = 0,
-    on_progress: Callable[[int, float], None] | None = None,
+    recipe: TinyRecipe,
+    steps: int | None = None,
+    on_progress: BuildCallback | None = None,
 ) -> float:
-    """Supervised fine-tune the model in ``model_dir`` in place on "a+b=c<eos>"; returns greedy accuracy.
+    """Supervised fine-tune the model in ``model_dir`` in place on ``recipe``'s task (loss on the reference
+    completion and its end token, and on the prompt if the recipe says so); returns the held-out greedy
+    accuracy.
 
-    A fixed number of steps (not a time budget) so the result is the same on every machine.
+    A fixed number of steps (not a time budget) and seeded draws, so the result is the same on every run.
     """
+    steps = recipe.sft_steps if steps is None else steps
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     model.train()
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    rng = random.Random(recipe.seed)
+    torch.manual_seed(recipe.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: lr_factor(recipe, i, steps))
+    t0 = time.perf_counter()
     for step in range(1, steps + 1):
-        prompts, texts = [], []
-        for _ in range(batch_size):
-            a, b = rng.randint(0, 99), rng.randint(0, 99)
-            prompts.append(addition_prompt(a, b))
-            texts.append(prompts[-1] + str(a + b) + tok.eos_token)
-        enc = tok(texts, return_tensors="pt", padding=True, padding_side="right")
+        batch = recipe.batch(rng, step, recipe.batch_size)
+        enc = tok([p + c + tok.eos_token for p, c in batch], return_tensors="pt", padding=True, padding_side="right")
         labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
-        for row, prompt in enumerate(prompts):  # learn the answer only: the operands are noise
-            labels[row, : len(prompt)] = -100
+        if not recipe.prompt_loss:
+            for row, (prompt, _) in enumerate(batch):
+                labels[row, : len(tok(prompt)["input_ids"])] = -100  # the prompt and its <bos>, if any
         loss = model(**enc, labels=labels).loss
         loss.backward()
+        if recipe.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip_grad_norm)
         opt.step()
+        schedule.step()
         opt.zero_grad()
         if on_progress is not None:
-            on_progress(step, loss.item())
+            on_progress(BuildProgress(recipe.name, step, steps, time.perf_counter() - t0, loss.item()))
     model.save_pretrained(model_dir)
     tok.save_pretrained(model_dir)
-    return greedy_addition_accuracy(model, tok)
+    return greedy_accuracy(model, tok, recipe.name)
 
 
-def tiny_model_path(name: str = "tiny:addition") -> Path:
+def tiny_model_path(name: str = DEFAULT_MODEL) -> Path:
     """Where the cached tiny model ``name`` lives (it may not be built yet)."""
-    return rlvr_home() / "models" / f"{name.removeprefix(TINY_PREFIX)}-v{RECIPE_VERSION}"
+    return rlvr_home() / "models" / recipe_for(name).cache_name
 
 
 def ensure_tiny_model(
-    name: str = "tiny:addition",
+    name: str = DEFAULT_MODEL,
     sft_steps: int | None = None,
-    on_progress: Callable[[int, float], None] | None = None,
+    on_progress: BuildCallback | None = None,
     log: Callable[[str], None] = print,
 ) -> Path:
     """Return the cached tiny model directory, building and warm-starting it on first use.
 
-    ``sft_steps``: the student's warm-start steps (default DEFAULT_SFT_STEPS), or for the teacher its
-    extra steps on top of the student (default TEACHER_SFT_STEPS; the student is built first if needed).
-    Built in a temporary directory and renamed into place, so an interrupted build never leaves a
-    half-written model behind and two concurrent builders cannot corrupt each other.
+    ``sft_steps`` overrides the recipe's warm-start steps (for a teacher: its steps on top of the student,
+    which is built first, with its own recipe, if missing). Built in a temporary directory and renamed into
+    place, so an interrupted build never leaves a half-written model behind and two concurrent builders
+    cannot corrupt each other.
     """
-    if name not in BUILT_IN_MODELS:
-        raise ValueError(f"unknown built-in model {name!r}; valid: {', '.join(BUILT_IN_MODELS)}")
-    teacher = name == TEACHER_NAME
-    if sft_steps is None:
-        sft_steps = TEACHER_SFT_STEPS if teacher else DEFAULT_SFT_STEPS
-    student = ensure_tiny_model(log=log) if teacher else None
+    recipe = recipe_for(name)
+    student = ensure_tiny_model(recipe.student, on_progress=on_progress, log=log) if recipe.student else None
     final = tiny_model_path(name)
     if (final / "config.json").exists():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    log(f"building the tiny {'teacher' if teacher else 'model'} (once) in {final} ...")
+    log(f"building the built-in model {name} (once: {recipe.summary}) in {final} ...")
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     try:
         if student is not None:  # the teacher continues from the student's weights, on other problems
             shutil.copytree(student, tmp, dirs_exist_ok=True)
-            acc = sft_warm_start(tmp, steps=sft_steps, seed=1, on_progress=on_progress)
         else:
-            build_tiny_model(tmp)
-            acc = sft_warm_start(tmp, steps=sft_steps, on_progress=on_progress)
+            build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads, bos=recipe.bos)
+        steps = recipe.sft_steps if sft_steps is None else sft_steps
+        acc = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
         (tmp / "WARM_START.txt").write_text(
-            f"sft_steps={sft_steps}\ngreedy_accuracy={acc:.3f}\nrecipe_version={RECIPE_VERSION}\n"
+            f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={acc:.3f}\nrecipe_version={recipe.version}\n"
+            f"build_seconds={time.perf_counter() - t0:.1f}\n"
         )
         try:
             tmp.rename(final)
@@ -203,8 +276,9 @@ def ensure_tiny_model(
     return final
 
 
-def resolve_model_path(name_or_path: str) -> str:
-    """'tiny:...' -> the cached built-in model (built on demand); anything else is returned as is."""
+def resolve_model_path(name_or_path: str, on_progress: BuildCallback | None = None) -> str:
+    """'tiny:...' -> the cached built-in model (built on demand, reporting to ``on_progress``); anything
+    else is returned as is."""
     if name_or_path.startswith(TINY_PREFIX):
-        return str(ensure_tiny_model(name_or_path))
+        return str(ensure_tiny_model(name_or_path, on_progress=on_progress))
     return name_or_path

@@ -18,7 +18,7 @@ from trainer.errors import ConfigError, RLVRError, TrainingDiverged
 from trainer.evaluation.engine import PeriodicEvaluation
 from trainer.models.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.models.device import autocast, describe, reset_peak_memory
-from trainer.sinks import EventSink, NullSink, RunInfo, StepReport, TrainResult
+from trainer.sinks import EventSink, NullSink, PhaseCallback, RunInfo, StepReport, TrainResult
 from trainer.step.divergence import divergence_message, is_nan_sampling_error
 from trainer.step.optimize import NonFiniteUpdate
 from trainer.step.run_setup import Run, build_run
@@ -59,6 +59,12 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
         run.dist.barrier()
 
 
+def _phase_listener(sink: EventSink) -> PhaseCallback | None:
+    """``sink.on_phase``, or None for a sink written before phases existed: it keeps hearing the steps as
+    before (a library user's sink, or the recorders in older tests), just not the model build."""
+    return getattr(sink, "on_phase", None)
+
+
 def _claim_output_dir(output_dir: str, overwrite: bool) -> None:
     if latest_checkpoint(output_dir) is None:
         return
@@ -83,6 +89,9 @@ def train(
     A fresh run refuses an output directory that already holds checkpoints (they would be mixed with
     the new run's) unless ``overwrite_output_dir`` is set, which deletes them first.
 
+    Before step 1, a built-in model that is not cached yet is built (minutes); its progress reaches
+    ``sink.on_phase`` as throttled ``building_model`` reports, so a watcher sees why no step has come.
+
     ``should_stop`` is polled at every step boundary; when it returns True the run saves a checkpoint
     and ends with status 'cancelled' (resumable). Errors are reported to ``sink.on_error`` and re-raised.
 
@@ -96,7 +105,7 @@ def train(
         from trainer.distributed.launch import launch
 
         return launch(config, sink, should_stop, resume_from, log)
-    run = build_run(config, resume_from, log=log)
+    run = build_run(config, resume_from, log=log, on_phase=_phase_listener(sink))  # a first-use model build reports here
     dist = run.dist
     periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps

@@ -36,10 +36,11 @@ from trainer.models.lora import (
     reference_forward,
 )
 from trainer.models.memory import MemoryPlan, plan_memory
-from trainer.models.tiny_model import resolve_model_path
+from trainer.models.tiny_model import BuildCallback, BuildProgress, resolve_model_path
 from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
 from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
 from trainer.samples import Sample
+from trainer.sinks import PhaseCallback, PhaseReport, throttle_phases
 from trainer.step.optimize import batch_logprobs
 from trainer.step.teacher import Teacher, load_teacher
 from trainer.verifiers.base import Verifier
@@ -160,10 +161,37 @@ def _seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+BUILDING_MODEL = "building_model"  # PhaseReport.name while a built-in 'tiny:' model is warm-started
+
+
+def model_build_reporter(on_phase: PhaseCallback | None) -> BuildCallback | None:
+    """Turn the per-SFT-step ``BuildProgress`` of a built-in model's first build into throttled
+    ``building_model`` phase reports (None without a listener, so nothing is computed)."""
+    if on_phase is None:
+        return None
+    forward = throttle_phases(on_phase)
+
+    def report(progress: BuildProgress) -> None:
+        forward(PhaseReport(
+            name=BUILDING_MODEL, label=f"Building the built-in model {progress.model} (warm-start SFT, once)",
+            subject=progress.model, done=progress.done, total=progress.total, elapsed_s=progress.elapsed_s,
+            eta_s=progress.eta_s,
+        ))
+
+    return report
+
+
 def build_run(
-    config: ExperimentConfig, resume_from: str | Path | None = None, log: Callable[[str], None] = print
+    config: ExperimentConfig,
+    resume_from: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    on_phase: PhaseCallback | None = None,
 ) -> Run:
-    """Load model, tokenizer, data, verifiers and optimizer; restore a checkpoint when resuming."""
+    """Load model, tokenizer, data, verifiers and optimizer; restore a checkpoint when resuming.
+
+    A built-in model (policy or teacher) that is not cached yet is built here first, reporting its
+    progress to ``on_phase`` (throttled); a cached one reports nothing."""
+    on_build = model_build_reporter(on_phase)
     device = resolve_device(config.model.device)
     generator = _seed_everything(config.seed)
     if device.type != "cpu":
@@ -175,7 +203,7 @@ def build_run(
         checkpoint_dir = resolve_checkpoint_dir(resume_from)
         state = load_state(checkpoint_dir)
         _check_resumable(config, state.config)
-    base_model_path = state.base_model_path if state else resolve_model_path(config.model.name_or_path)
+    base_model_path = state.base_model_path if state else resolve_model_path(config.model.name_or_path, on_progress=on_build)
 
     fsdp = config.training.fsdp  # load whole on the CPU; sharding moves each rank's shard to the device
     load_device = torch.device("cpu") if fsdp else device
@@ -222,7 +250,7 @@ def build_run(
         base_model_path=base_model_path,
         start_step=0,
         rubric=build_rubric_scorer(config.rubric, config.model.dtype, device, config.seed),
-        teacher=load_teacher(config, model, tokenizer, device),
+        teacher=load_teacher(config, model, tokenizer, device, on_build=on_build),
         dist=current(),
     )
     if state is not None:

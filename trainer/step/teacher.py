@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -35,6 +36,9 @@ from trainer.models.device import resolve_dtype
 from trainer.models.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
 from trainer.samples import Sample
+
+if TYPE_CHECKING:
+    from trainer.models.tiny_model import BuildCallback
 
 
 @dataclass
@@ -75,9 +79,14 @@ def check_same_tokenizer(
 
 
 def load_teacher(
-    config: ExperimentConfig, policy: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, device: torch.device
+    config: ExperimentConfig,
+    policy: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    device: torch.device,
+    on_build: BuildCallback | None = None,
 ) -> Teacher | None:
-    """The teacher ``config.teacher`` describes, on ``device`` and frozen; None when there is none."""
+    """The teacher ``config.teacher`` describes, on ``device`` and frozen; None when there is none.
+    A built-in teacher built on first use reports each warm-start step to ``on_build``."""
     t = config.teacher
     if not t.enabled:
         return None
@@ -88,7 +97,7 @@ def load_teacher(
 
     assert t.name_or_path is not None  # TeacherConfig.enabled
     try:
-        path = resolve_model_path(t.name_or_path)  # 'tiny:addition-teacher' is built on first use
+        path = resolve_model_path(t.name_or_path, on_progress=on_build)  # 'tiny:addition-teacher' is built on first use
     except ValueError as err:  # an unknown 'tiny:' name
         raise ConfigError(f"teacher.name_or_path: {err}") from None
     if not Path(path).exists():

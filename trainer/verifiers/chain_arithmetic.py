@@ -1,21 +1,25 @@
 """``chain_arithmetic``: scores the delimited final answer of a scratchpad and names its first wrong step.
 
-The scratchpad is the one trainer/data/chain_arithmetic.py writes: steps ``a<op>b=r`` joined by ``;`` (or
-newlines), then ``#### <answer>`` (the GSM8K delimiter). The reward is outcome-only, as in GSM8K-style
-RLVR: 1.0 when the integer after the first ``####`` equals ``sample.answer``, else 0.0 (no marker, no
-number, another number). The detail adds a step-level reading for process-supervision work in the spirit
-of Lightman et al. 2023, "Let's Verify Step by Step" (which labels the first wrong step of a solution):
-the written steps are compared in order with the reference scratchpad in ``sample.meta["solution"]``, and
-``first_wrong_step`` gives the index, the expected and the written result, and the kind of error:
+The scratchpad is the one trainer/data/chain_arithmetic.py writes: the expression rewritten once per
+operation, each line the expression with its leftmost operation done (``15*4-5=60-5=55`` for the prompt
+``(9+6)*4-5=``), lines joined by ``=`` (or ``;`` or newlines), then ``#### <answer>`` (the GSM8K
+delimiter). The reward is outcome-only, as in GSM8K-style RLVR: 1.0 when the integer after the first
+``####`` equals ``sample.answer``, else 0.0 (no marker, no number, another number). The detail adds a
+step-level reading for process-supervision work in the spirit of Lightman et al. 2023, "Let's Verify Step
+by Step" (which labels the first wrong step of a solution): the written lines are compared in order with
+the reference scratchpad in ``sample.meta["solution"]``, and ``first_wrong_step`` gives the index, the
+expected and the written intermediate result (a line's leading number), both lines, and the kind of
+error:
 
-- ``arithmetic``: the right operation with a wrong result;
-- ``operands``: another operation than the reference's (a mis-copied operand or operator);
-- ``unreadable``: a segment that is not ``a<op>b=r``; ``missing``: fewer steps than the reference;
-- ``extra``: every reference step right, then more.
+- ``arithmetic``: the rest of the line copied right, its leading result wrong;
+- ``operands``: the operations still to do copied wrong (a dropped, changed or invented operand or
+  operator);
+- ``unreadable``: a line that is not an expression of integers, ``+ - *`` and parentheses;
+  ``missing``: fewer lines than the reference; ``extra``: every reference line right, then more.
 
-Operands of ``+`` and ``*`` may be written in either order; ``x`` and ``×`` read as ``*``. Work is bounded:
-only the first ``max_chars`` characters are read, at most ``MAX_STEPS`` segments, numbers of at most 40
-digits, and a segment longer than ``MAX_SEGMENT_CHARS`` counts as unreadable without being matched.
+Spaces are ignored, ``x`` and ``×`` read as ``*``, and parentheses do not count when lines are compared.
+Work is bounded: only the first ``max_chars`` characters are read, at most ``MAX_STEPS`` lines, and a line
+longer than ``MAX_SEGMENT_CHARS`` counts as unreadable without being matched.
 """
 
 from __future__ import annotations
@@ -34,88 +38,85 @@ from trainer.verifiers.base import VERIFIERS, VerifierParams, VerifierResult, er
 ANSWER_MARKER = "####"
 MAX_STEPS = 64
 MAX_SEGMENT_CHARS = 200
-_STEP_RE = re.compile(r"\s*(-?\d{1,40})\s*([-+*x×])\s*(-?\d{1,40})\s*=\s*(-?\d{1,40})\s*")
+_LINE_SPLIT_RE = re.compile(r"[=;\n]+")  # lines are joined by "=" (and may be by ";" or newlines)
+_LINE_RE = re.compile(r"[()]*-?\d{1,40}(?:[()]*[-+*][()]*\d{1,40})*[()]*")
+_LEADING_RE = re.compile(r"[()]*(-?\d{1,40})")
 _ANSWER_RE = re.compile(r"\s*([-+]?\d{1,40})(?!\d)")
-_SEGMENT_RE = re.compile(r"[^;\n]+")  # steps are separated by ";" or newlines
+_TIMES = str.maketrans({"x": "*", "×": "*", " ": None, "\t": None})
 
 
 @dataclass(frozen=True)
-class Step:
-    """One written step ``left op right = result``."""
+class Line:
+    """One readable line of a scratchpad: its text (normalised), its leading result and what follows it."""
 
-    left: int
-    op: str
-    right: int
-    result: int
+    text: str
+    result: str  # the leading number: this step's intermediate result
+    rest: str  # the operations still to do, parentheses dropped
 
-    def same_operation(self, other: Step) -> bool:
-        if self.op != other.op:
-            return False
-        pairs = {(self.left, self.right)}
-        if self.op in "+*":
-            pairs.add((self.right, self.left))
-        return (other.left, other.right) in pairs
+    @classmethod
+    def read(cls, segment: str) -> Line | None:
+        text = segment.translate(_TIMES)
+        if len(text) > MAX_SEGMENT_CHARS or not _LINE_RE.fullmatch(text):
+            return None
+        leading = _LEADING_RE.match(text)
+        assert leading is not None  # _LINE_RE starts with the same number
+        return cls(text, str(int(leading.group(1))), text[leading.end() :].replace("(", "").replace(")", ""))
 
-    def __str__(self) -> str:
-        return f"{self.left}{self.op}{self.right}={self.result}"
+    def same(self, other: Line) -> bool:
+        return (self.result, self.rest) == (other.result, other.rest)
 
 
-def split_scratchpad(text: str, max_chars: int) -> tuple[list[Step | str], str | None]:
-    """The steps before the first ``####`` (a Step, or the unreadable segment's text) and what follows it
-    (None when there is no marker)."""
+def split_scratchpad(text: str, max_chars: int) -> tuple[list[Line | str], str | None]:
+    """The lines before the first ``####`` (a Line, or the unreadable line's text) and what follows the
+    marker (None when there is no marker)."""
     text = text[:max_chars]
     at = text.find(ANSWER_MARKER)
     body, tail = (text, None) if at < 0 else (text[:at], text[at + len(ANSWER_MARKER) :])
-    steps: list[Step | str] = []
-    for match in _SEGMENT_RE.finditer(body):
-        segment = match.group()
-        if len(steps) >= MAX_STEPS:
+    lines: list[Line | str] = []
+    for segment in _LINE_SPLIT_RE.split(body):
+        if len(lines) >= MAX_STEPS:
             break
         if not segment.strip():
             continue
-        found = _STEP_RE.fullmatch(segment) if len(segment) <= MAX_SEGMENT_CHARS else None
-        if found is None:
-            steps.append(segment.strip())
-            continue
-        left, op, right, result = found.groups()
-        steps.append(Step(int(left), "*" if op in "x×" else op, int(right), int(result)))
-    return steps, tail
+        line = Line.read(segment)
+        lines.append(segment.strip() if line is None else line)
+    return lines, tail
 
 
-def first_wrong_step(written: Sequence[Step | str], expected: Sequence[Step]) -> dict[str, Any] | None:
+def first_wrong_step(written: Sequence[Line | str], expected: Sequence[Line]) -> dict[str, Any] | None:
     """Where ``written`` first departs from ``expected`` (index, expected and written result, kind), or None."""
     for index, want in enumerate(expected):
-        where: dict[str, Any] = {"index": index, "expected": str(want.result), "expected_step": str(want)}
+        where: dict[str, Any] = {"index": index, "expected": want.result, "expected_step": want.text}
         if index >= len(written):
             return {**where, "written": None, "written_step": None, "kind": "missing"}
         got = written[index]
         if isinstance(got, str):
             return {**where, "written": None, "written_step": shown(got, 80), "kind": "unreadable"}
-        if got.same_operation(want) and got.result == want.result:
+        if got.same(want):
             continue
-        kind = "arithmetic" if got.same_operation(want) else "operands"
-        return {**where, "written": str(got.result), "written_step": str(got), "kind": kind}
+        kind = "arithmetic" if got.rest == want.rest else "operands"
+        return {**where, "written": got.result, "written_step": shown(got.text, 80), "kind": kind}
     if len(written) > len(expected):
         extra = written[len(expected)]
         return {
             "index": len(expected),
             "expected": None,
             "expected_step": None,
-            "written": str(extra.result) if isinstance(extra, Step) else None,
-            "written_step": shown(str(extra), 80),
+            "written": extra.result if isinstance(extra, Line) else None,
+            "written_step": shown(extra.text if isinstance(extra, Line) else extra, 80),
             "kind": "extra",
         }
     return None
 
 
-def _reference_steps(sample: Sample) -> tuple[list[Step] | None, str | None]:
-    """The reference scratchpad's steps, or None and why they cannot be read."""
+def _reference_steps(sample: Sample) -> tuple[list[Line] | None, str | None]:
+    """The reference scratchpad's lines, or None and why they cannot be read."""
     solution = sample.meta.get("solution") if isinstance(sample.meta, dict) else None
     if not isinstance(solution, str):
         return None, "sample.meta has no 'solution' scratchpad: only the final answer is checked"
-    steps, _ = split_scratchpad(solution, len(solution))
-    readable = [s for s in steps if isinstance(s, Step)]
-    if len(readable) != len(steps) or not readable:
+    lines, _ = split_scratchpad(solution, len(solution))
+    readable = [line for line in lines if isinstance(line, Line)]
+    if len(readable) != len(lines) or not readable:
         return (
             None,
             "sample.meta['solution'] is not a chain_arithmetic scratchpad: only the final answer is checked",
@@ -123,7 +124,7 @@ def _reference_steps(sample: Sample) -> tuple[list[Step] | None, str | None]:
     return readable, None
 
 
-def _step_detail(written: Sequence[Step | str], sample: Sample) -> dict[str, Any]:
+def _step_detail(written: Sequence[Line | str], sample: Sample) -> dict[str, Any]:
     """The step-level part of the detail: counts, the first wrong step, how many leading steps are right."""
     expected, why_not = _reference_steps(sample)
     if expected is None:
@@ -158,10 +159,10 @@ class ChainArithmeticVerifier:
     wrong intermediate step against ``sample.meta['solution']``.
 
     >>> v = ChainArithmeticVerifier(ChainArithmeticParams())
-    >>> s = Sample("c", "(12+7)*3-4=", "53", {"solution": "12+7=19;19*3=57;57-4=53;#### 53"})
-    >>> [r.reward for r in v(["12+7=19;19*3=57;57-4=53;#### 53", "12+7=19;19*3=58;58-4=54;#### 54"], [s, s])]
+    >>> s = Sample("c", "(9+6)*4-5=", "55", {"solution": "15*4-5=60-5=55;#### 55"})
+    >>> [r.reward for r in v(["15*4-5=60-5=55;#### 55", "15*4-5=61-5=56;#### 56"], [s, s])]
     [1.0, 0.0]
-    >>> v(["12+7=19;19*3=58;58-4=54;#### 54"], [s])[0].detail["first_wrong_step"]["index"]
+    >>> v(["15*4-5=61-5=56;#### 56"], [s])[0].detail["first_wrong_step"]["index"]
     1
     """
 

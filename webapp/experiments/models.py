@@ -65,6 +65,14 @@ class Run(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     celery_task_id = models.CharField(max_length=255, blank=True, default="")
     final_metrics = models.JSONField(default=dict, blank=True)
+    phase = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="What the run is doing before its first step (e.g. building_model); blank otherwise.",
+    )
+    phase_progress = models.JSONField(
+        default=dict, blank=True,
+        help_text="The phase's latest report: label, done, total, elapsed_s, eta_s, updated_at (ISO time).",
+    )
     verifier_versions = models.ManyToManyField(
         "verification.VerifierVersion",
         blank=True,
@@ -77,6 +85,11 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.experiment_id} ({self.status})"
+
+    @property
+    def phase_text(self) -> str:
+        """A few words for lists of runs: "building model" while a phase runs, else blank."""
+        return self.phase.replace("_", " ")
 
 
 class MetricPoint(models.Model):

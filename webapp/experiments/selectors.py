@@ -76,7 +76,16 @@ def run_status_payload(*, run: Run) -> dict[str, Any]:
         "resume_from": run.resume_from,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "phase": run_phase_payload(run=run),
     }
+
+
+def run_phase_payload(*, run: Run) -> dict[str, Any] | None:
+    """The run's phase before its first step (``run.phase`` events, the API, the page), or None:
+    ``{name, label, subject, done, total, elapsed_s, eta_s, updated_at}``."""
+    if not run.phase:
+        return None
+    return {"name": run.phase, **run.phase_progress}
 
 
 # --- membership-checked lookups --------------------------------------------------------------------

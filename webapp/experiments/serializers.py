@@ -14,6 +14,7 @@ from webapp.experiments.selectors import (
     MAX_METRIC_POINTS,
     RolloutWithTokens,
     checkpoint_has_files,
+    run_phase_payload,
     run_queue_position,
 )
 
@@ -43,18 +44,37 @@ class ExperimentUpdateIn(serializers.Serializer[None]):
 # --- runs --------------------------------------------------------------------------------------------
 
 
+class RunPhaseOut(serializers.Serializer[None]):
+    """What a run does before its first step, e.g. building the built-in model (trainer.sinks.PhaseReport)."""
+
+    name = serializers.CharField(help_text="Stable name, e.g. building_model.")
+    # The metaclass moves declared fields off the class, so this does not shadow Field.label at run time.
+    label = serializers.CharField(help_text="For people, e.g. 'Building the built-in model tiny:addition (...)'.")  # type: ignore[assignment]
+    subject = serializers.CharField(help_text="What it works on, e.g. the model name.")
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    elapsed_s = serializers.FloatField(allow_null=True)
+    eta_s = serializers.FloatField(allow_null=True, help_text="Seconds left at updated_at; null before the rate is known.")
+    updated_at = serializers.DateTimeField()
+
+
 class RunOut(serializers.ModelSerializer[Run]):
     experiment_name = serializers.CharField(source="experiment.name", read_only=True)
     project = serializers.IntegerField(source="experiment.project_id", read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    phase = serializers.SerializerMethodField(help_text="Before the first step (model build): how far; else null.")
 
     class Meta:
         model = Run
         fields: tuple[str, ...] = (
             "id", "experiment", "experiment_name", "project", "status", "step", "max_steps",
             "created_by", "created_at", "started_at", "finished_at", "worker", "error_message",
-            "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics",
+            "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics", "phase",
         )  # fmt: skip
+
+    @extend_schema_field(RunPhaseOut(allow_null=True))
+    def get_phase(self, run: Run) -> dict[str, Any] | None:
+        return run_phase_payload(run=run)
 
 
 class RunDetailOut(RunOut):

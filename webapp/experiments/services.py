@@ -45,7 +45,8 @@ from webapp.experiments.models import (
     RunEvent,
     RunStatus,
 )
-from webapp.experiments.selectors import run_latest_checkpoint, run_status_payload
+from webapp.experiments.phases import phase_done_message
+from webapp.experiments.selectors import run_latest_checkpoint, run_phase_payload, run_status_payload
 from webapp.experiments.storable import clean_json, clean_text, finite_or_none
 from webapp.realtime.publish import publish_run_event
 from webapp.teams.models import Project
@@ -196,7 +197,8 @@ def _requeue(run: Run) -> Checkpoint | None:
     run.finished_at = None
     run.save(
         update_fields=[
-            "status", "resume_from", "step", "cancel_requested", "error_message", "traceback", "finished_at"
+            "status", "resume_from", "step", "cancel_requested", "error_message", "traceback", "finished_at",
+            *_clear_phase(run),
         ]
     )
     return checkpoint
@@ -272,7 +274,7 @@ def run_mark_started(*, run_id: int, worker: str) -> Run:
         run.started_at = run.started_at or timezone.now()
         run.attempts += 1
         run.worker = worker
-        run.save(update_fields=["status", "started_at", "attempts", "worker"])
+        run.save(update_fields=["status", "started_at", "attempts", "worker", *_clear_phase(run)])
         origin = f"resuming from {run.resume_from}" if run.resume_from else "from the start"
         level = EventLevel.WARNING if restarted else EventLevel.INFO
         _event(run_id, level, "started", f"Attempt {run.attempts} on {worker}, {origin}.", run.step)
@@ -301,7 +303,8 @@ def run_record_step(
         Rollout.objects.filter(run_id=run_id, step=step).delete()
         MetricPoint.objects.bulk_create(metric_rows)
         Rollout.objects.bulk_create(rollout_rows, batch_size=128)
-        Run.objects.filter(pk=run_id).update(step=step, max_steps=max_steps)
+        # The first step ends any phase before it (the model build): the page's run.step handler hides it too.
+        Run.objects.filter(pk=run_id).update(step=step, max_steps=max_steps, phase="", phase_progress={})
         payload = {
             "step": step,
             "max_steps": max_steps,
@@ -333,6 +336,42 @@ def _rollout_row(run_id: int, step: int, record: RolloutRecord) -> Rollout:
     )
 
 
+def run_record_phase(
+    *,
+    run_id: int,
+    name: str,
+    label: str,
+    subject: str,
+    done: int,
+    total: int,
+    elapsed_s: float,
+    eta_s: float | None,
+) -> None:
+    """Store what the run is doing before its first step (the latest, throttled report of e.g. a built-in
+    model's first build, trainer.sinks.PhaseReport) and publish ``run.phase`` after commit, so the page
+    shows the build instead of "step 0". One run event when a phase starts (per model built) and one
+    when it ends. A run that has finished ignores late reports."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status in FINISHED_STATUSES:
+            return
+        before = run.phase_progress if run.phase else {}
+        same = run.phase == name and before.get("subject") == subject
+        ended_before = same and before.get("done", 0) >= before.get("total", 0)
+        run.phase = clean_text(name)[:64]
+        run.phase_progress = clean_json({
+            "label": label, "subject": subject, "done": done, "total": total,
+            "elapsed_s": finite_or_none(elapsed_s), "eta_s": None if eta_s is None else finite_or_none(eta_s),
+            "updated_at": timezone.now().isoformat(),
+        })
+        run.save(update_fields=["phase", "phase_progress"])
+        if not same:
+            _event(run_id, EventLevel.INFO, "phase_started", f"{label}: {total} steps.", run.step)
+        if done >= total and not ended_before:
+            _event(run_id, EventLevel.INFO, "phase_finished", phase_done_message(name, subject, label, elapsed_s), run.step)
+        publish_run_event(run_id=run_id, event="run.phase", payload={"phase": run_phase_payload(run=run)})
+
+
 def run_record_checkpoint(*, run_id: int, step: int, path: str) -> None:
     with transaction.atomic():
         Checkpoint.objects.update_or_create(run_id=run_id, step=step, defaults={"path": path})
@@ -349,7 +388,7 @@ def run_finish(*, run_id: int, status: str, final_metrics: dict[str, float]) -> 
         run.status = status
         run.finished_at = timezone.now()
         run.final_metrics = clean_json(final_metrics)
-        run.save(update_fields=["status", "finished_at", "final_metrics"])
+        run.save(update_fields=["status", "finished_at", "final_metrics", *_clear_phase(run)])
         _event(run_id, EventLevel.INFO, status, f"Run {status} at step {run.step}.", run.step)
         _publish_status(run)
 
@@ -362,7 +401,9 @@ def run_fail(*, run_id: int, message: str, traceback_text: str) -> None:
         run.error_message = clean_text(message)
         run.traceback = clean_text("\n".join(traceback_text.rstrip().splitlines()[-TRACEBACK_LINES:]))
         run.cancel_requested = False
-        run.save(update_fields=["status", "finished_at", "error_message", "traceback", "cancel_requested"])
+        run.save(update_fields=[
+            "status", "finished_at", "error_message", "traceback", "cancel_requested", *_clear_phase(run),
+        ])
         _event(run_id, EventLevel.ERROR, "failed", run.error_message, run.step)
         _publish_status(run)
 
@@ -377,7 +418,7 @@ def run_requeue_after_worker_loss(*, run_id: int) -> None:
         if run.cancel_requested:
             run.status = RunStatus.CANCELLED
             run.finished_at = timezone.now()
-            run.save(update_fields=["status", "finished_at"])
+            run.save(update_fields=["status", "finished_at", *_clear_phase(run)])
             _event(run_id, EventLevel.WARNING, "cancelled", "The worker was lost while stopping; run cancelled.")
         else:
             checkpoint = _requeue(run)
@@ -393,6 +434,12 @@ def run_log_event(*, run_id: int, level: str, kind: str, message: str, step: int
 
 
 # --- shared ----------------------------------------------------------------------------------------
+
+
+def _clear_phase(run: Run) -> list[str]:
+    """Forget the run's phase (a new attempt, or an outcome, makes it stale); returns the fields to save."""
+    run.phase, run.phase_progress = "", {}
+    return ["phase", "phase_progress"]
 
 
 def _locked(run_id: int) -> Run:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Replace
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -49,13 +50,15 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 
 def experiments_with_latest_run(*, project: Project) -> QuerySet[Experiment]:
-    """The project's experiments, each with its latest run (id, status) and best ``rollout/reward_mean``."""
+    """The project's experiments, each with its latest run (id, status, phase as words like Run.phase_text)
+    and best ``rollout/reward_mean``."""
     latest = Run.objects.filter(experiment=OuterRef("pk")).order_by("-created_at", "-id")
     return (
         experiments_for_project(project=project)
         .annotate(
             latest_run_id=Subquery(latest.values("id")[:1]),
             latest_run_status=Subquery(latest.values("status")[:1]),
+            latest_run_phase=Replace(Subquery(latest.values("phase")[:1]), Value("_"), Value(" ")),
             best_reward=Max("runs__metric_points__value", filter=Q(runs__metric_points__key=BEST_REWARD_KEY)),
         )
         .order_by("-updated_at", "-id")

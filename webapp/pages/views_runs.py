@@ -12,7 +12,13 @@ from django.views.decorators.http import require_POST
 
 from webapp.core.errors import ApplicationError
 from webapp.experiments.models import FINISHED_STATUSES, RunStatus
-from webapp.experiments.selectors import events_for_run, run_get_for_user, run_queue_position
+from webapp.experiments.phases import phase_view
+from webapp.experiments.selectors import (
+    events_for_run,
+    run_get_for_user,
+    run_phase_payload,
+    run_queue_position,
+)
 from webapp.experiments.services import run_cancel, run_resume
 from webapp.pages.views_common import report_error, role_context
 
@@ -34,7 +40,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED),
         "finished": run.status in FINISHED_STATUSES,
         "queue_position": run_queue_position(run=run),
-        "page_data": {"run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps},
+        "phase": phase_view(run),  # the model build before step 1, rendered in place of "step 0 / N"
+        "page_data": {
+            "run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps,
+            "phase": run_phase_payload(run=run),
+        },
         **role_context(project=run.experiment.project, request=request),
     }
     return render(request, "pages/run_detail.html", context)

@@ -10,8 +10,8 @@ from trainer.errors import VerifierError
 from trainer.samples import Sample
 from trainer.verifiers import VERIFIERS, build_verifier
 
-SOLUTION = "12+7=19;19*3=57;57-4=53;#### 53"
-SAMPLE = Sample("c", "(12+7)*3-4=", "53", {"solution": SOLUTION})
+SOLUTION = "15*4-5=60-5=55;#### 55"
+SAMPLE = Sample("c", "(9+6)*4-5=", "55", {"solution": SOLUTION})
 
 
 def score(completion: str, sample: Sample = SAMPLE) -> dict:
@@ -31,71 +31,68 @@ def test_every_reference_solution_scores_one_with_no_wrong_step(level: str):
     assert all(r.reward == 1.0 and r.correct for r in results)
     assert all(r.detail["first_wrong_step"] is None for r in results)
     assert all(r.detail["steps_right"] == r.detail["steps_expected"] for r in results)
+    assert all(r.detail["steps_expected"] == s.meta["operands"] - 1 for r, s in zip(results, samples, strict=True))
 
 
-def test_a_wrong_middle_step_is_named_with_its_expected_and_written_result():
-    detail = score("12+7=19;19*3=58;58-4=54;#### 54")
-    assert detail["reward"] == 0.0 and detail["extracted"] == "54"
+def test_a_wrong_middle_result_is_named_with_its_expected_and_written_result():
+    detail = score("15*4-5=61-5=56;#### 56")
+    assert detail["reward"] == 0.0 and detail["extracted"] == "56"
     assert detail["first_wrong_step"] == {
         "index": 1,
-        "expected": "57",
-        "expected_step": "19*3=57",
-        "written": "58",
-        "written_step": "19*3=58",
+        "expected": "60",
+        "expected_step": "60-5",
+        "written": "61",
+        "written_step": "61-5",
         "kind": "arithmetic",
     }
     assert detail["steps_right"] == 1
 
 
 def test_a_wrong_step_is_reported_even_when_the_final_answer_is_right():
-    detail = score("12+7=19;19*3=58;57-4=53;#### 53")
+    detail = score("15*4-5=61-5=55;#### 55")
     assert detail["reward"] == 1.0
     assert detail["first_wrong_step"]["index"] == 1
 
 
-def test_a_mis_copied_operand_is_an_operand_error():
-    detail = score("12+7=19;19*4=76;76-4=72;#### 72")
-    assert detail["first_wrong_step"]["kind"] == "operands"
-    assert (detail["first_wrong_step"]["expected"], detail["first_wrong_step"]["written"]) == ("57", "76")
+@pytest.mark.parametrize("line", ["15*3-5", "15*4", "15*4-5+2", "15-4-5"])
+def test_a_mis_copied_operand_or_operator_is_an_operand_error(line: str):
+    wrong = score(f"{line}=40;#### 40")["first_wrong_step"]
+    assert (wrong["index"], wrong["kind"]) == (0, "operands")
+    assert (wrong["expected"], wrong["written"], wrong["written_step"]) == ("15", "15", line)
 
 
-def test_operands_of_sums_and_products_may_be_swapped():
-    detail = score("7+12=19;3*19=57;57-4=53;#### 53")
-    assert detail["reward"] == 1.0 and detail["first_wrong_step"] is None
-
-
-def test_swapped_operands_of_a_difference_are_wrong():
-    assert score("12+7=19;19*3=57;4-57=-53;#### 53")["first_wrong_step"]["index"] == 2
+def test_parentheses_do_not_count():
+    assert score("(15*4-5)=(60-5)=55;#### 55")["first_wrong_step"] is None
 
 
 def test_missing_extra_and_unreadable_steps_are_named():
-    missing = score("12+7=19;#### 53")["first_wrong_step"]
+    missing = score("15*4-5;#### 55")["first_wrong_step"]
     assert (missing["index"], missing["kind"], missing["written"]) == (1, "missing", None)
-    extra = score(SOLUTION.replace("####", "53+0=53;####"))["first_wrong_step"]
-    assert (extra["index"], extra["kind"]) == (3, "extra")
-    unreadable = score("12+7=19;nineteen times three;57-4=53;#### 53")["first_wrong_step"]
+    extra = score("15*4-5=60-5=55=55+0;#### 55")["first_wrong_step"]
+    assert (extra["index"], extra["kind"], extra["written_step"]) == (3, "extra", "55+0")
+    unreadable = score("15*4-5=sixty minus five=55;#### 55")["first_wrong_step"]
     assert (unreadable["index"], unreadable["kind"], unreadable["written_step"]) == (
         1,
         "unreadable",
-        "nineteen times three",
+        "sixty minus five",
     )
 
 
 def test_newlines_spaces_and_x_for_times_are_read():
-    detail = score("12 + 7 = 19\n19 x 3 = 57\n57 - 4 = 53\n#### 53")
+    detail = score("15 x 4 - 5\n60 - 5\n55\n#### 55")
     assert detail["reward"] == 1.0 and detail["first_wrong_step"] is None
 
 
 def test_only_the_first_marker_counts():
-    assert score("12+7=19;19*3=57;57-4=53;#### 52 #### 53")["reward"] == 0.0
+    assert score("15*4-5=60-5=55;#### 54 #### 55")["reward"] == 0.0
     assert score(SOLUTION + "<eos>garbage #### 7")["reward"] == 1.0
 
 
 @pytest.mark.parametrize(
     ("completion", "reason"),
     [
-        ("12+7=19;19*3=57;57-4=53;53", "no final answer"),
-        ("12+7=19;19*3=57;57-4=53;#### fifty-three", "no integer after '####'"),
+        ("15*4-5=60-5=55;55", "no final answer"),
+        ("15*4-5=60-5=55;#### fifty-five", "no integer after '####'"),
         ("", "no final answer"),
     ],
 )
@@ -111,7 +108,8 @@ def test_an_answer_without_the_delimiter_or_a_number_scores_zero(completion: str
         ";" * 100_000,
         "1+1=2;" * 100_000,
         "#### " + "9" * 5000,
-        "12+7=" + "9" * 5000 + ";#### 53",
+        "15*4-5=" + "9" * 5000 + ";#### 55",
+        "1+" * 50_000 + "1",
         "ünïcödé ∑ 😀 #### 53",
         "\x00#### 53",
         "(" * 10_000 + "#### 53",
@@ -132,7 +130,7 @@ def test_text_beyond_max_chars_is_not_read():
 
 
 def test_a_sample_without_a_solution_checks_the_final_answer_only():
-    detail = score(SOLUTION, Sample("c", "(12+7)*3-4=", "53"))
+    detail = score(SOLUTION, Sample("c", "(9+6)*4-5=", "55"))
     assert detail["reward"] == 1.0
     assert detail["first_wrong_step"] is None and detail["steps_expected"] is None
     assert "only the final answer is checked" in detail["steps_note"]
@@ -146,7 +144,7 @@ def test_a_sample_without_an_integer_answer_scores_zero_with_an_error(answer: st
 
 def test_a_malformed_reference_solution_does_not_break_scoring():
     for meta in ({"solution": 53}, {"solution": "garbage"}, {"solution": ""}):
-        detail = score(SOLUTION, Sample("c", "q", "53", meta))
+        detail = score(SOLUTION, Sample("c", "q", "55", meta))
         assert detail["reward"] == 1.0 and detail["steps_expected"] is None
 
 
