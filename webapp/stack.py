@@ -232,15 +232,18 @@ def ensure_project(name: str, owner: Any) -> Any:
 
 
 def launch_demo(user: Any, project: Any) -> int:
-    """Launch the trainer's demo preset as a run of the experiment 'demo' (created once); its run id."""
+    """Launch the trainer's demo preset as a run of the experiment 'demo: <preset name>' (created once); its run id."""
     from trainer.presets import preset
     from webapp.experiments.models import Experiment
     from webapp.experiments.services import experiment_create, run_launch
 
-    experiment = Experiment.objects.filter(project=project, name="demo").first()
+    config = preset("demo")
+    # Named after the preset, so a data folder kept from an earlier demo (another task) gets the current one.
+    name = f"demo: {config['name']}"
+    experiment = Experiment.objects.filter(project=project, name=name).first()
     if experiment is None:
         experiment = experiment_create(
-            project=project, actor=user, name="demo", config=preset("demo"),
+            project=project, actor=user, name=name, config=config,
             description="GRPO on the built-in tiny model tiny:chain: chain arithmetic with a scratchpad, the "
             "verifier's outcome reward plus the teacher tiny:chain-teacher's per-token credit (weighted-additive "
             "fusion). Open a step's rollouts and colour the tokens by advantage: a wrong intermediate result stands out.",
