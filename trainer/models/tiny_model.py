@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -82,9 +82,8 @@ def rlvr_home() -> Path:
 _BYTE_LEVEL_WHITESPACE = {" ": "\u0120", "\n": "\u010a"}
 
 
-def char_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
-    """One token per printable ASCII character, plus <pad>=0, <eos>=1, <bos>=2, <unk>=3; with ``bos`` every
-    encoded text starts with <bos> (as Llama's tokenizers do), which marks where a prompt begins.
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    """One token per printable ASCII character, plus <pad>=0, <eos>=1, <bos>=2, <unk>=3.
 
     Written as a byte-level BPE without merges (space is the symbol 'Ġ', newline 'Ċ'), the form Qwen2's
     tokenizer class rebuilds from the saved files: ``AutoTokenizer.from_pretrained`` on a Qwen2 checkpoint
@@ -96,10 +95,6 @@ def char_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
     core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
-    if bos:
-        core.post_processor = processors.TemplateProcessing(
-            single="<bos> $A", pair="<bos> $A <bos> $B", special_tokens=[("<bos>", vocab["<bos>"])]
-        )
     tok = PreTrainedTokenizerFast(
         tokenizer_object=core, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"
     )
@@ -108,10 +103,10 @@ def char_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
 
 
 def build_tiny_model(
-    out_dir: str | Path, hidden: int = 128, layers: int = 4, heads: int = 4, seed: int = 0, bos: bool = False
+    out_dir: str | Path, hidden: int = 128, layers: int = 4, heads: int = 4, seed: int = 0
 ) -> Path:
-    """Write a randomly initialised tiny Qwen2 model + char tokenizer (``bos``: see char_tokenizer) to ``out_dir``."""
-    tok = char_tokenizer(bos=bos)
+    """Write a randomly initialised tiny Qwen2 model + char tokenizer to ``out_dir``."""
+    tok = char_tokenizer()
     torch.manual_seed(seed)
     cfg = Qwen2Config(
         vocab_size=len(tok),
@@ -192,8 +187,7 @@ def sft_warm_start(
     on_progress: BuildCallback | None = None,
 ) -> float:
     """Supervised fine-tune the model in ``model_dir`` in place on ``recipe``'s task (loss on the reference
-    completion and its end token, and on the prompt if the recipe says so); returns the held-out greedy
-    accuracy.
+    completion and its end token only); returns the held-out greedy accuracy.
 
     A fixed number of steps (not a time budget) and seeded draws, so the result is the same on every run.
     """
@@ -210,9 +204,9 @@ def sft_warm_start(
         batch = recipe.batch(rng, step, recipe.batch_size)
         enc = tok([p + c + tok.eos_token for p, c in batch], return_tensors="pt", padding=True, padding_side="right")
         labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
-        if not recipe.prompt_loss:
-            for row, (prompt, _) in enumerate(batch):
-                labels[row, : len(tok(prompt)["input_ids"])] = -100  # the prompt and its <bos>, if any
+        prompts = tok([prompt for prompt, _ in batch])["input_ids"]  # the prompt is noise: no loss on it
+        for row, prompt_ids in enumerate(prompts):
+            labels[row, : len(prompt_ids)] = -100
         loss = model(**enc, labels=labels).loss
         loss.backward()
         if recipe.clip_grad_norm is not None:
@@ -258,7 +252,7 @@ def ensure_tiny_model(
         if student is not None:  # the teacher continues from the student's weights, on other problems
             shutil.copytree(student, tmp, dirs_exist_ok=True)
         else:
-            build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads, bos=recipe.bos)
+            build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
         steps = recipe.sft_steps if sft_steps is None else sft_steps
         acc = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
         (tmp / "WARM_START.txt").write_text(

@@ -53,8 +53,6 @@ class TinyRecipe:
     warmup_steps: int = 0  # linear warm-up to lr
     schedule: Literal["constant", "cosine"] = "constant"  # after the warm-up: "constant", or "cosine" down to a tenth of lr at the end
     clip_grad_norm: float | None = None
-    bos: bool = False  # the tokenizer starts every text with <bos> (where the prompt, the scratchpad's first line, begins)
-    prompt_loss: bool = False  # also learn to predict the prompt's tokens (else the completion's only)
     max_new_tokens: int = 8
     seed: int = 0
     student: str | None = None  # train on from this built-in model's weights (a teacher)
