@@ -46,8 +46,8 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
     from trainer.models.tiny_model import BuildProgress, ensure_tiny_model, recipe_for, tiny_model_path
 
     name = args.model
-    if args.teacher:  # the teacher of --model (built on its student, which is built first if missing)
-        name = name if recipe_for(name).student else f"{name}-teacher"
+    if args.teacher and not name.endswith("-teacher"):  # the teacher of --model
+        name = f"{name}-teacher"
     recipe_for(name)  # ValueError naming the valid models
     if args.sft_steps is not None and args.sft_steps < 1:
         raise ValueError(f"--sft-steps must be at least 1, got {args.sft_steps}")
@@ -197,12 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--model", default=DEMO_MODEL, choices=BUILT_IN_MODELS,
         help=f"which built-in model (default {DEMO_MODEL}, the demo's student)",
     )
-    p.add_argument("--force", action="store_true", help="rebuild even if cached (only this model, not its student)")
+    p.add_argument("--force", action="store_true", help="rebuild even if cached (only this model, not the one it starts from)")
     p.add_argument("--sft-steps", type=int, default=None, help="warm-start SFT steps (default: the model's recipe)")
     p.add_argument(
         "--teacher", action="store_true",
         help="build the stronger teacher of --model for on-policy distillation instead (e.g. tiny:chain-teacher; "
-        "its student first if missing)",
+        "a model it starts from is built first if missing)",
     )
     p.set_defaults(func=_cmd_init_model)
 

@@ -246,7 +246,8 @@ def launch_demo(user: Any, project: Any) -> int:
             project=project, actor=user, name=name, config=config,
             description="GRPO on the built-in tiny model tiny:chain: chain arithmetic with a scratchpad, the "
             "verifier's outcome reward plus the teacher tiny:chain-teacher's per-token credit (weighted-additive "
-            "fusion). Open a step's rollouts and colour the tokens by advantage: a wrong intermediate result stands out.",
+            "fusion). The student answers most problems bare and learns to work them out. Open a step's rollouts: "
+            "coloured by teacher gap, a bare answer's first token stands out; by logprob, a wrong intermediate result.",
         )
     return int(run_launch(experiment=experiment, actor=user).pk)
 

@@ -28,30 +28,55 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return quick_builds(monkeypatch, tmp_path / "rlvr-home")
 
 
-def test_every_built_in_model_has_a_recipe_and_a_teacher_names_a_built_in_student() -> None:
+def test_every_built_in_model_has_a_recipe_and_starts_from_nothing_or_a_built_in_model() -> None:
     assert set(BUILT_IN_MODELS) == set(RECIPES) >= {"tiny:addition", "tiny:chain", "tiny:chain-teacher"}
     for recipe in RECIPES.values():
-        assert recipe.student is None or recipe.student in RECIPES
+        assert recipe.start_from is None or recipe.start_from in RECIPES
         assert recipe.cache_name.endswith(f"-v{recipe.version}")
     with pytest.raises(ValueError, match="valid: tiny:addition"):
         recipe_for("tiny:nope")
 
 
-def test_the_chain_teacher_builds_its_student_first_and_reports_both(home: Path) -> None:
+def test_the_chain_student_builds_its_teacher_first_and_reports_both(home: Path) -> None:
     heard: list[BuildProgress] = []
-    path = ensure_tiny_model("tiny:chain-teacher", on_progress=heard.append, log=lambda m: None)
-    assert [p.model for p in heard] == ["tiny:chain"] * QUICK_SFT_STEPS + ["tiny:chain-teacher"] * QUICK_SFT_STEPS
+    path = ensure_tiny_model("tiny:chain", on_progress=heard.append, log=lambda m: None)
+    assert [p.model for p in heard] == ["tiny:chain-teacher"] * QUICK_SFT_STEPS + ["tiny:chain"] * QUICK_SFT_STEPS
     assert [p.done for p in heard[:QUICK_SFT_STEPS]] == list(range(1, QUICK_SFT_STEPS + 1))
     assert all(p.total == QUICK_SFT_STEPS and p.eta_s is not None and p.eta_s >= 0 for p in heard)
     assert heard[-1].eta_s == 0
-    assert path == tiny_model_path("tiny:chain-teacher") and (tiny_model_path("tiny:chain") / "config.json").exists()
+    assert path == tiny_model_path("tiny:chain") and (tiny_model_path("tiny:chain-teacher") / "config.json").exists()
     warm = dict(line.split("=", 1) for line in (path / "WARM_START.txt").read_text().splitlines())
-    assert warm["recipe"] == "tiny:chain-teacher" and warm["sft_steps"] == str(QUICK_SFT_STEPS)
+    assert warm["recipe"] == "tiny:chain" and warm["sft_steps"] == str(QUICK_SFT_STEPS)
     assert 0.0 <= float(warm["greedy_accuracy"]) <= 1.0
     # loaded like any checkpoint; a cached model reports nothing
     AutoModelForCausalLM.from_pretrained(path)
     heard.clear()
-    assert resolve_model_path("tiny:chain-teacher", on_progress=heard.append) == str(path) and heard == []
+    assert resolve_model_path("tiny:chain", on_progress=heard.append) == str(path) and heard == []
+    assert resolve_model_path("tiny:chain-teacher", on_progress=heard.append) != str(path) and heard == []
+
+
+def test_the_student_mix_answers_about_two_problems_in_three_bare_and_the_rest_worked() -> None:
+    from trainer.models.tiny_recipes import BARE_SHARE
+
+    recipe = recipe_for("tiny:chain")
+    rng = random.Random(0)
+    completions = [c for step in range(1, 31) for _, c in recipe.batch(rng, step, 32)]
+    bare = [c for c in completions if c.startswith("#### ")]
+    worked = [c for c in completions if not c.startswith("#### ")]
+    assert abs(len(bare) / len(completions) - BARE_SHARE) < 0.05
+    assert all("=" in c and ";#### " in c for c in worked)
+    assert all(chain_answer(c) for c in bare)  # a bare answer is still an answer the verifier reads
+
+
+def test_the_teachers_rate_holds_until_the_decay_starts_then_falls_to_a_tenth() -> None:
+    from trainer.models.tiny_model import lr_factor
+
+    recipe = recipe_for("tiny:chain-teacher")
+    steps, start = recipe.sft_steps, recipe.decay_start
+    assert 0 < start < steps
+    assert [lr_factor(recipe, s, steps) for s in (recipe.warmup_steps, start // 2, start)] == [1.0, 1.0, 1.0]
+    assert 0.1 < lr_factor(recipe, (start + steps) // 2, steps) < 1.0
+    assert lr_factor(recipe, steps - 1, steps) == pytest.approx(0.1)
 
 
 def test_a_chain_warm_start_batch_is_one_level_and_the_levels_take_turns() -> None:
@@ -84,10 +109,12 @@ def test_greedy_accuracy_reads_the_task_of_the_model_it_is_asked_about(home: Pat
 
 
 def test_init_model_builds_the_named_model_or_its_teacher(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert rlvr(["init-model", "--model", "tiny:chain", "--teacher"]) == 0
-    assert capsys.readouterr().out.strip().endswith(str(tiny_model_path("tiny:chain-teacher")))
-    assert rlvr(["init-model", "--model", "tiny:chain"]) == 0  # cached: prints the folder, builds nothing
-    assert capsys.readouterr().out.strip() == str(tiny_model_path("tiny:chain"))
+    assert rlvr(["init-model", "--model", "tiny:chain"]) == 0  # the teacher it starts from is built first
+    out = capsys.readouterr().out
+    assert out.index("building the built-in model tiny:chain-teacher") < out.index("building the built-in model tiny:chain ")
+    assert out.strip().endswith(str(tiny_model_path("tiny:chain")))
+    assert rlvr(["init-model", "--model", "tiny:chain", "--teacher"]) == 0  # cached: prints the folder, builds nothing
+    assert capsys.readouterr().out.strip() == str(tiny_model_path("tiny:chain-teacher"))
     with pytest.raises(SystemExit):
         rlvr(["init-model", "--model", "tiny:nope"])
 

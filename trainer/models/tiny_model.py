@@ -10,9 +10,11 @@ scratchpad, the demo). Each is saved as an ordinary Hugging Face checkpoint dire
 Built once and cached under ``$RLVR_HOME/models`` (default ``~/.cache/rlvr-studio/models``); the build
 reports every step to ``on_progress`` (the CLI's progress bar, the run page's build phase).
 
-A teacher (``tiny:addition-teacher``, ``tiny:chain-teacher``) is the student's weights trained further on
-other problems: the same tokenizer and architecture, a far higher greedy accuracy (about 0.7 against
-0.3 for addition), the student's tokens and style (`rlvr init-model --teacher`).
+A teacher and its student share the tokenizer and architecture, and a recipe may start from another
+built-in model's weights: ``tiny:addition-teacher`` is the student trained further on other problems (a
+greedy accuracy of about 0.7 against 0.3), while ``tiny:chain`` is ``tiny:chain-teacher`` fine-tuned into
+the habit of answering most problems bare (about 0.13 against 0.35; `rlvr init-model --teacher` builds
+a model's teacher).
 """
 
 from __future__ import annotations
@@ -176,7 +178,7 @@ def lr_factor(recipe: TinyRecipe, step: int, steps: int) -> float:
     warm = min(1.0, (step + 1) / recipe.warmup_steps) if recipe.warmup_steps else 1.0
     if recipe.schedule == "constant":
         return warm
-    progress = min(1.0, step / max(1, steps - 1))
+    progress = min(1.0, max(0, step - recipe.decay_start) / max(1, steps - 1 - recipe.decay_start))
     return warm * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
@@ -234,13 +236,13 @@ def ensure_tiny_model(
 ) -> Path:
     """Return the cached tiny model directory, building and warm-starting it on first use.
 
-    ``sft_steps`` overrides the recipe's warm-start steps (for a teacher: its steps on top of the student,
-    which is built first, with its own recipe, if missing). Built in a temporary directory and renamed into
+    ``sft_steps`` overrides the recipe's warm-start steps (for a recipe that starts from another built-in
+    model: its steps on top of that model, which is built first, with its own recipe, if missing). Built in a temporary directory and renamed into
     place, so an interrupted build never leaves a half-written model behind and two concurrent builders
     cannot corrupt each other.
     """
     recipe = recipe_for(name)
-    student = ensure_tiny_model(recipe.student, on_progress=on_progress, log=log) if recipe.student else None
+    origin = ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log) if recipe.start_from else None
     final = tiny_model_path(name)
     if (final / "config.json").exists():
         return final
@@ -249,8 +251,8 @@ def ensure_tiny_model(
     log(f"building the built-in model {name} (once: {recipe.summary}) in {final} ...")
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     try:
-        if student is not None:  # the teacher continues from the student's weights, on other problems
-            shutil.copytree(student, tmp, dirs_exist_ok=True)
+        if origin is not None:  # trained on from another built-in model's weights
+            shutil.copytree(origin, tmp, dirs_exist_ok=True)
         else:
             build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
         steps = recipe.sft_steps if sft_steps is None else sft_steps

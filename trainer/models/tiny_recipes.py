@@ -1,18 +1,25 @@
 """What each built-in tiny model is: its task, its warm start and how its accuracy is read.
 
 A recipe is data, not code paths: ``tiny_model.ensure_tiny_model`` builds every recipe the same way (a
-random tiny Qwen2 with the character tokenizer, then a fixed number of supervised steps on the task's
-reference solutions, then the greedy accuracy on held-out problems). A teacher names its student: it
-starts from the student's weights and trains further on other problems (another seed), so it shares
-the student's tokenizer and style but is right more often, which is what on-policy distillation needs.
+random tiny Qwen2 with the character tokenizer, or the weights of the built-in model named in
+``start_from``, then a fixed number of supervised steps on the recipe's batches, then the greedy accuracy
+on held-out problems). A teacher and its student share one tokenizer, which on-policy distillation needs.
 
-- ``tiny:addition`` / ``tiny:addition-teacher``: two-digit addition, the answer only (3-4 tokens).
-- ``tiny:chain`` / ``tiny:chain-teacher``: the built-in chain arithmetic task with its scratchpad
-  (``trainer/data/chain_arithmetic.py``, 30-80 tokens a completion), mixed levels, one level per batch
-  so that a batch pads to similar lengths.
+- ``tiny:addition`` / ``tiny:addition-teacher``: two-digit addition, the answer only (3-4 tokens); the
+  teacher is the student trained further on other problems.
+- ``tiny:chain-teacher`` / ``tiny:chain``: the built-in chain arithmetic task with its scratchpad
+  (``trainer/data/chain_arithmetic.py``, 26-67 characters a completion). The teacher learns to write the
+  scratchpad: a constant learning rate while it learns to copy the rest of the expression onto each line
+  (a rate that decays from the start stops it before it does: most lines then drop or change an operand),
+  then a cosine decay. The student starts from the teacher and is fine-tuned briefly on a mix in which two
+  problems in three are answered bare (``#### 55``, no working): it keeps the teacher's arithmetic but has
+  the habit of answering without working, which fails on most chains. That is what the demo's GRPO run
+  (trainer/presets/demo.yaml) unlearns from the verifier's reward alone, and where the teacher's per-token
+  credit is sharpest: the teacher gives the bare answer's first token almost no probability.
 
 ``version`` is part of the cache folder's name: bump it whenever a recipe's outcome changes (version 3 of
-the addition models: the tokenizer keeps spaces and newlines through ``AutoTokenizer``).
+the addition models: the tokenizer keeps spaces and newlines through ``AutoTokenizer``; version 3 of the
+chain models: the teacher comes first and the student carries the bare-answer habit).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ Problem = tuple[str, str]  # (prompt, the answer the greedy completion must reac
 class TinyRecipe:
     """How one built-in model is built. ``batch(rng, step, size)`` draws one SFT batch."""
 
+
     name: str
     summary: str
     batch: Callable[[random.Random, int, int], list[Example]]
@@ -52,10 +60,11 @@ class TinyRecipe:
     lr: float = 1e-3
     warmup_steps: int = 0  # linear warm-up to lr
     schedule: Literal["constant", "cosine"] = "constant"  # after the warm-up: "constant", or "cosine" down to a tenth of lr at the end
+    decay_start: int = 0  # "cosine": the rate stays at lr until this step, then decays over the steps left
     clip_grad_norm: float | None = None
     max_new_tokens: int = 8
     seed: int = 0
-    student: str | None = None  # train on from this built-in model's weights (a teacher)
+    start_from: str | None = None  # train on from this built-in model's weights (built first if missing)
     hidden: int = 128
     layers: int = 4
     heads: int = 4
@@ -97,6 +106,18 @@ def _chain_batch(rng: random.Random, step: int, size: int) -> list[Example]:
     return out
 
 
+BARE_SHARE = 2 / 3  # the student's fine-tuning mix: the share of problems answered bare (no scratchpad)
+
+
+def _chain_habit_batch(rng: random.Random, step: int, size: int) -> list[Example]:
+    """As ``_chain_batch``, but each problem is answered bare (``#### 55``) with probability BARE_SHARE."""
+    out = []
+    for prompt, solution in _chain_batch(rng, step, size):
+        bare = rng.random() < BARE_SHARE
+        out.append((prompt, solution[solution.index(ANSWER_MARKER):] if bare else solution))
+    return out
+
+
 def chain_held_out(n: int, seed: int = 1234) -> list[Problem]:
     """Problems of the 'mixed' data source itself (data.source chain_arithmetic), under a seed no run uses
     by default."""
@@ -130,21 +151,22 @@ RECIPES: dict[str, TinyRecipe] = {
             name="tiny:addition-teacher",
             summary="tiny:addition trained 500 steps further: the stronger teacher for on-policy distillation",
             batch=_addition_batch, held_out=addition_held_out, answer_of=_first_line,
-            sft_steps=500, version=3, max_new_tokens=5, seed=1, student="tiny:addition",
-        ),
-        TinyRecipe(
-            name="tiny:chain",
-            summary="chain arithmetic with a scratchpad (mixed levels), warm-started to a modest accuracy",
-            batch=_chain_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=600, version=2, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine",
-            clip_grad_norm=1.0, max_new_tokens=96,
+            sft_steps=500, version=3, max_new_tokens=5, seed=1, start_from="tiny:addition",
         ),
         TinyRecipe(
             name="tiny:chain-teacher",
-            summary="tiny:chain trained further on other problems: the teacher for on-policy distillation",
+            summary="chain arithmetic with a scratchpad (mixed levels): the teacher for on-policy distillation",
             batch=_chain_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=900, version=2, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine",
-            clip_grad_norm=1.0, max_new_tokens=96, seed=1, student="tiny:chain",
+            sft_steps=900, version=3, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine", decay_start=600,
+            clip_grad_norm=1.0, max_new_tokens=96, seed=1,
+        ),
+        TinyRecipe(
+            name="tiny:chain",
+            summary="tiny:chain-teacher fine-tuned to answer two problems in three without working: a student "
+            "with a bad habit",
+            batch=_chain_habit_batch, held_out=chain_held_out, answer_of=chain_answer,
+            sft_steps=150, version=3, batch_size=32, lr=1e-3, schedule="cosine",
+            clip_grad_norm=1.0, max_new_tokens=96, seed=2, start_from="tiny:chain-teacher",
         ),
     )
 }

@@ -143,6 +143,12 @@ def _step_detail(written: Sequence[Line | str], sample: Sample) -> dict[str, Any
     }
 
 
+def _right_share(detail: dict[str, Any]) -> float:
+    """The share of the reference steps written right before the first wrong one (0 without a reference)."""
+    expected = detail.get("steps_expected")
+    return detail.get("steps_right", 0) / expected if expected else 0.0
+
+
 class ChainArithmeticParams(VerifierParams):
     max_chars: int = Field(
         4096,
@@ -150,6 +156,14 @@ class ChainArithmeticParams(VerifierParams):
         le=1_000_000,
         description="Read only the first max_chars characters of a completion (bounds the work on runaway "
         "output; a scratchpad of the built-in levels is under 100).",
+    )
+    step_credit: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Partial credit for a wrong final answer: step_credit x the share of the reference steps "
+        "written right before the first wrong one (a step-level reward in the spirit of Lightman et al. 2023, "
+        "'Let's Verify Step by Step'); a right answer always scores 1. 0: outcome only.",
     )
 
 
@@ -197,4 +211,5 @@ class ChainArithmeticVerifier:
         correct = found is not None and int(found.group(1)) == int(reference)
         detail.setdefault("reason", "match" if correct else "mismatch")
         detail.update(_step_detail(written, sample))
-        return VerifierResult(float(correct), correct, detail)
+        reward = 1.0 if correct else self.params.step_credit * _right_share(detail)
+        return VerifierResult(reward, correct, detail)

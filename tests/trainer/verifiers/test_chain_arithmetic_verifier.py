@@ -157,3 +157,25 @@ def test_mismatched_lengths_and_an_empty_batch_keep_the_contract():
 def test_an_unknown_param_is_refused_by_name():
     with pytest.raises(VerifierError, match="no_such_param"):
         build_verifier("chain_arithmetic", {"no_such_param": 1})
+
+
+def test_step_credit_pays_the_share_of_right_leading_steps_and_never_a_right_answers_one():
+    credit = build_verifier("chain_arithmetic", {"step_credit": 0.5})
+    wrong_second, wrong_first, right = credit(
+        ["15*4-5=61-5=56;#### 56", "16*4-5=64-5=59;#### 59", SOLUTION], [SAMPLE] * 3
+    )
+    assert wrong_second.reward == pytest.approx(0.5 * 1 / 3) and not wrong_second.correct
+    assert wrong_first.reward == 0.0
+    assert right.reward == 1.0 and right.correct
+    # a right answer reached through a wrong step still scores 1: the reward stays verifiable by the answer
+    (lucky,) = credit(["15*4-5=60-5=54;#### 55"], [SAMPLE])
+    assert lucky.reward == 1.0 and lucky.detail["first_wrong_step"]["index"] == 2
+    # without a reference scratchpad there is nothing to credit
+    (bare,) = credit(["15*4-5=61-5=56;#### 56"], [Sample("c", "(9+6)*4-5=", "55")])
+    assert bare.reward == 0.0
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.0, float("nan")])
+def test_step_credit_out_of_range_is_refused_by_name(value: float):
+    with pytest.raises(VerifierError, match="step_credit"):
+        build_verifier("chain_arithmetic", {"step_credit": value})
