@@ -157,7 +157,7 @@ RECIPES: dict[str, TinyRecipe] = {
             name="tiny:chain-teacher",
             summary="chain arithmetic with a scratchpad (mixed levels): the teacher for on-policy distillation",
             batch=_chain_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=900, version=3, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine", decay_start=600,
+            sft_steps=800, version=3, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine", decay_start=600,
             clip_grad_norm=1.0, max_new_tokens=96, seed=1,
         ),
         TinyRecipe(
@@ -165,7 +165,7 @@ RECIPES: dict[str, TinyRecipe] = {
             summary="tiny:chain-teacher fine-tuned to answer two problems in three without working: a student "
             "with a bad habit",
             batch=_chain_habit_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=150, version=3, batch_size=32, lr=1e-3, schedule="cosine",
+            sft_steps=120, version=3, batch_size=32, lr=1e-3, schedule="cosine",
             clip_grad_norm=1.0, max_new_tokens=96, seed=2, start_from="tiny:chain-teacher",
         ),
     )
