@@ -56,7 +56,8 @@ def test_define_a_verifier_run_the_bench_audit_it_and_pick_it_for_an_experiment(
     page.click("text=Verifiers")
     page.fill("#vf-name", "Final answer")
     page.select_option("#vf-verifier", "math")
-    assert "timeout_s" in (page.text_content("#vf-param-table") or "")  # the schema's parameter help (folded)
+    # the schema's parameter help (folded), filled in by the page's script once it has the choice
+    page.wait_for_function("() => (document.querySelector('#vf-param-table')?.textContent || '').includes('timeout_s')")
     page.fill("#vf-params", json.dumps({"extract": "boxed"}))
     page.click("#verifier-create button[type=submit]")
     page.wait_for_selector("#version-table")

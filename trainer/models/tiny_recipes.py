@@ -48,7 +48,6 @@ Problem = tuple[str, str]  # (prompt, the answer the greedy completion must reac
 class TinyRecipe:
     """How one built-in model is built. ``batch(rng, step, size)`` draws one SFT batch."""
 
-
     name: str
     summary: str
     batch: Callable[[random.Random, int, int], list[Example]]
