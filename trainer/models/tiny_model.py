@@ -237,9 +237,9 @@ def ensure_tiny_model(
     """Return the cached tiny model directory, building and warm-starting it on first use.
 
     ``sft_steps`` overrides the recipe's warm-start steps (for a recipe that starts from another built-in
-    model: its steps on top of that model, which is built first, with its own recipe, if missing). Built in a temporary directory and renamed into
-    place, so an interrupted build never leaves a half-written model behind and two concurrent builders
-    cannot corrupt each other.
+    model: its steps on top of that model, which is built first, with its own recipe, if missing). Built in
+    a temporary directory and renamed into place, so an interrupted build never leaves a half-written model
+    behind and two concurrent builders cannot corrupt each other.
     """
     recipe = recipe_for(name)
     origin = ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log) if recipe.start_from else None
