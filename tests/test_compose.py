@@ -24,6 +24,8 @@ NOT_CONFIGURATION = {
     "DJANGO_SETTINGS_MODULE", "PYTEST_VERSION", "XDG_CONFIG_HOME",
     # Set by torchrun / our distributed launcher for its child ranks, never by a user.
     "RANK", "LOCAL_RANK", "RLVR_DIST_RANK", "OMP_NUM_THREADS", "PYTHONPATH",
+    # Set by the colocated vLLM engine for vLLM itself (its engine core in-process: trainer/rollout/vllm_backends.py).
+    "VLLM_ENABLE_V1_MULTIPROCESSING",
 }
 ENV_READ = re.compile(
     r"""(?:env_(?:str|bool|int|list|choice|paths)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""

@@ -174,6 +174,21 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rollout_server(args: argparse.Namespace) -> int:
+    from trainer.models.tiny_model import resolve_model_path
+    from trainer.rollout.rollout_server import serve
+    from trainer.rollout.vllm_backends import vllm_engine_args
+
+    engine_args = vllm_engine_args(
+        resolve_model_path(args.model), dtype=args.dtype, seed=args.seed,
+        gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+        kv_cache_gb=args.kv_cache_gb,
+    )
+    serve(engine_args, Path(args.weights_root), args.host, args.port,
+          Path(args.ready_file) if args.ready_file else None)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from trainer.models.tiny_model import BUILT_IN_MODELS, DEMO_MODEL
 
@@ -210,6 +225,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", help="a step-NNNNNN checkpoint directory or a run's output directory (latest)")
     p.add_argument("out", help="directory to write the merged model to")
     p.set_defaults(func=_cmd_export)
+
+    p = sub.add_parser(
+        "rollout-server",
+        help="serve generation with vLLM to training runs (rollout.vllm_mode: server); token in RLVR_ROLLOUT_TOKEN",
+    )
+    p.add_argument("--model", required=True, help="the policy's initial weights: a local model directory or tiny:<name>")
+    p.add_argument("--weights-root", required=True, help="the only directory new weights may be loaded from (runs write there)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
+    p.add_argument("--port", type=int, default=8100, help="port (0: any free one, written to --ready-file)")
+    p.add_argument("--ready-file", help="write the server's URL here once it serves")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.3,
+                   help="share of GPU memory (CPU: of RAM) vLLM may take (default 0.3)")
+    p.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    p.add_argument("--kv-cache-gb", type=float, default=None,
+                   help="GiB for the KV cache (default: the utilization share on a GPU, 1 GiB on the CPU)")
+    p.set_defaults(func=_cmd_rollout_server)
 
     from trainer.evaluation.cli import add_eval_parser
 

@@ -39,6 +39,8 @@ RLVR_DATASETS_DIR = DATA_DIR / "datasets"
 # ($RLVR_HOME/models, as trainer/models/tiny_model.py) and $RLVR_DATA_DIR/models by default.
 RLVR_HOME = Path(env_str("RLVR_HOME", str(Path.home() / ".cache" / "rlvr-studio")))
 RLVR_MODEL_ROOTS = env_paths("RLVR_MODEL_ROOTS", [RLVR_HOME / "models", DATA_DIR / "models"])
+# Rollout servers (`rlvr rollout-server`) that configs may name in rollout.vllm_server_url, e.g. http://rollout:8100.
+RLVR_ROLLOUT_SERVERS = env_list("RLVR_ROLLOUT_SERVERS", [])
 
 DEBUG = env_bool("RLVR_DEBUG", False)
 
@@ -298,6 +300,7 @@ ENV_VARIABLES = (
     "RLVR_RUNS_DIR",
     "RLVR_HOME",
     "RLVR_MODEL_ROOTS",
+    "RLVR_ROLLOUT_SERVERS",
     "RLVR_DEBUG",
     "RLVR_SECRET_KEY",
     "RLVR_ALLOWED_HOSTS",

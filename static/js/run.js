@@ -1,12 +1,13 @@
 /* Run page: live Plotly charts grouped by metric prefix, fed by the REST API then the run's websocket;
  * before step 1, the first-use model build's progress (run.phase events) in place of the step count.
  * Points arrive downsampled (server-side min/max buckets, about 1000 per key); each run.step appends one
- * point with Plotly.extendTraces. Every chart has a faint raw trace and an EMA-smoothed one on top. */
+ * point with Plotly.extendTraces. Every chart has a faint raw trace and an EMA-smoothed one on top. An
+ * asynchronous run's staleness and idle times also show beside the step count (showAsync). */
 "use strict";
 (function () {
   const data = window.rlvr.pageData();
   const runId = data.run_id;
-  const GROUPS = ["rollout", "reward", "actor", "perf", "eval"];
+  const GROUPS = ["rollout", "reward", "actor", "async", "perf", "eval"];
   const series = {};  // key -> {steps, values, smoothed, div}
   let lastStep = -1;
   let status = data.status;
@@ -89,6 +90,25 @@
       else appendPoints(key, c.step, c.value);
       lastStep = Math.max(lastStep, c.step[c.step.length - 1]);
     }
+    showAsync();
+  }
+
+  /* An asynchronous run (training.max_off_policy_steps > 0): how stale its rollouts are and how long each
+   * side waited for the other at the latest step, beside the step count. */
+  function lastValue(key) {
+    const s = series[key];
+    return s && s.values.length ? s.values[s.values.length - 1] : null;
+  }
+
+  function showAsync() {
+    const box = document.getElementById("async-summary");
+    const staleness = lastValue("async/staleness");
+    if (!box || staleness === null) return;
+    const secs = (v) => (v === null || !isFinite(v) ? "—" : v.toFixed(v < 10 ? 2 : 0) + " s");
+    box.textContent = "staleness " + staleness + " step" + (staleness === 1 ? "" : "s") +
+      " · trainer idle " + secs(lastValue("async/trainer_idle_s")) +
+      " · generator idle " + secs(lastValue("async/generator_idle_s"));
+    box.style.display = "";
   }
 
   function appendPoints(key, steps, values) {
@@ -237,6 +257,7 @@
         }
         lastStep = ev.step;
         setProgress(ev.step, ev.max_steps);
+        showAsync();
         showPhase(null);  // the first step ends the model build (the server cleared it too)
       } else if (ev.type === "run.phase") {
         showPhase(ev.phase);

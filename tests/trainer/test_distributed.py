@@ -72,11 +72,12 @@ def test_step_wide_methods_run_on_two_processes(sections: dict[str, Any]) -> Non
     assert config.training.num_processes == 2 and config.seeds_per_prompt
 
 
-def test_the_vllm_engine_is_still_refused_on_two_processes_with_why() -> None:
+def test_a_colocated_vllm_engine_is_refused_on_two_processes_with_why() -> None:
     with pytest.raises(ConfigError, match=r"training\.num_processes 2 does not support rollout\.engine 'vllm' "
-                                          r"\(one engine per process is not wired yet\)"):
+                                          r"with vllm_mode 'colocated' .* use vllm_mode 'server'"):
         config_from_dict(_config(rollout={"engine": "vllm"}))
     config_from_dict({"rollout": {"engine": "vllm"}})  # one process: fine
+    config_from_dict(_config(rollout={"engine": "vllm", "vllm_mode": "server"}))  # a server per process: fine
 
 
 def test_a_sampling_rubric_judge_is_refused_on_two_processes_and_a_greedy_one_runs() -> None:
@@ -251,7 +252,8 @@ def test_two_ranks_with_global_normalisers_update_exactly_like_one(random_model_
     advantages = torch.tensor([2.0, -1.0, 0.5, -0.5, 1.0, -2.0, 0.3, 1.5])[:, None] * mask
 
     def rows(sl: slice) -> UpdateBatch:
-        part = dataclasses.replace(batch, **{f.name: getattr(batch, f.name)[sl] for f in dataclasses.fields(batch)})
+        part = dataclasses.replace(batch, **{f.name: getattr(batch, f.name)[sl] for f in dataclasses.fields(batch)
+                                             if getattr(batch, f.name) is not None})
         return UpdateBatch(part, advantages[sl], mask[sl], None, None)
 
     def run(data: UpdateBatch, dist: Any) -> tuple[Any, torch.nn.Module]:

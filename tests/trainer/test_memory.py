@@ -16,6 +16,7 @@ from trainer.data import load_samples
 from trainer.errors import ConfigError
 from trainer.models.checkpoint import latest_checkpoint
 from trainer.models.memory import HEADROOM, kv_bytes_per_token, longest_prompt_tokens, plan_memory
+from trainer.models.transformers_compat import output_cache
 from trainer.sinks import NullSink
 from trainer.step.loop import train
 from trainer.step.run_setup import build_run
@@ -23,7 +24,7 @@ from trainer.step.run_setup import build_run
 
 def _kv_cache_bytes(model: torch.nn.Module, tokens: int) -> int:
     out = model(input_ids=torch.zeros(1, tokens, dtype=torch.long), use_cache=True)
-    cache = out.cache
+    cache = output_cache(out)
     total = 0
     for layer in cache.layers:
         total += layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()

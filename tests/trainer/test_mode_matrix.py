@@ -135,7 +135,7 @@ CONFIGS: dict[str, Case] = {
     # 2 prompts and 2 rounds: step 1 finds a single informative group (one of 3 drawn; the refill round gives one
     # process nothing to generate), so every process trains on it (a replicated step)
     "dynamic_replicated": Case({
-        "seed": 2, "training": {"prompts_per_step": 2},
+        "seed": 0, "training": {"prompts_per_step": 2},
         "budget": {"dynamic_sampling": True, "max_generation_rounds": 2},
     }, fsdp=True, warm=True, expect=lambda r: {x["group"] for x in r[0]["rollouts"]} == {0}
        and _first(r, "budget/prompts_drawn") == 3),

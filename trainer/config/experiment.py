@@ -186,8 +186,11 @@ class ExperimentConfig(_Section):
         the method axes refuse their own (each method's checks)."""
         judge = self.rubric.judge_model if self.rubric is not None and self.rubric.uses_judge else None
         return [
-            ("rollout.engine 'vllm' (one engine per process is not wired yet): use num_processes 1",
-             self.rollout.engine == "vllm"),
+            ("rollout.engine 'vllm' with vllm_mode 'colocated' (vLLM would set up its own torch.distributed group "
+             "inside each process): use vllm_mode 'server', which gives every process its own rollout server",
+             self.rollout.engine == "vllm" and self.rollout.vllm_mode == "colocated"),
+            ("training.max_off_policy_steps > 0 (the background generator would run collectives beside the "
+             "update's): use num_processes 1 for asynchronous runs", self.training.max_off_policy_steps > 0),
             ("a sampling rubric judge (rubric.judge_model.top_k above 1 or 0: the judge samples one random stream over "
              "each generation call's verdicts, so they would depend on how the step is split over processes): use "
              "top_k 1 (greedy, the default) or num_processes 1",
@@ -205,6 +208,8 @@ class ExperimentConfig(_Section):
             raise ValueError(
                 "training.fsdp with model.lora_r > 0 is not supported yet: use LoRA without fsdp, or fsdp without LoRA"
             )
+        if self.training.max_off_policy_steps > 0:
+            raise ValueError("training.fsdp with training.max_off_policy_steps > 0 is not supported: turn one off")
         if self.rollout.engine == "vllm":
             raise ValueError(
                 "training.fsdp with rollout.engine 'vllm' is not supported (vLLM holds its own whole copy of the "

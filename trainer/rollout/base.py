@@ -34,6 +34,10 @@ class RolloutBatch:
     entropies: Tensor  # [N, T] policy entropy at each position (0 on padding)
     finish_reasons: list[str]  # "eos" | "length"
     texts: list[str]  # decoded completions, special tokens removed
+    # The sampler's own logprobs [N, T] when the sampler is not the policy being trained (vLLM, or an older copy
+    # of the policy in an asynchronous run): the trainer rescores the tokens into ``logprobs`` and corrects the
+    # difference by importance weights (trainer/step/policy_scoring.py). None: ``logprobs`` are the policy's.
+    sampler_logprobs: Tensor | None = None
 
     @property
     def lengths(self) -> Tensor:
@@ -65,6 +69,8 @@ class RolloutBatch:
             entropies=pad([b.entropies for b in batches], 0.0, left=False),
             finish_reasons=[r for b in batches for r in b.finish_reasons],
             texts=[t for b in batches for t in b.texts],
+            sampler_logprobs=(pad([b.sampler_logprobs for b in batches], 0.0, left=False)  # type: ignore[misc]
+                              if all(b.sampler_logprobs is not None for b in batches) else None),
         )
 
 

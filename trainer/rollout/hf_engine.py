@@ -15,6 +15,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.distributed.fsdp import gathered
 from trainer.models.logprobs import positions_from_mask
+from trainer.models.transformers_compat import cache_kwargs, output_cache
 from trainer.rollout.base import RolloutBatch, SamplingParams
 
 
@@ -80,7 +81,7 @@ class HFRolloutEngine:
             use_cache=True,
             logits_to_keep=1,
         )
-        past = out.cache
+        past = output_cache(out)
         past.reorder_cache(rows)  # [D, ...] -> [B, ...]
         logits = out.logits[rows, -1, :]  # [B, V]
         prompt_ids, prompt_mask = distinct_ids[rows], distinct_mask[rows]  # [B, Lp]
@@ -111,9 +112,9 @@ class HFRolloutEngine:
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
             out = self.model(
                 input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos + t,
-                cache=past, use_cache=True,
+                use_cache=True, **cache_kwargs(past),
             )
-            past = out.cache
+            past = output_cache(out)
             logits = out.logits[:, -1, :]
 
         completion_ids = torch.stack(tokens, dim=1)  # [B, T]

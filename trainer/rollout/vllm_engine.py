@@ -1,42 +1,34 @@
-"""The ``vllm`` rollout engine: generation through vLLM's offline ``LLM`` API, colocated with the trainer.
+"""The ``vllm`` rollout engine: vLLM samples, in this process or in a rollout server (trainer/rollout/vllm_backends.py).
 
-vLLM needs a CUDA GPU and is an optional extra (``pip install 'rlvr-studio[vllm]'``); nothing here imports
-it at module scope, and everything that is ours (turning vLLM's outputs into a ``RolloutBatch``, grouping
-repeated prompts into one request with ``n`` samples, naming weights for the push) is plain Python that is
-unit-tested without vLLM.
+Everything here is ours and plain Python, unit-tested without vLLM: grouping repeated prompts into one
+request with ``n`` samples, turning vLLM's outputs into a ``RolloutBatch``, naming weights for the push.
 
 How it differs from the ``hf`` engine, on purpose:
 
-- vLLM samples; the *policy* then scores the sampled tokens in one no-grad forward pass, so
-  ``RolloutBatch.logprobs`` and ``entropies`` are the same quantities the ``hf`` engine records (the
-  temperature-scaled full-vocabulary distribution the loss trains, and its entropy, which vLLM cannot
-  return). vLLM's own sampled-token logprobs (``logprobs_mode='processed_logprobs'``) are kept to measure
-  the sampler/trainer mismatch, reported as ``rollout/sampler_logprob_gap`` in ``last_stats``.
-- Weights are pushed into the colocated vLLM model after every optimizer step (``sync_weights``), the
-  way TRL's colocate mode does it; LoRA adapters are merged on the fly for the push (trainer.models.lora).
+- vLLM samples; its sampled-token logprobs (``logprobs_mode='processed_logprobs'``: temperature applied, as
+  the trainer's are) go into ``RolloutBatch.sampler_logprobs``. The trainer then scores the sampled tokens
+  with the policy (trainer/step/policy_scoring.py), which gives the same ``logprobs`` and ``entropies`` the
+  ``hf`` engine records (vLLM cannot return entropies), and corrects the sampler/trainer difference with
+  truncated importance weights (training.importance_cap).
+- After every optimizer step the policy's weights (LoRA merged) are written as a safetensors file under the
+  run's directory and vLLM reloads them in place (``reload_weights``, vLLM's supported API; the V1 engine
+  has no reachable model object to copy tensors into).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 from torch import Tensor
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
-from trainer.errors import ConfigError
-from trainer.models.logprobs import completion_logprobs
 from trainer.rollout.base import RolloutBatch, SamplingParams
-
-VLLM_MISSING = (
-    "rollout.engine is 'vllm' but the vllm package is not installed. vLLM needs a CUDA GPU: on a GPU host "
-    "run `pip install 'rlvr-studio[vllm]'` (the worker-gpu image in docker-compose.yml has it), or set "
-    "rollout.engine: hf"
-)
-
+from trainer.rollout.weight_files import WeightFiles
 
 # -- the shape of vLLM's outputs that we read (RequestOutput / CompletionOutput / Logprob) --------------
 
@@ -64,6 +56,17 @@ class GeneratedRow:
     completion_ids: list[int]
     sampler_logprobs: list[float]  # vLLM's logprob of each sampled token (NaN when it gave none)
     finish_reason: str  # "eos" | "length"
+
+
+class VLLMBackend(Protocol):
+    """Where vLLM runs (trainer/rollout/vllm_backends.py): prompts as token ids with one sampling request each
+    -> one row per completion, in request order; new weights from a weight-file directory."""
+
+    def generate(self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]) -> list[GeneratedRow]: ...
+
+    def load_weights(self, directory: Path) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -159,18 +162,6 @@ def rows_to_batch(
     return batch, sampler_logprobs.to(device)
 
 
-def vllm_weight_name(name: str) -> str:
-    """A trainer parameter name as vLLM's ``load_weights`` expects it (the Hugging Face checkpoint name).
-
-    Strips wrappers that are not part of the checkpoint: torch.compile's ``_orig_mod.``, DDP's
-    ``module.``, activation checkpointing's ``_checkpoint_wrapped_module.`` and peft's ``base_layer.``.
-    """
-    for prefix in ("_orig_mod.", "module."):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name.replace("_checkpoint_wrapped_module.", "").replace(".base_layer.", ".")
-
-
 def sampling_seed(generator: torch.Generator) -> int:
     """A per-call vLLM seed drawn from the run's generator, so a seeded run samples reproducibly."""
     return int(torch.randint(0, 2**31 - 1, (1,), generator=generator).item())
@@ -191,92 +182,41 @@ def to_vllm_sampling_kwargs(params: SamplingParams, n: int, seed: int) -> dict[s
 
 
 class VLLMRolloutEngine:
-    """Samples with a colocated ``vllm.LLM``; the policy scores the samples (see the module docstring)."""
+    """Samples with vLLM through a backend (colocated or a rollout server); see the module docstring."""
 
-    def __init__(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        model_path: str,
-        *,
-        dtype: str,
-        seed: int,
-        gpu_memory_utilization: float,
-        max_model_len: int | None,
-        scoring_batch_size: int,
-    ) -> None:
-        try:
-            import vllm
-        except ImportError:
-            raise ConfigError(VLLM_MISSING) from None
-        self.model = model
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, backend: VLLMBackend, weights_root: Path) -> None:
         self.tokenizer = tokenizer
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.pad_id = int(tokenizer.pad_token_id)  # type: ignore[arg-type]
-        self.scoring_batch_size = scoring_batch_size
-        self._vllm = vllm
-        self.llm = vllm.LLM(
-            model=model_path,
-            dtype=dtype,
-            seed=seed,
-            gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len,
-            enable_prefix_caching=True,  # G samples of a prompt share its KV cache
-            logprobs_mode="processed_logprobs",  # temperature applied, as the trainer's logprobs are
-        )
+        self.backend = backend
+        self.weights = WeightFiles(weights_root)
+        self.device = torch.device("cpu")  # the batch is moved to the trainer's device by the caller
+        self.weights_version = 0  # the policy version vLLM holds (0: the initial checkpoint)
         self.last_stats: dict[str, float] = {}
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
 
     def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
         requests = group_requests(prompts)
         seed = sampling_seed(generator)
-        token_prompts = [
-            {"prompt_token_ids": self.tokenizer(r.prompt, add_special_tokens=False)["input_ids"]} for r in requests
-        ]
-        sampling = [
-            self._vllm.SamplingParams(**to_vllm_sampling_kwargs(params, r.n, seed + i)) for i, r in enumerate(requests)
-        ]
-        outputs = self.llm.generate(token_prompts, sampling_params=sampling, use_tqdm=False)
-        batch, sampler_logprobs = rows_to_batch(outputs_to_rows(outputs, requests), self.pad_id, self.tokenizer, self.device)
-        self._score_with_policy(batch, params.temperature)
-        mask = batch.completion_mask.bool() & ~torch.isnan(sampler_logprobs)
-        gap = (batch.logprobs - sampler_logprobs).abs()[mask]
-        self.last_stats = {"rollout/sampler_logprob_gap": float(gap.mean()) if gap.numel() else 0.0}
+        prompt_ids = [self.tokenizer(r.prompt, add_special_tokens=False)["input_ids"] for r in requests]
+        sampling = [to_vllm_sampling_kwargs(params, r.n, seed + i) for i, r in enumerate(requests)]
+        rows = self.backend.generate(prompt_ids, sampling)
+        expected = sum(r.n for r in requests)
+        if len(rows) != expected:
+            raise RuntimeError(f"vLLM returned {len(rows)} completions for {expected} requested")
+        batch, sampler_logprobs = rows_to_batch(rows, self.pad_id, self.tokenizer, self.device)
+        batch.sampler_logprobs = sampler_logprobs
+        batch.logprobs = torch.nan_to_num(sampler_logprobs, nan=0.0)  # until the policy rescores them
         return batch
 
-    @torch.no_grad()
-    def _score_with_policy(self, batch: RolloutBatch, temperature: float) -> None:
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            for start in range(0, len(batch), self.scoring_batch_size):
-                rows = slice(start, start + self.scoring_batch_size)
-                logp, entropy = completion_logprobs(
-                    self.model, batch.prompt_ids[rows], batch.prompt_mask[rows],
-                    batch.completion_ids[rows], batch.completion_mask[rows], temperature,
-                )
-                mask = batch.completion_mask[rows].to(logp.dtype)
-                batch.logprobs[rows] = logp * mask
-                batch.entropies[rows] = entropy * mask
-        finally:
-            self.model.train(was_training)
+    def push_weights(self, model: torch.nn.Module, version: int) -> None:
+        """Write ``model``'s weights (LoRA merged) as weight-file version ``version`` and have vLLM load them."""
+        self.load_version(self.weights.write(model, version))
 
-    def sync_weights(self, weights: Iterable[tuple[str, Tensor]]) -> int:
-        """Push (name, tensor) pairs into the colocated vLLM model; returns how many were pushed."""
-        target = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
-        count = 0
-        for name, tensor in weights:
-            target.load_weights([(vllm_weight_name(name), tensor)])
-            count += 1
-        self.llm.reset_prefix_cache()  # cached prefixes were computed with the old weights
-        return count
+    def load_version(self, directory: Path) -> None:
+        """Have vLLM load the weight files in ``directory`` (written by ``WeightFiles.write``)."""
+        self.backend.load_weights(directory)
+        self.weights_version = WeightFiles.version_of(directory)
 
-
-def named_weights(model: torch.nn.Module) -> Iterator[tuple[str, Tensor]]:
-    """The policy's weights under checkpoint names (plain models; LoRA models go through trainer.models.lora)."""
-    for name, param in model.named_parameters():
-        yield name, param.detach()
+    def close(self) -> None:
+        self.backend.close()

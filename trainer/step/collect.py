@@ -353,6 +353,7 @@ def _take_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
         entropies=batch.entropies[idx, :width],
         finish_reasons=[batch.finish_reasons[i] for i in rows],
         texts=[batch.texts[i] for i in rows],
+        sampler_logprobs=None if batch.sampler_logprobs is None else batch.sampler_logprobs[idx, :width],
     )
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import torch
+
 from trainer.config import ExperimentConfig
 from trainer.distributed.context import fault_point, in_rank
 from trainer.distributed.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sharded
@@ -19,6 +21,7 @@ from trainer.evaluation.engine import PeriodicEvaluation
 from trainer.models.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.models.device import autocast, describe, reset_peak_memory
 from trainer.sinks import EventSink, NullSink, PhaseCallback, RunInfo, StepReport, TrainResult
+from trainer.step.async_rollouts import RolloutProducer, produced_to_device
 from trainer.step.divergence import divergence_message, is_nan_sampling_error
 from trainer.step.optimize import NonFiniteUpdate
 from trainer.step.run_setup import Run, build_run
@@ -52,6 +55,10 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
     optimizer = full_optimizer_state_dict(run.model, run.optimizer) if sharded else None
     if run.dist is None or run.dist.is_main:
         state = run.state(step) if optimizer is None else replace(run.state(step), optimizer=optimizer)
+        if run.producer is not None:  # the rollouts already generated for later steps, and the generator's state
+            buffered, sampler_state, sampling_rng = run.producer.checkpoint_state(step)
+            state = replace(state, sampler=sampler_state, rng={**state.rng, "sampling": sampling_rng},
+                            rollout_buffer=produced_to_device(buffered, torch.device("cpu")))
         path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, state, keep=cfg.save_total_limit,
                                model_state_dict=weights)
         sink.on_checkpoint(step, str(path))
@@ -106,6 +113,13 @@ def train(
 
         return launch(config, sink, should_stop, resume_from, log)
     run = build_run(config, resume_from, log=log, on_phase=_phase_listener(sink))  # a first-use model build reports here
+    try:
+        return _train_run(run, config, sink, should_stop)
+    finally:
+        run.close()  # the background generator, a rollout server this run started
+
+
+def _train_run(run: Run, config: ExperimentConfig, sink: EventSink, should_stop: Callable[[], bool]) -> TrainResult:
     dist = run.dist
     periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
@@ -118,6 +132,8 @@ def train(
     step, status = run.start_step, "succeeded"
     metrics: dict[str, float] = {}
     try:
+        if config.training.max_off_policy_steps > 0:
+            run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
         while step < max_steps:
             stop = should_stop()
             if dist is not None:  # rank 0 decides, so every rank stops at the same boundary

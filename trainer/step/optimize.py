@@ -93,16 +93,24 @@ def _trim(rows: slice, batch: RolloutBatch) -> tuple[slice, slice]:
 @torch.no_grad()
 def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float) -> Tensor:
     """Logprobs of the batch's completions under ``model`` (old-policy or reference), [N, T]."""
-    out = torch.zeros_like(batch.logprobs)
+    return batch_logprobs_and_entropies(model, batch, micro_batch_size, temperature)[0]
+
+
+@torch.no_grad()
+def batch_logprobs_and_entropies(
+    model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float
+) -> tuple[Tensor, Tensor]:
+    """(logprobs, entropies) [N, T] of the batch's completions under ``model``, 0 past each completion's end."""
+    logprobs, entropies = torch.zeros_like(batch.logprobs), torch.zeros_like(batch.logprobs)
     with gathered(model):  # a sharded model (trainer/distributed/fsdp.py): all-gathered once, not per micro-batch
         for rows in _slices(len(batch), micro_batch_size):
             pc, cc = _trim(rows, batch)
-            logp, _ = completion_logprobs(
+            logp, entropy = completion_logprobs(
                 model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
                 batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
             )
-            out[rows, cc] = logp
-    return out
+            logprobs[rows, cc], entropies[rows, cc] = logp, entropy
+    return logprobs, entropies
 
 
 def _idle_passes(model: PreTrainedModel, batch: RolloutBatch, count: int) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -28,15 +29,10 @@ from trainer.models.checkpoint import (
     restore_rng,
 )
 from trainer.models.device import resolve_device, resolve_dtype
-from trainer.models.lora import (
-    apply_lora,
-    is_lora_model,
-    load_causal_lm,
-    merged_named_weights,
-    reference_forward,
-)
+from trainer.models.lora import apply_lora, is_lora_model, load_causal_lm, reference_forward
 from trainer.models.memory import MemoryPlan, plan_memory
 from trainer.models.tiny_model import BuildCallback, BuildProgress, resolve_model_path
+from trainer.models.transformers_compat import enable_activation_checkpointing
 from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
 from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
 from trainer.samples import Sample
@@ -45,6 +41,18 @@ from trainer.step.optimize import batch_logprobs
 from trainer.step.teacher import Teacher, load_teacher
 from trainer.verifiers.base import Verifier
 from trainer.verifiers.scoring import build_verifiers
+
+
+class RolloutProducer(Protocol):
+    """The background generator of an asynchronous run (trainer/step/async_rollouts.py)."""
+
+    def publish(self, version: int, model: torch.nn.Module) -> None: ...
+
+    def take(self, step: int) -> Any: ...  # the step's StepRollouts
+
+    def checkpoint_state(self, step: int) -> tuple[list[Any], dict[str, Any], torch.Tensor]: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -68,6 +76,8 @@ class Run:
     dist: DistContext | None = None  # this rank of a data-parallel run (trainer/distributed/context.py); None: one process
     memory_plan: MemoryPlan | None = None  # training.memory_budget_gb's sizing (trainer/models/memory.py); None: no budget
     methods: list[ActiveMethod] = field(default_factory=list)  # every method the config chose, in config order
+    producer: RolloutProducer | None = None  # training.max_off_policy_steps > 0: the background generator
+    resumed_buffer: list[Any] | None = None  # an asynchronous checkpoint's buffered rollouts (trainer/step/async_rollouts.py)
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -89,11 +99,23 @@ class Run:
         with reference_forward(self.model):
             return batch_logprobs(self.model, batch, mb, temp)
 
-    def after_update(self) -> None:
-        """Push the updated weights to an engine that holds its own copy (vLLM, colocated)."""
-        sync = getattr(self.engine, "sync_weights", None)
-        if sync is not None:
-            sync(merged_named_weights(self.model))
+    def after_update(self, version: int) -> None:
+        """Hand the weights after optimizer step ``version`` to what samples with its own copy: the background
+        generator of an asynchronous run (which loads the version it needs when it needs it), else a vLLM engine."""
+        if self.producer is not None:
+            self.producer.publish(version, self.model)
+            return
+        push = getattr(self.engine, "push_weights", None)
+        if push is not None:
+            push(self.model, version)
+
+    def close(self) -> None:
+        """Stop the background generator and the engine's own process or server, if any (idempotent)."""
+        if self.producer is not None:
+            self.producer.stop()
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
 
     def state(self, step: int) -> TrainerState:
         return TrainerState(
@@ -135,23 +157,47 @@ def prepare_policy(model: PreTrainedModel, config: ExperimentConfig, resumed: bo
     elif m.lora_r == 0 and is_lora_model(model):
         raise CheckpointError("the checkpoint holds a LoRA adapter but model.lora_r is 0: resume with the LoRA settings")
     if m.gradient_checkpointing:
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        enable_activation_checkpointing(model)
         model.config.use_cache = False
     return model
 
 
 def build_engine(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str) -> RolloutEngine:
-    """The rollout engine named by ``rollout.engine``."""
+    """The rollout engine named by ``rollout.engine``; for vLLM, in the mode ``rollout.vllm_mode`` names."""
     r = config.rollout
     if r.engine == "vllm":
-        from trainer.rollout.vllm_engine import VLLMRolloutEngine
-
-        return VLLMRolloutEngine(
-            model, tokenizer, model_path, dtype=config.model.dtype, seed=config.seed,
-            gpu_memory_utilization=r.vllm_gpu_memory_utilization, max_model_len=None,
-            scoring_batch_size=config.training.micro_batch_size,
-        )
+        return build_vllm_engine(tokenizer, config, model_path, next(model.parameters()).device)
     return HFRolloutEngine(model, tokenizer)
+
+
+def build_vllm_engine(tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str,
+                      device: torch.device) -> RolloutEngine:
+    """vLLM colocated in this process, a rollout server this run starts and owns, or one already running."""
+    from trainer.rollout.vllm_backends import LocalVLLM, RemoteVLLM, vllm_engine_args
+    from trainer.rollout.vllm_engine import VLLMBackend, VLLMRolloutEngine
+
+    r, run_dir = config.rollout, Path(config.checkpoint.output_dir)
+    dist = current()
+    if dist is not None:  # data-parallel: each process has its own server (and weight files), as it would its own GPU
+        run_dir = run_dir / "distributed" / f"rank{dist.rank}"
+    engine_args = vllm_engine_args(model_path, dtype=config.model.dtype, seed=config.seed,
+                                   gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+                                   max_model_len=r.vllm_max_model_len, kv_cache_gb=r.vllm_kv_cache_gb)
+    weights_root = run_dir / "rollout-weights"
+    backend: VLLMBackend
+    if r.vllm_mode == "colocated":
+        backend = LocalVLLM(engine_args)
+    elif r.vllm_server_url:
+        remote = RemoteVLLM(r.vllm_server_url, os.environ.get("RLVR_ROLLOUT_TOKEN"), config.training.generator_timeout_s)
+        remote.wait_until_healthy(30.0)
+        backend = remote
+    else:
+        from trainer.rollout.server_process import OwnedRolloutServer
+
+        backend = OwnedRolloutServer(engine_args, weights_root, run_dir, config.training.generator_timeout_s)
+    engine = VLLMRolloutEngine(tokenizer, backend, weights_root)
+    engine.device = device
+    return engine
 
 
 def _seed_everything(seed: int) -> torch.Generator:
@@ -262,6 +308,10 @@ def build_run(
         sampler.load_state_dict(state.sampler)
         restore_rng(state.rng, generator)
         run.start_step = state.step
+        run.resumed_buffer = state.rollout_buffer
+        push = getattr(run.engine, "push_weights", None)
+        if push is not None and config.training.max_off_policy_steps == 0:  # vLLM loaded the base weights
+            push(model, state.step)
         log(f"resumed from {checkpoint_dir} at step {state.step}")
     if config.training.memory_budget_gb is not None:
         apply_memory_plan(run, samples, log)

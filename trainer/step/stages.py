@@ -18,17 +18,28 @@ from trainer.models.device import peak_memory_gb, reset_peak_memory
 from trainer.sinks import StepReport
 from trainer.step.collect import collect_rollouts
 from trainer.step.optimize import UpdateBatch, batch_logprobs, policy_update
+from trainer.step.policy_scoring import rescore_with_policy, weighted
 from trainer.step.reporting import rollout_records, step_metrics
 from trainer.step.state import StepState
 from trainer.step.teacher import credit_inputs, teacher_signals
 
 
 def collect(state: StepState) -> None:
-    """Prompts (the prompt sampler) -> completions (the allocator; dynamic sampling) -> verifier scores."""
-    state.collected = collect_rollouts(state.run, state.step)
+    """Prompts (the prompt sampler) -> completions (the allocator; dynamic sampling) -> verifier scores; in an
+    asynchronous run, the background generator's rollouts for this step (trainer/step/async_rollouts.py)."""
+    producer = state.run.producer
+    state.collected = collect_rollouts(state.run, state.step) if producer is None else producer.take(state.step)
     state.scores = state.collected.scores
     state.timings.update(state.collected.timings)
     state.metrics.update(state.collected.metrics)
+
+
+def score_with_policy(state: StepState) -> None:
+    """When vLLM or an older policy sampled: the policy's own logprobs and entropies of the sampled tokens,
+    and truncated importance weights for the difference (trainer/step/policy_scoring.py)."""
+    state.importance = rescore_with_policy(state.run, state.batch)
+    if state.importance is not None:
+        state.metrics.update(state.importance.metrics)
 
 
 def shape_rewards(state: StepState) -> None:
@@ -108,12 +119,12 @@ def update_policy(state: StepState) -> None:
     state.old_logprobs = (batch_logprobs(run.model, batch, mb, cfg.rollout.temperature)
                           if cfg.algorithm.num_iterations > 1 else None)
     state.ref_logprobs = run.reference_logprobs(batch)
-    data = UpdateBatch(batch, state.token_advantages, state.loss_mask, state.old_logprobs, state.ref_logprobs,
-                       state.extras)
+    data = UpdateBatch(batch, weighted(state.token_advantages, state.importance), state.loss_mask,
+                       state.old_logprobs, state.ref_logprobs, state.extras)
     state.updates = [policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
                      for _ in range(cfg.algorithm.num_iterations)]
     run.scheduler.step()
-    run.after_update()
+    run.after_update(state.step)
     state.timings["train"] = time.perf_counter() - state.timings.pop("verify_end")
     if state.old_logprobs is None:  # on-policy: the first pass's logprobs are the "old" ones
         state.old_logprobs = state.updates[0].logprobs

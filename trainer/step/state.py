@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from trainer.sinks import StepReport
     from trainer.step.collect import StepRollouts
     from trainer.step.optimize import UpdateStats
+    from trainer.step.policy_scoring import ImportanceWeights
     from trainer.step.run_setup import Run
     from trainer.step.teacher import TeacherSignals
     from trainer.verifiers.scoring import ScoreBatch
@@ -32,6 +33,7 @@ class StepState:
     scores: ScoreBatch | None = None  # verifier scores, then shaped (reward_shaping)
     rewards: Tensor | None = None  # [N] total reward, then fused with the teacher (reward_fusion)
     pseudo_correct: list[bool] = field(default_factory=list)  # what counts as correct for advantage shaping
+    importance: ImportanceWeights | None = None  # [N, T] truncated IS weights when the sampler was not the policy
     signals: TeacherSignals | None = None  # teacher logprobs / entropies of the sampled tokens
     advantages: Tensor | None = None  # [N] one per completion
     loss_mask: Tensor | None = None  # [N, T] tokens in the loss

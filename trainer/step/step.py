@@ -11,7 +11,8 @@ from trainer.step.run_setup import Run
 from trainer.step.state import StepState
 
 STEP: tuple[Callable[[StepState], None], ...] = (
-    stages.collect,  # prompt sampler, allocator -> completions -> verifier scores
+    stages.collect,  # prompt sampler, allocator -> completions -> verifier scores (or the async generator's)
+    stages.score_with_policy,  # vLLM / off-policy samples: the policy's logprobs, truncated importance weights
     stages.shape_rewards,  # reward_shaping: label-free rewards, length and overlong terms
     stages.score_with_teacher,  # teacher signals (OPD / OPSD), when a chosen method reads them
     stages.estimate_advantages,  # reward_fusion -> advantage -> advantage_shaping

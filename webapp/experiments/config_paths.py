@@ -11,6 +11,9 @@ A config from the browser or the API may name only what its own project owns, pl
 - ``evaluation.benchmarks`` strings: built-in suite names only (any other string is a file on the server).
 - method params that name a file (marked ``x-path: data-file`` in the method's params model, such as the
   beta_learnability prompt sampler's ``prior_file``): an uploaded data file of the project, ``dataset:<id>``.
+- ``rollout.vllm_server_url``: only a rollout server the deployment lists in RLVR_ROLLOUT_SERVERS (a URL
+  names a host the worker would send requests to; an unlisted one would let a project member reach any
+  address the worker can).
 - ``checkpoint.output_dir``: chosen by the server (each run writes to RLVR_RUNS_DIR/run-<id>) whatever
   the config says; the worker sets it from the run row.
 
@@ -152,7 +155,20 @@ def confine_experiment_config(
     for i, spec in enumerate(benchmarks):
         out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(spec, f"{field}.evaluation.benchmarks.{i}")
     confiner.method_files(config, out, field)
+    _check_rollout_server(config, f"{field}.rollout.vllm_server_url")
     return out
+
+
+def _check_rollout_server(config: dict[str, Any], field: str) -> None:
+    url = (config.get("rollout") or {}).get("vllm_server_url")
+    if not url:
+        return
+    allowed = [u.rstrip("/") for u in settings.RLVR_ROLLOUT_SERVERS]
+    if url.rstrip("/") not in allowed:
+        listed = ", ".join(allowed) or "none are configured"
+        message = (f"rollout server {url!r} is not one this deployment lists in RLVR_ROLLOUT_SERVERS ({listed}); "
+                   "leave vllm_server_url empty and the run starts its own server")
+        raise InvalidInput(message, {field: [message]})
 
 
 def confine_benchmark_config(

@@ -1,13 +1,13 @@
 """Our side of the vLLM engine, tested without vLLM: request grouping, output conversion, weight names.
 
 The shapes below mirror vLLM's RequestOutput / CompletionOutput / Logprob (only the attributes the
-engine reads). The real engine runs only on a CUDA host with the `vllm` extra; its test skips otherwise.
+engine reads). The real engine (vLLM's CPU build) is tested in test_vllm_real.py.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -24,8 +24,8 @@ from trainer.rollout.vllm_engine import (
     rows_to_batch,
     sampling_seed,
     to_vllm_sampling_kwargs,
-    vllm_weight_name,
 )
+from trainer.rollout.weight_files import WeightFiles, checkpoint_tensors, checkpoint_weight_name
 
 
 @dataclass
@@ -109,31 +109,57 @@ def test_sampling_kwargs_and_seed() -> None:
 
 
 def test_weight_names_match_checkpoint_names() -> None:
-    assert vllm_weight_name("model.layers.0.self_attn.q_proj.weight") == "model.layers.0.self_attn.q_proj.weight"
-    assert vllm_weight_name("_orig_mod.model.norm.weight") == "model.norm.weight"
-    assert vllm_weight_name("module.lm_head.weight") == "lm_head.weight"
-    assert vllm_weight_name("model.layers.1._checkpoint_wrapped_module.mlp.up_proj.weight") == "model.layers.1.mlp.up_proj.weight"
-    assert vllm_weight_name("model.layers.0.self_attn.q_proj.base_layer.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert checkpoint_weight_name("model.layers.0.self_attn.q_proj.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert checkpoint_weight_name("_orig_mod.model.norm.weight") == "model.norm.weight"
+    assert checkpoint_weight_name("module.lm_head.weight") == "lm_head.weight"
+    assert checkpoint_weight_name("model.layers.1._checkpoint_wrapped_module.mlp.up_proj.weight") == "model.layers.1.mlp.up_proj.weight"
+    assert checkpoint_weight_name("model.layers.0.self_attn.q_proj.base_layer.weight") == "model.layers.0.self_attn.q_proj.weight"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed: the real engine test runs instead")
-def test_missing_vllm_gives_an_actionable_error(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_weight_files_are_versioned_atomic_and_carry_the_tied_output_layer(random_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(random_model_dir)
+    tensors = checkpoint_tensors(model)
+    assert "lm_head.weight" in tensors  # tied: written out, or vLLM would keep its old output layer
+    files = WeightFiles(tmp_path / "w", keep=2)
+    for version in (1, 2, 3):
+        path = files.write(model, version)
+    assert files.versions() == [2, 3] and path.name == "v000003"
+    assert WeightFiles.version_of(path) == 3
+    assert not list((tmp_path / "w").glob(".tmp-*"))
+    loaded = load_file(str(path / "model.safetensors"))
+    assert set(loaded) == set(tensors)
+    assert all(torch.equal(loaded[k], tensors[k]) for k in tensors)
+    with pytest.raises(ValueError, match="not a weight-file version directory"):
+        WeightFiles.version_of(tmp_path / "elsewhere")
+
+
+def test_missing_vllm_gives_an_actionable_error(warm_model_dir, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from tests.trainer.loop_helpers import tiny_config
     from trainer.step.run_setup import build_run
 
+    monkeypatch.setitem(sys.modules, "vllm", None)  # as on a machine without it: `import vllm` fails
     cfg = tiny_config(warm_model_dir, tmp_path, rollout={"engine": "vllm"})
-    with pytest.raises(ConfigError, match=r"pip install 'rlvr-studio\[vllm\]'"):
+    with pytest.raises(ConfigError, match=r"make install.*vllm_mode .server."):
         build_run(cfg, log=lambda _: None)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed (optional extra; needs a CUDA GPU)")
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="the vllm engine needs a CUDA GPU")
-def test_vllm_engine_generates_the_same_record_shape_as_hf(warm_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.trainer.loop_helpers import tiny_config
-    from trainer.step.loop import train
+def test_a_lora_policy_is_pushed_merged_under_the_base_checkpoint_s_names(random_model_dir) -> None:  # type: ignore[no-untyped-def]
+    from transformers import AutoModelForCausalLM
 
-    cfg = tiny_config(warm_model_dir, tmp_path, model={"name_or_path": str(warm_model_dir), "device": "cuda"},
-                      rollout={"engine": "vllm", "vllm_gpu_memory_utilization": 0.2})
-    result = train(cfg, log=lambda _: None)
-    assert result.status == "succeeded"
+    from trainer.models.lora import apply_lora
+
+    base = checkpoint_tensors(AutoModelForCausalLM.from_pretrained(random_model_dir))
+    lora = apply_lora(AutoModelForCausalLM.from_pretrained(random_model_dir), r=4, alpha=8, dropout=0.0,
+                      target_modules="all-linear")
+    with torch.no_grad():
+        for name, p in lora.named_parameters():
+            if "lora_B" in name:
+                p.fill_(0.01)  # a trained adapter: B != 0
+    merged = checkpoint_tensors(lora)
+    assert set(merged) == set(base)
+    q = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(merged[q], base[q])  # the adapter's delta is in the pushed weight
+    assert torch.equal(merged["model.norm.weight"], base["model.norm.weight"])

@@ -1,0 +1,255 @@
+"""Asynchronous RL: a background generator that samples the next steps' rollouts while this step trains.
+
+With ``training.max_off_policy_steps`` k > 0 the run starts a ``RolloutProducer``: a thread that, for each step
+s in order, waits until the policy of version ``v(s) = max(0, s - 1 - k)`` has been published (version n is
+the policy after optimizer step n), loads exactly that version into its own copy of the policy (the ``hf``
+engine: a second model object; ``vllm``: the weight files it reloads), and runs the step's collection
+(trainer/step/collect.py: prompt sampler, allocator, generation, verifiers) into a buffer. The training
+step takes its rollouts from the buffer instead of generating them. So step s trains on rollouts exactly
+``min(k, s - 1)`` versions old: the bound holds by construction, and which weights sampled which step never
+depends on timing, so a seeded asynchronous run is reproducible and resumes exactly. This is the
+"fixed async level" of prime-rl's ``max_off_policy_steps`` (TRL's and verl's asynchronous trainers bound
+staleness the same way); the off-policy difference is corrected by truncated importance weights
+(trainer/step/policy_scoring.py).
+
+Everything the generator touches it owns while the run lasts: the prompt sampler, the sampling generator,
+its own tokenizer copy, the verifiers and the rubric judge. The training thread never touches them.
+
+Checkpoints (``checkpoint_state``): at the end of step s the buffer holds, or is about to hold, the rollouts
+of steps s+1..s+k, sampled with versions up to s-1, which a resumed run cannot reproduce (only version s is
+saved). The checkpoint waits for them and saves them with the prompt sampler's and the sampling generator's
+state *after the last of them*: a resumed run trains on exactly those rollouts, then generates step s+k+1
+with version s, as the uninterrupted run does. Nothing in flight or buffered is lost or used twice.
+
+A generator that fails hands its exception to the training thread; one that stops producing is noticed
+after ``training.generator_timeout_s`` and the run fails with a message saying so.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from trainer.errors import RLVRError
+from trainer.models.checkpoint import capture_rng
+from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
+from trainer.step.collect import StepRollouts, collect_rollouts
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from trainer.step.run_setup import Run
+
+
+class GeneratorStalled(RLVRError):
+    """The background generator produced nothing within training.generator_timeout_s."""
+
+
+@dataclass
+class Produced:
+    """One step's rollouts as the generator made them, and the generator's state right after."""
+
+    step: int
+    version: int  # the policy version that sampled them
+    rollouts: StepRollouts
+    sampler_state: dict[str, Any]  # the prompt sampler's state after this step's draws
+    sampling_rng: Tensor  # the sampling generator's state after this step
+    generate_s: float  # seconds spent collecting (generation and verifiers)
+    wait_s: float  # seconds the generator waited for this step's weights (generator idle time)
+
+
+def version_for(step: int, max_off_policy_steps: int) -> int:
+    """The policy version that samples step ``step``'s rollouts (1-based steps; version 0 is the start)."""
+    return max(0, step - 1 - max_off_policy_steps)
+
+
+class _StaleSampler:
+    """An engine over the generator's own policy copy: its logprobs are an older policy's, so they are the
+    batch's sampler logprobs (the training step rescores with the current policy)."""
+
+    def __init__(self, inner: HFRolloutEngine) -> None:
+        self.inner = inner
+
+    @property
+    def device(self) -> torch.device:
+        return self.inner.device
+
+    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+        batch = self.inner.generate(prompts, params, generator)
+        batch.sampler_logprobs = batch.logprobs.clone()
+        return batch
+
+
+def _state_copy(model: torch.nn.Module) -> dict[str, Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+class RolloutProducer:
+    """The background generator of an asynchronous run (see the module docstring)."""
+
+    def __init__(self, run: Run, buffered: list[Produced] | None = None) -> None:
+        cfg = run.config
+        self.k = cfg.training.max_off_policy_steps
+        self.max_steps = cfg.training.max_steps
+        self.timeout_s = float(cfg.training.generator_timeout_s)
+        self.vllm = hasattr(run.engine, "load_version")
+        if self.vllm:  # vLLM reloads weight files; keep every version a pending step may still need
+            engine: Any = run.engine
+            engine.weights.keep = self.k + 2
+            self._model: PreTrainedModel | None = None
+        else:
+            self._model = copy.deepcopy(run.model).eval().requires_grad_(False)
+            engine = _StaleSampler(HFRolloutEngine(self._model, copy.deepcopy(run.tokenizer)))
+        self._run = dataclasses.replace(run, engine=engine, tokenizer=copy.deepcopy(run.tokenizer), producer=None,
+                                        model=self._model if self._model is not None else run.model)
+        self._loaded = -1  # the version the generator's copy holds
+        self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)
+        self._ready: dict[int, Produced] = {b.step: b for b in buffered or []}
+        self._snapshots: dict[int, Produced] = dict(self._ready)
+        self._next = max(self._ready, default=run.start_step) + 1  # the next step to generate
+        self._cond = threading.Condition()
+        self._stop = False
+        self._error: BaseException | None = None
+        self.publish(run.start_step, run.model)
+        self._thread = threading.Thread(target=self._loop, name="rlvr-rollout-generator", daemon=True)
+        self._thread.start()
+
+    # -- the training thread's side ---------------------------------------------------------------------
+
+    def publish(self, version: int, model: torch.nn.Module) -> None:
+        """Make the policy after optimizer step ``version`` available to the generator."""
+        weights = self._run.engine.weights.write(model, version) if self.vllm else _state_copy(model)  # type: ignore[attr-defined]
+        with self._cond:
+            self._versions[version] = weights
+            oldest_needed = version_for(self._next, self.k)
+            for old in [v for v in self._versions if v < min(oldest_needed, version)]:
+                del self._versions[old]
+            self._cond.notify_all()
+
+    def take(self, step: int) -> StepRollouts:
+        """Step ``step``'s rollouts (waits for the generator); their async/* metrics added."""
+        t0 = time.perf_counter()
+        produced = self._wait_for(step, f"the rollouts of step {step}")
+        with self._cond:
+            del self._ready[step]
+            buffered = len(self._ready)
+        idle = time.perf_counter() - t0
+        staleness = (step - 1) - produced.version
+        if not 0 <= staleness <= self.k:  # by construction; a broken invariant must not train silently
+            raise RuntimeError(f"step {step} got rollouts of policy version {produced.version} (bound {self.k})")
+        r = produced.rollouts
+        metrics = {
+            **r.metrics,
+            "async/staleness": float(staleness),
+            "async/policy_version": float(produced.version),
+            "async/trainer_idle_s": idle,
+            "async/generator_idle_s": produced.wait_s,
+            "async/generator_busy_s": produced.generate_s,
+            "async/buffered_steps": float(buffered),
+        }
+        allocation = [{**a, "policy_version": produced.version} for a in r.allocation]
+        return dataclasses.replace(r, metrics=metrics, allocation=allocation)
+
+    def checkpoint_state(self, step: int) -> tuple[list[Produced], dict[str, Any], Tensor]:
+        """What a checkpoint after step ``step`` saves: the rollouts of steps ``step``+1..``step``+k (waiting for
+        them), and the prompt sampler's and sampling generator's state after the last of them."""
+        last = min(step + self.k, self.max_steps)
+        for s in range(step + 1, last + 1):
+            self._wait_for(s, f"the buffered rollouts of step {s} (for the checkpoint after step {step})")
+        with self._cond:
+            buffered = [self._ready[s] for s in range(step + 1, last + 1)]
+            snapshot = self._snapshots[last]
+            for old in [s for s in self._snapshots if s < last]:
+                del self._snapshots[old]
+        return buffered, snapshot.sampler_state, snapshot.sampling_rng
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout=5.0)
+
+    def _wait_for(self, step: int, what: str) -> Produced:
+        deadline = time.monotonic() + self.timeout_s
+        with self._cond:
+            while step not in self._ready:
+                if self._error is not None:
+                    raise self._error
+                if not self._thread.is_alive():
+                    raise RLVRError(f"the rollout generator stopped before producing {what}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GeneratorStalled(
+                        f"the rollout generator produced nothing for {self.timeout_s:.0f} s while training waited for "
+                        f"{what} (it is at step {self._next}); if one step's generation really takes longer, raise "
+                        "training.generator_timeout_s")
+                self._cond.wait(min(left, 1.0))
+            return self._ready[step]
+
+    # -- the generator thread ------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    if self._stop or self._next > self.max_steps:
+                        return
+                    step = self._next
+                version = version_for(step, self.k)
+                t0 = time.perf_counter()
+                weights = self._await_version(version)
+                if weights is None:
+                    return
+                wait_s = time.perf_counter() - t0
+                self._load(version, weights)
+                t1 = time.perf_counter()
+                rollouts = collect_rollouts(self._run, step)
+                produced = Produced(step, version, rollouts, copy.deepcopy(self._run.sampler.state_dict()),
+                                    capture_rng(self._run.generator)["sampling"], time.perf_counter() - t1, wait_s)
+                with self._cond:
+                    self._ready[step] = produced
+                    self._snapshots[step] = produced
+                    self._next = step + 1
+                    self._cond.notify_all()
+        except BaseException as err:  # handed to the training thread, which raises it
+            with self._cond:
+                self._error = err
+                self._cond.notify_all()
+
+    def _await_version(self, version: int) -> Any:
+        with self._cond:
+            while version not in self._versions:
+                if self._stop:
+                    return None
+                self._cond.wait(1.0)
+            return self._versions[version]
+
+    def _load(self, version: int, weights: Any) -> None:
+        if version == self._loaded:
+            return
+        if self.vllm:
+            self._run.engine.load_version(weights)  # type: ignore[attr-defined]
+        else:
+            assert self._model is not None
+            self._model.load_state_dict(weights)
+        self._loaded = version
+
+
+def produced_to_device(items: list[Produced], device: torch.device) -> list[Produced]:
+    """Buffered rollouts read from a checkpoint (on the CPU) moved to the run's device."""
+    from trainer.step.collect import _to_device
+
+    out = []
+    for p in items:
+        r = p.rollouts
+        moved = dataclasses.replace(r, batch=_to_device(r.batch, device), group_ids=r.group_ids.to(device),
+                                    rewards=r.rewards.to(device))
+        out.append(dataclasses.replace(p, rollouts=moved))
+    return out
