@@ -4,7 +4,9 @@ Two tables, written to benchmarks/results/async_vllm.md (headed by the code revi
 
 1. **Training**: the addition preset (tiny:addition, 8 prompts x 8 completions) for ``--steps`` steps, for
    each engine (``hf``; ``vllm`` through a rollout server in .venv-vllm) and each mode (synchronous;
-   ``training.max_off_policy_steps`` 1), 3 seeds. Seconds per step is the median interval between step ends
+   ``training.max_off_policy_steps`` 1), 3 seeds; the vLLM runs both with the two sides sharing both cores and
+   with generation on a core of its own (``RLVR_ROLLOUT_SERVER_CPUS``: the placement asynchronous RL is for,
+   as with a rollout GPU beside a training GPU). Seconds per step is the median interval between step ends
    after 5 warm-up steps; reward is the mean sampled reward of the first and last 10 steps (equal steps, so
    equal data). Each run is its own subprocess; runs alternate between configurations so that load drift hits
    them alike.
@@ -32,7 +34,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "async_vllm.md"
-CONFIGS = [("hf", 0), ("hf", 1), ("vllm", 0), ("vllm", 1)]
+# (engine, max_off_policy_steps, placement): 'shared' lets both sides use both cores; 'split' puts the trainer on
+# core 0 (one thread) and the rollout server on core 1 (RLVR_ROLLOUT_SERVER_CPUS), as separate GPUs would.
+CONFIGS = [("hf", 0, "shared"), ("hf", 1, "shared"), ("vllm", 0, "shared"), ("vllm", 1, "shared"),
+           ("vllm", 0, "split"), ("vllm", 1, "split")]
 WARMUP = 5
 
 
@@ -53,7 +58,15 @@ def weights_hash(model_dir: Path) -> str:
 # --- children -----------------------------------------------------------------------------------------------
 
 
-def train_child(engine: str, k: int, seed: int, steps: int) -> dict[str, Any]:
+def train_child(engine: str, k: int, seed: int, steps: int, placement: str) -> dict[str, Any]:
+    import os
+
+    import torch
+
+    if placement == "split":
+        os.sched_setaffinity(0, {0})
+        os.environ["RLVR_ROLLOUT_SERVER_CPUS"] = "1"
+        torch.set_num_threads(1)
     from trainer.config import config_from_dict
     from trainer.presets import preset
     from trainer.sinks import NullSink, StepReport
@@ -180,7 +193,7 @@ def main() -> None:
     if args.child:
         kind, *rest = args.child
         if kind == "train":
-            out = train_child(rest[0], int(rest[1]), int(rest[2]), int(rest[3]))
+            out = train_child(rest[0], int(rest[1]), int(rest[2]), int(rest[3]), rest[4])
         else:
             out = gen_child(rest[0], rest[1], int(rest[2]))
         print(json.dumps(out))
@@ -196,23 +209,25 @@ def main() -> None:
              f"medium Qwen2 (random weights) `{weights_hash(medium)}`.", ""]
 
     if not args.skip_training:
-        results: dict[tuple[str, int], list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+        results: dict[tuple[str, int, str], list[dict[str, Any]]] = {c: [] for c in CONFIGS}
         for seed in range(args.seeds):
-            for engine, k in CONFIGS:  # alternate configurations within each seed
-                r = _child(sys.executable, ["train", engine, str(k), str(seed), str(args.steps)])
-                results[engine, k].append(r)
-                print(engine, k, seed, r, flush=True)
+            for engine, k, placement in CONFIGS:  # alternate configurations within each seed
+                r = _child(sys.executable, ["train", engine, str(k), str(seed), str(args.steps), placement])
+                results[engine, k, placement].append(r)
+                print(engine, k, placement, seed, r, flush=True)
         lines += [f"## Training: addition preset, {args.steps} steps, {args.seeds} seeds", "",
-                  "| engine | mode | s/step (median over seeds) | steps/s vs sync | reward first 10 -> last 10 | "
+                  "Placement 'shared': trainer and generator both use both cores; 'split': the trainer on core 0 "
+                  "(one thread), the rollout server on core 1.", "",
+                  "| engine | placement | mode | s/step (median over seeds) | steps/s vs sync | reward first 10 -> last 10 | "
                   "trainer idle s/step | generator idle s/step | sampler-trainer KL |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for engine, k in CONFIGS:
-            rs = results[engine, k]
-            sync = statistics.median(x["s_per_step"] for x in results[engine, 0])
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for engine, k, placement in CONFIGS:
+            rs = results[engine, k, placement]
+            sync = statistics.median(x["s_per_step"] for x in results[engine, 0, placement])
             sps = statistics.median(x["s_per_step"] for x in rs)
             mode = "sync" if k == 0 else f"async (max_off_policy_steps {k})"
             lines.append(
-                f"| {engine} | {mode} | {sps:.3f} | {sync / sps:.2f}x | "
+                f"| {engine} | {placement} | {mode} | {sps:.3f} | {sync / sps:.2f}x | "
                 f"{statistics.fmean(x['reward_first10'] for x in rs):.3f} -> {statistics.fmean(x['reward_last10'] for x in rs):.3f} | "
                 f"{statistics.fmean(x['trainer_idle_s'] for x in rs):.3f} | {statistics.fmean(x['generator_idle_s'] for x in rs):.3f} | "
                 f"{statistics.fmean(x['kl'] for x in rs):.2e} |")

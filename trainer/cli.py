@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainer.errors import RLVRError
+from trainer.errors import ConfigError, RLVRError
 
 
 def _cmd_config_schema(args: argparse.Namespace) -> int:
@@ -177,6 +178,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_rollout_server(args: argparse.Namespace) -> int:
     from trainer.models.tiny_model import resolve_model_path
     from trainer.rollout.rollout_server import serve
+    from trainer.rollout.server_process import parse_cpus
     from trainer.rollout.vllm_backends import vllm_engine_args
 
     engine_args = vllm_engine_args(
@@ -184,6 +186,12 @@ def _cmd_rollout_server(args: argparse.Namespace) -> int:
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
         kv_cache_gb=args.kv_cache_gb,
     )
+    if args.cpus:  # before vLLM starts its threads, which inherit the mask
+        try:
+            os.sched_setaffinity(0, parse_cpus(args.cpus))
+        except OSError as err:
+            raise ConfigError(f"--cpus {args.cpus}: this machine lets the server use {sorted(os.sched_getaffinity(0))} "
+                              f"({err.strerror})") from None
     serve(engine_args, Path(args.weights_root), args.host, args.port,
           Path(args.ready_file) if args.ready_file else None)
     return 0
@@ -240,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.3,
                    help="share of GPU memory (CPU: of RAM) vLLM may take (default 0.3)")
     p.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
+    p.add_argument("--cpus", default=None,
+                   help="CPU cores the server may use, e.g. 1 or 4-7 (generation apart from training on a CPU host)")
     p.add_argument("--kv-cache-gb", type=float, default=None,
                    help="GiB for the KV cache (default: the utilization share on a GPU, 1 GiB on the CPU)")
     p.set_defaults(func=_cmd_rollout_server)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -42,6 +43,19 @@ def vllm_python() -> str:
     raise ConfigError(VLLM_MISSING)
 
 
+def parse_cpus(spec: str) -> set[int]:
+    """'1', '0,2' or '4-7' -> CPU numbers (a rollout server's --cpus)."""
+    cpus: set[int] = set()
+    for part in spec.split(","):
+        m = re.fullmatch(r"\s*(\d{1,5})(?:-(\d{1,5}))?\s*", part)
+        if m is None:
+            raise ConfigError(f"CPU list {spec!r} is not like 1, 0,2 or 4-7")
+        cpus.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    if not cpus or len(cpus) > 4096:
+        raise ConfigError(f"CPU list {spec!r} names no CPU, or too many")
+    return cpus
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -68,6 +82,10 @@ class OwnedRolloutServer:
                "--dtype", engine_args["dtype"], "--seed", str(engine_args["seed"]),
                "--gpu-memory-utilization", str(engine_args["gpu_memory_utilization"]),
                "--weights-root", str(weights_root), "--port", "0", "--ready-file", str(ready)]
+        cpus = os.environ.get("RLVR_ROLLOUT_SERVER_CPUS")
+        if cpus:  # a CPU host: generation on its own cores, apart from training (as on its own GPU)
+            parse_cpus(cpus)
+            cmd += ["--cpus", cpus]
         if engine_args.get("kv_cache_memory_bytes"):
             cmd += ["--kv-cache-gb", str(engine_args["kv_cache_memory_bytes"] / 2**30)]
         if engine_args.get("max_model_len"):

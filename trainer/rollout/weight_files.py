@@ -48,11 +48,13 @@ def checkpoint_tensors(model: torch.nn.Module) -> dict[str, Tensor]:
 
 
 class WeightFiles:
-    """Versioned weight directories ``<root>/v000012/model.safetensors``."""
+    """Versioned weight directories ``<root>/v000012/model.safetensors``. The root belongs to one run's engine:
+    what an earlier run (or attempt) left there is removed first, so it can never be mistaken for this one's."""
 
     def __init__(self, root: Path, keep: int = 2) -> None:
         self.root = Path(root)
         self.keep = keep
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def path(self, version: int) -> Path:
         return self.root / f"v{version:06d}"

@@ -163,3 +163,24 @@ def test_a_lora_policy_is_pushed_merged_under_the_base_checkpoint_s_names(random
     q = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(merged[q], base[q])  # the adapter's delta is in the pushed weight
     assert torch.equal(merged["model.norm.weight"], base["model.norm.weight"])
+
+
+def test_weight_files_left_by_an_earlier_run_are_cleared_not_kept_over_this_run_s(random_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(random_model_dir)
+    earlier = WeightFiles(tmp_path / "w")
+    for version in (39, 40):
+        earlier.write(model, version)
+    files = WeightFiles(tmp_path / "w")  # the next run in the same output directory
+    path = files.write(model, 1)
+    assert files.versions() == [1] and (path / "model.safetensors").is_file()
+
+
+def test_a_rollout_server_s_cpu_list_is_parsed_or_refused() -> None:
+    from trainer.rollout.server_process import parse_cpus
+
+    assert parse_cpus("1") == {1} and parse_cpus("0,2") == {0, 2} and parse_cpus("4-7") == {4, 5, 6, 7}
+    for bad in ("", "a", "1-", "0-100000"):
+        with pytest.raises(ConfigError, match="CPU list"):
+            parse_cpus(bad)
