@@ -180,15 +180,18 @@ print(json.dumps({"status": result.status, "metrics": keep.metrics}))
 def test_a_colocated_engine_trains_with_its_sampler_matching_the_policy_after_every_push(
     warm_model_dir: Path, tmp_path: Path
 ) -> None:
-    """vLLM inside the training process (rollout.vllm_mode 'colocated'), in the environment that has it."""
+    """vLLM inside the training process (rollout.vllm_mode 'colocated'), in the environment that has it, with a
+    LoRA policy: the adapter is merged into each push, so vLLM samples from base + adapter."""
     import json
 
     from tests.trainer.loop_helpers import tiny_config
     from trainer.rollout.server_process import vllm_python
 
     cfg = tiny_config(warm_model_dir, tmp_path, rollout={"engine": "vllm", "vllm_kv_cache_gb": 0.25,
-                                                        "vllm_max_model_len": 128},
-                      training={"max_steps": 3, "learning_rate": 3e-3})
+                                                        "vllm_max_model_len": 128, "max_completion_length": 8},
+                      model={"name_or_path": str(warm_model_dir), "lora_r": 4, "lora_alpha": 64},
+                      verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],  # a reward that varies
+                      training={"max_steps": 3, "learning_rate": 3e-2})
     done = subprocess.run([vllm_python(), "-c", COLOCATED_RUN, cfg.model_dump_json()], capture_output=True, text=True,
                           timeout=400, cwd=Path(__file__).resolve().parents[3])
     assert done.returncode == 0, done.stderr[-3000:]
@@ -196,6 +199,7 @@ def test_a_colocated_engine_trains_with_its_sampler_matching_the_policy_after_ev
     assert out["status"] == "succeeded" and len(out["metrics"]) == 3
     for m in out["metrics"]:  # weights pushed after each step: vLLM samples what the policy would
         assert m["async/sampler_trainer_kl"] < 1e-6 and abs(m["async/is_weight_mean"] - 1) < 1e-4
+    assert any(m["actor/grad_norm"] > 0 for m in out["metrics"][:-1])  # the adapter changed before a later step sampled
 
 
 def test_two_processes_with_a_rollout_server_each_sample_what_one_process_samples(
