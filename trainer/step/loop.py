@@ -114,12 +114,14 @@ def train(
         return launch(config, sink, should_stop, resume_from, log)
     run = build_run(config, resume_from, log=log, on_phase=_phase_listener(sink))  # a first-use model build reports here
     try:
-        return _train_run(run, config, sink, should_stop)
+        return _train_run(run, config, sink, should_stop, log)
     finally:
         run.close()  # the background generator, a rollout server this run started
 
 
-def _train_run(run: Run, config: ExperimentConfig, sink: EventSink, should_stop: Callable[[], bool]) -> TrainResult:
+def _train_run(
+    run: Run, config: ExperimentConfig, sink: EventSink, should_stop: Callable[[], bool], log: Callable[[str], None]
+) -> TrainResult:
     dist = run.dist
     periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
@@ -134,6 +136,10 @@ def _train_run(run: Run, config: ExperimentConfig, sink: EventSink, should_stop:
     try:
         if config.training.max_off_policy_steps > 0:
             run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
+            if config.rollout.engine == "hf":
+                log("asynchronous with the hf engine: the generator is a thread of this process, so it overlaps the "
+                    "update only where the two do not compete for the same cores and interpreter; with the vllm "
+                    "engine's rollout server on hardware of its own it runs beside training (docs/async_vllm.md)")
         while step < max_steps:
             stop = should_stop()
             if dist is not None:  # rank 0 decides, so every rank stops at the same boundary
