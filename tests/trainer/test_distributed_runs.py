@@ -3,7 +3,6 @@ a rank killed mid-run, and cancel. Each launch costs ~10 s of process start-up (
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.processes import live_processes
 from tests.trainer.loop_helpers import tiny_config
 from trainer.distributed.context import FAULT_ENV
 from trainer.distributed.launch import DistributedRunError
@@ -67,17 +67,7 @@ def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
 
 def _rank_processes(marker: str) -> list[int]:
     """Live processes (torchrun and its ranks) whose command line mentions ``marker`` (the run's work directory)."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline and "trainer.distributed.rank_main" in cmdline:
-            found.append(int(pid))
-    return found
+    return live_processes(marker, "trainer.distributed.rank_main")
 
 
 def test_two_processes_train_exactly_like_one_on_the_same_global_batch(random_model_dir: Path, tmp_path: Path) -> None:

@@ -4,13 +4,13 @@ checkpoint and stops the server too."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.processes import live_processes
 from tests.workers.helpers import (
     CeleryWorker,
     launch_run,
@@ -27,18 +27,7 @@ pytestmark = pytest.mark.slow
 
 def rollout_servers(marker: str) -> list[int]:
     """Live rollout-server processes whose command line mentions ``marker``."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        except OSError:
-            continue
-        if "rollout-server" in cmdline and marker in cmdline and state != "Z":
-            found.append(int(pid))
-    return found
+    return live_processes("rollout-server", marker)
 
 
 @pytest.mark.timeout(300)
