@@ -108,7 +108,7 @@
     box.textContent = "staleness " + staleness + " step" + (staleness === 1 ? "" : "s") +
       " · trainer idle " + secs(lastValue("async/trainer_idle_s")) +
       " · generator idle " + secs(lastValue("async/generator_idle_s"));
-    box.style.display = "";
+    document.getElementById("async-part").style.display = "";
   }
 
   function appendPoints(key, steps, values) {
