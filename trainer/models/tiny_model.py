@@ -13,7 +13,7 @@ reports every step to ``on_progress`` (the CLI's progress bar, the run page's bu
 A teacher and its student share the tokenizer and architecture, and a recipe may start from another
 built-in model's weights: ``tiny:addition-teacher`` is the student trained further on other problems (a
 greedy accuracy of about 0.7 against 0.3), while ``tiny:chain`` is ``tiny:chain-teacher`` fine-tuned into
-the habit of answering most problems bare (about 0.12 against 0.23; `rlvr init-model --teacher` builds
+the habit of answering most problems bare (about 0.09 against 0.28; `rlvr init-model --teacher` builds
 a model's teacher).
 """
 
