@@ -193,7 +193,6 @@ class VLLMRolloutEngine:
         self.weights = WeightFiles(weights_root)
         self.device = torch.device("cpu")  # the batch is moved to the trainer's device by the caller
         self.weights_version = 0  # the policy version vLLM holds (0: the initial checkpoint)
-        self.last_stats: dict[str, float] = {}
 
     def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
         requests = group_requests(prompts)

@@ -40,7 +40,7 @@ from torch import Tensor
 from trainer.errors import RLVRError
 from trainer.models.checkpoint import capture_rng
 from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
-from trainer.step.collect import StepRollouts, collect_rollouts
+from trainer.step.collect import StepRollouts, batch_to_device, collect_rollouts
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -100,14 +100,15 @@ class RolloutProducer:
         self.max_steps = cfg.training.max_steps
         self.timeout_s = float(cfg.training.generator_timeout_s)
         self.vllm = hasattr(run.engine, "load_version")
+        tokenizer = copy.deepcopy(run.tokenizer)  # the generator's own (fast tokenizers are not shared between threads)
         if self.vllm:  # vLLM reloads weight files; keep every version a pending step may still need
             engine: Any = run.engine
             engine.weights.keep = self.k + 2
             self._model: PreTrainedModel | None = None
         else:
             self._model = copy.deepcopy(run.model).eval().requires_grad_(False)
-            engine = _StaleSampler(HFRolloutEngine(self._model, copy.deepcopy(run.tokenizer)))
-        self._run = dataclasses.replace(run, engine=engine, tokenizer=copy.deepcopy(run.tokenizer), producer=None,
+            engine = _StaleSampler(HFRolloutEngine(self._model, tokenizer))
+        self._run = dataclasses.replace(run, engine=engine, tokenizer=tokenizer, producer=None,
                                         model=self._model if self._model is not None else run.model)
         self._loaded = -1  # the version the generator's copy holds
         self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)
@@ -244,12 +245,10 @@ class RolloutProducer:
 
 def produced_to_device(items: list[Produced], device: torch.device) -> list[Produced]:
     """Buffered rollouts read from a checkpoint (on the CPU) moved to the run's device."""
-    from trainer.step.collect import _to_device
-
     out = []
     for p in items:
         r = p.rollouts
-        moved = dataclasses.replace(r, batch=_to_device(r.batch, device), group_ids=r.group_ids.to(device),
+        moved = dataclasses.replace(r, batch=batch_to_device(r.batch, device), group_ids=r.group_ids.to(device),
                                     rewards=r.rewards.to(device))
         out.append(dataclasses.replace(p, rollouts=moved))
     return out

@@ -171,7 +171,7 @@ def collect_rollouts(run: Run, step: int) -> StepRollouts:
         assert run.dist is not None  # _training_share exchanges only between processes
         trained = _exchange(run, run.dist, calls, draws, chosen, mine)
         groups = [t.group for t in trained]
-        batch = _to_device(RolloutBatch.concat([t.batch for t in trained], run.tokenizer.pad_token_id), run.device)
+        batch = batch_to_device(RolloutBatch.concat([t.batch for t in trained], run.tokenizer.pad_token_id), run.device)
         scores = _concat_scores([t.scores for t in trained])
         call_of_row = [n for t in trained for n in t.calls]
     else:
@@ -271,13 +271,13 @@ def _exchange(
         for i in ours:
             group = draws.mine[i]
             rows = [offsets[call] + row for call, row in group.rows]
-            batch = _to_device(_take_rows(everything, rows), torch.device("cpu"))
+            batch = batch_to_device(_take_rows(everything, rows), torch.device("cpu"))
             sent.append((i, _Trained(group, batch, _take_scores(all_scores, rows), [calls.numbers[c] for c, _ in group.rows])))
     received = {i: trained for part in dist.all_gather(sent) for i, trained in part}
     return [received[i] for i in mine]
 
 
-def _to_device(batch: RolloutBatch, device: torch.device) -> RolloutBatch:
+def batch_to_device(batch: RolloutBatch, device: torch.device) -> RolloutBatch:
     moved = {f.name: getattr(batch, f.name).to(device) for f in dataclasses.fields(batch)
              if isinstance(getattr(batch, f.name), Tensor)}
     return dataclasses.replace(batch, **moved)
