@@ -27,6 +27,8 @@ NOT_CONFIGURATION = {
     # Set by the colocated vLLM engine for vLLM itself (its engine core in-process: trainer/rollout/vllm_backends.py).
     "VLLM_ENABLE_V1_MULTIPROCESSING",
 }
+# Passed to the app containers for a library that reads them itself: boto3 (the S3 token store).
+READ_BY_LIBRARIES = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"}
 ENV_READ = re.compile(
     r"""(?:env_(?:str|bool|int|list|choice|paths)\(|os\.environ\.get\(|os\.getenv\(|os\.environ\[|"""
     r"""os\.environ\.setdefault\()\s*["']([A-Z][A-Z0-9_]*)["']|["']([A-Z][A-Z0-9_]*)["']\s+in\s+os\.environ"""
@@ -157,10 +159,27 @@ def test_every_documented_variable_is_read_by_the_code_or_by_compose() -> None:
 
 def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_read(compose: dict[str, Any]) -> None:
     assert interpolated_variables() <= documented_variables()
-    code = variables_read_by_code()
+    code = variables_read_by_code() | READ_BY_LIBRARIES
     for name in APP_SERVICES:
         passed = set(compose["services"][name]["environment"])
         assert passed <= code, f"{name} sets variables nothing reads: {sorted(passed - code)}"
+
+
+def test_every_app_service_gets_the_token_store_settings(compose: dict[str, Any]) -> None:
+    for name in (*APP_SERVICES, "worker-cpu"):
+        environment = compose["services"][name]["environment"]
+        assert environment["RLVR_TOKEN_STORE"] == "${RLVR_TOKEN_STORE:-/data/rollout-tokens}"  # on the shared volume
+        assert {"RLVR_S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "RLVR_ROLLOUT_RETENTION"} <= set(environment)
+
+
+def test_the_s3_profile_runs_minio_on_a_volume_of_its_own_with_the_apps_credentials(compose: dict[str, Any]) -> None:
+    minio = compose["services"]["minio"]
+    assert minio["profiles"] == ["s3"] and minio["image"].startswith("minio/minio")
+    assert "minio:/data" in minio["volumes"] and "minio" in compose["volumes"]
+    assert minio["command"][:2] == ["server", "/data"]
+    assert minio["environment"]["MINIO_ROOT_USER"].startswith("${AWS_ACCESS_KEY_ID")
+    assert minio["environment"]["MINIO_ROOT_PASSWORD"].startswith("${AWS_SECRET_ACCESS_KEY")
+    assert "ports" not in minio  # reached by the app services inside compose only
 
 
 # Every service that may run user code: the workers (code verifier) and web (the verifier test bench).

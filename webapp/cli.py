@@ -5,7 +5,7 @@
 - stack commands (``stack``/``serve``, ``createuser``) -> ``webapp.stack`` (Django, no torch in this
   process: training happens in the worker it starts);
 - API client commands (``login``, ``runs``, ``launch``, ``tail``) -> ``webapp.client`` (HTTP only:
-  neither Django nor torch).
+  neither Django nor torch); ingest commands (``sync``, ``import``) -> ``webapp.ingest_client`` (same).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema", "methods"})
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 CLIENT_COMMANDS = frozenset({"login", "logout", "runs", "launch", "tail"})
+INGEST_COMMANDS = {"sync": "webapp.ingest_client.sync_cli", "import": "webapp.ingest_client.import_cli"}
 
 USAGE = """usage: rlvr <command> [options]     (rlvr <command> --help for its options)
 
@@ -39,6 +40,8 @@ API client (a running server):
   runs                list runs
   launch FILE         create an experiment from a YAML/JSON file and launch a run of it
   tail RUN_ID         print a run's metrics as they arrive
+  sync                send the runs an ingest client left in its spool (server was unreachable)
+  import PATH         send a finished run: an ingest .jsonl file, `rlvr train`'s run dir, verl's rollout dump
 """
 
 
@@ -55,6 +58,12 @@ def _layer(command: str) -> Callable[[Sequence[str]], int] | None:
         from webapp.client import main as client_main
 
         return client_main
+    if command in INGEST_COMMANDS:
+        import importlib
+
+        module = importlib.import_module(INGEST_COMMANDS[command])
+        ingest_main: Callable[[Sequence[str]], int] = module.main
+        return ingest_main
     return None
 
 

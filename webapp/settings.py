@@ -8,6 +8,7 @@ Every variable read here is listed in ``ENV_VARIABLES`` at the end, which the co
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 from datetime import timedelta
@@ -247,6 +248,36 @@ RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
 # Every other request body (JSON, forms): Django's own 2.5 MB default, answered 413 (webapp/core/limits.py).
 RLVR_MAX_BODY_KB = env_int("RLVR_MAX_BODY_KB", 2560, minimum=64)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RLVR_MAX_BODY_KB * 1024
+# The ingest endpoint's batches (outside runs' rollouts with per-token arrays; webapp/ingest/parsers.py).
+RLVR_MAX_INGEST_MB = env_int("RLVR_MAX_INGEST_MB", 64, minimum=1)
+
+# --- rollout storage (webapp/experiments/token_store.py, retention.py; docs/rollout_storage.md) -----
+# Per-token arrays of rollouts: an absolute folder (the same one on the web server and every worker) or
+# s3://bucket/prefix (RLVR_S3_ENDPOINT_URL for MinIO and other S3-compatible servers; AWS_* credentials).
+RLVR_TOKEN_STORE = env_str("RLVR_TOKEN_STORE", str(DATA_DIR / "rollout-tokens"))
+if not (RLVR_TOKEN_STORE.startswith("/") or (RLVR_TOKEN_STORE.startswith("s3://") and len(RLVR_TOKEN_STORE) > 5)):
+    raise ImproperlyConfigured(
+        f"RLVR_TOKEN_STORE={RLVR_TOKEN_STORE!r} is neither an absolute folder nor s3://bucket/prefix"
+    )
+RLVR_S3_ENDPOINT_URL = env_str("RLVR_S3_ENDPOINT_URL", "")
+
+
+def _json_object(name: str, raw: str, default: dict[str, Any]) -> dict[str, Any]:
+    if not raw:
+        return dict(default)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not JSON ({err}): write e.g. {json.dumps(default)}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a JSON object: write e.g. {json.dumps(default)}")
+    return value
+
+
+# The retention policy of a run launched without one (checked at start-up: webapp/experiments/apps.py).
+RLVR_ROLLOUT_RETENTION = _json_object(
+    "RLVR_ROLLOUT_RETENTION", env_str("RLVR_ROLLOUT_RETENTION", ""), {"keep": "all"}
+)
 
 # --- REST API --------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -312,6 +343,10 @@ ENV_VARIABLES = (
     "RLVR_ENQUEUE",
     "RLVR_MAX_UPLOAD_MB",
     "RLVR_MAX_BODY_KB",
+    "RLVR_MAX_INGEST_MB",
+    "RLVR_TOKEN_STORE",
+    "RLVR_S3_ENDPOINT_URL",
+    "RLVR_ROLLOUT_RETENTION",
     "RLVR_LOG_LEVEL",
     "RLVR_TRUSTED_PROXIES",
     "RLVR_API_TOKEN_DAYS",

@@ -82,9 +82,11 @@ def plan_start(
 
 def runs_running_on(nodename: str) -> list[int]:
     """Ids of the runs recorded as ``running`` on worker ``nodename``."""
-    from webapp.experiments.models import Run, RunStatus
+    from webapp.experiments.models import Run, RunSource, RunStatus
 
-    return list(Run.objects.filter(status=RunStatus.RUNNING, worker=nodename).values_list("pk", flat=True))
+    return list(
+        Run.objects.filter(status=RunStatus.RUNNING, worker=nodename, source=RunSource.NATIVE).values_list("pk", flat=True)
+    )  # an outside run's "worker" is the host it trains on, never a Celery node of ours
 
 
 def requeue_runs_of_dead_incarnation(nodename: str) -> list[int]:

@@ -1,10 +1,14 @@
 """``DjangoRunSink``: the trainer's EventSink that records a run through webapp services.
 
 A first-use model build before step 1 reaches ``run_record_phase`` (``run.phase`` events). Each step is
-written in one transaction (metrics + rollout records) by ``run_record_step``, which then
-publishes one compact ``run.step`` event after commit. Publishing problems (Redis down) only warn inside
-the publish helper, so the database keeps everything even while browsers hear nothing; they catch up
-through the REST API.
+handed to a background writer (workers/step_writer.py), which stores it in one transaction (metrics +
+rollout rows, token arrays in the token store) with ``run_record_step``, publishes one compact
+``run.step`` event after commit, then prunes what the run's retention policy lets go
+(webapp/experiments/retention.py). The training loop only waits when two steps are already waiting to be
+stored. A checkpoint, the end and a failure are recorded only after every step before them is stored,
+and a step that failed to store fails the run at the trainer's next call. Publishing problems (Redis
+down) only warn inside the publish helper, so the database keeps everything even while browsers hear
+nothing; they catch up through the REST API.
 """
 
 from __future__ import annotations
@@ -17,18 +21,23 @@ from django.db import DatabaseError, connection
 
 from trainer.sinks import PhaseReport, RunInfo, StepReport
 from webapp.experiments import selectors, services
+from webapp.experiments.retention import Pruner, prune_run
+from workers.step_writer import StepWriter
 
 logger = logging.getLogger(__name__)
 
 
 class DjangoRunSink:
-    """Maps trainer events to services: on_phase -> run_record_phase, on_step -> run_record_step,
-    on_checkpoint -> run_record_checkpoint, on_end -> run_finish, on_error -> run_fail. ``finished`` tells
-    the task whether the run got an outcome."""
+    """Maps trainer events to services: on_phase -> run_record_phase, on_step -> run_record_step (on the
+    step writer's thread), on_checkpoint -> run_record_checkpoint, on_end -> run_finish, on_error ->
+    run_fail. ``finished`` tells the task whether the run got an outcome; ``close`` stops the writer
+    (on_end and on_error do it too)."""
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: int, writer: StepWriter | None = None) -> None:
         self.run_id = run_id
         self.finished = False
+        self.writer = writer or StepWriter(f"run-{run_id}-step-writer")
+        self._pruner = Pruner(run_id)
 
     def on_phase(self, phase: PhaseReport) -> None:
         """The trainer throttles these (about two a second while a built-in model is built). They only
@@ -51,21 +60,55 @@ class DjangoRunSink:
         )
 
     def on_step(self, report: StepReport) -> None:
-        services.run_record_step(
-            run_id=self.run_id, step=report.step, max_steps=report.max_steps,
-            metrics=report.metrics, rollouts=report.rollouts,
-        )
+        """Hand the step over (copies of its containers: the loop may reuse them); waits only while two
+        steps are not stored yet, and raises a failure to store an earlier step."""
+        metrics, rollouts = dict(report.metrics), list(report.rollouts)
+
+        def store() -> None:
+            services.run_record_step(
+                run_id=self.run_id, step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=rollouts,
+            )
+            self._prune(lambda: self._pruner.after_step(report.step))
+
+        self.writer.submit(store)
 
     def on_checkpoint(self, step: int, path: str) -> None:
+        self.writer.flush()  # the steps up to the checkpoint are stored before the checkpoint is
         services.run_record_checkpoint(run_id=self.run_id, step=step, path=path)
 
     def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
+        """Store what is pending and prune the whole run, then record the outcome. A step that failed to
+        store raises here instead: the task then records the run as failed (workers/tasks.py)."""
+        try:
+            self.writer.submit(lambda: self._prune(lambda: prune_run(run_id=self.run_id)))
+            self.writer.flush()
+        finally:
+            self.close()
         services.run_finish(run_id=self.run_id, status=status, final_metrics=final_metrics)
         self.finished = True
 
     def on_error(self, message: str, traceback_text: str) -> None:
+        unraised = self.close()  # what is pending is stored first; the run is failing anyway
+        if unraised is not None:
+            message = f"{message} (storing a step had failed too: {type(unraised).__name__}: {unraised})"
         services.run_fail(run_id=self.run_id, message=message, traceback_text=traceback_text)
         self.finished = True
+
+    def flush(self) -> None:
+        """Wait until every step handed over is stored (raises a failure to store one)."""
+        self.writer.flush()
+
+    def close(self) -> BaseException | None:
+        """Store what is pending and stop the writer's thread; returns a storing failure not raised yet."""
+        return self.writer.close()
+
+    def _prune(self, prune: Callable[[], int]) -> None:
+        """Retention is housekeeping: a failure is logged and retried after the next step, never fatal."""
+        try:
+            prune()
+        except Exception:
+            logger.exception("run %s: pruning rollouts by its retention policy failed; retrying later", self.run_id)
+            connection.close()
 
 
 class StopPoller:

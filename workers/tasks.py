@@ -51,6 +51,9 @@ def _start_and_train(run_id: int, me: str) -> str:
     from workers.recovery import plan_start
 
     before = selectors.run_get(run_id=run_id)
+    if before.is_external:  # sent in through the ingest API: trained elsewhere, never by a worker of ours
+        logger.warning("run %s: dropping a delivery of an outside run (%s)", run_id, before.source)
+        return "skipped"
     earlier_attempt = before.attempts > 0 or before.status == "running"
     run = services.run_mark_started(run_id=run_id, worker=me)
     if run.status != "running":  # cancelled while queued
@@ -104,6 +107,8 @@ def _train(
         if sink.finished:  # the trainer already reported it through the sink
             return "failed"
         return _fail(run_id, err, shown_as)
+    finally:
+        sink.close()  # the step writer's thread, should the trainer have stopped without on_end / on_error
     return result.status
 
 

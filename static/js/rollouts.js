@@ -110,13 +110,17 @@
     }
     return box;
   }
+  // An outside run may not say whether a completion is correct (null): neither green nor red.
+  function verdictClass(correct) {
+    return correct === null || correct === undefined ? "unknown" : correct ? "ok" : "bad";
+  }
   function showRows(body) {
     count = body.count;
     tbody.textContent = "";
     for (const r of body.results) {
       const tr = el("tr");
       tr.dataset.id = r.id;
-      tr.className = r.correct ? "ok" : "bad";
+      tr.className = verdictClass(r.correct);
       tr.appendChild(el("td", r.step));
       const p = el("td");
       const b = el("button", preview(r.prompt, 80), "rb-prompt-btn");
@@ -128,7 +132,7 @@
       tr.appendChild(el("td", preview(r.completion, 160), "rb-completion"));
       const rw = el("td");
       rw.appendChild(el("strong", num(r.reward)));
-      rw.appendChild(el("span", r.correct ? " ✓" : " ✗", r.correct ? "ok" : "bad"));
+      if (r.correct !== null) rw.appendChild(el("span", r.correct ? " ✓" : " ✗", verdictClass(r.correct)));
       rw.appendChild(breakdown(r.rewards));
       tr.appendChild(rw);
       const dt = el("td");
@@ -162,7 +166,7 @@
     const body = await fetchJson(`${data.rows_url}?step=${r.step}&group=${r.group}&page_size=200`);
     cards.textContent = "";
     for (const s of body.results) {
-      const card = el("article", null, `rb-card ${s.correct ? "ok" : "bad"}`);
+      const card = el("article", null, `rb-card ${verdictClass(s.correct)}`);
       card.dataset.id = s.id;
       card.appendChild(el("h3", `#${s.sample_index} · reward ${num(s.reward)} · adv ${num(s.advantage)}`));
       card.appendChild(breakdown(s.rewards));

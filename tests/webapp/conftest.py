@@ -19,8 +19,10 @@ from webapp.teams.models import Membership, Project
 
 @pytest.fixture(autouse=True)
 def _isolated_files(settings: SettingsWrapper, tmp_path: Path) -> Iterator[None]:
-    """Run outputs and uploads go to the test's own directory; the login throttle starts fresh."""
+    """Run outputs, uploads and rollout token objects go to the test's own directory; the login throttle
+    starts fresh."""
     settings.RLVR_RUNS_DIR = tmp_path / "runs"
+    settings.RLVR_TOKEN_STORE = str(tmp_path / "rollout-tokens")
     settings.RLVR_DATASETS_DIR = tmp_path / "datasets"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast users
     cache.clear()

@@ -21,6 +21,14 @@ def model_roots(settings: Settings, tmp_path_factory: pytest.TempPathFactory) ->
     return list(settings.RLVR_MODEL_ROOTS)
 
 
+@pytest.fixture(autouse=True)
+def token_store_dir(settings: Settings, tmp_path: Path) -> Path:
+    """Rollout token objects go under the test's tmp dir (worker processes get it through worker_env): ids
+    restart with each test database, so a shared folder would mix other sessions' runs with these."""
+    settings.RLVR_TOKEN_STORE = str(tmp_path / "rollout-tokens")
+    return tmp_path / "rollout-tokens"
+
+
 @pytest.fixture
 def runs_dir(settings: Settings, tmp_path: Path) -> Path:
     """Run outputs go under the test's tmp dir, never into the repository's .rlvr-data."""

@@ -145,6 +145,7 @@ def worker_env(data_dir: Path, model_roots: list[Path] | None = None) -> dict[st
         "RLVR_CHANNEL_LAYER": "redis",
         "RLVR_DATA_DIR": str(data_dir),
         "RLVR_RUNS_DIR": str(data_dir / "runs"),
+        "RLVR_TOKEN_STORE": str(settings.RLVR_TOKEN_STORE),  # this process reads what the worker stores
         "RLVR_MODEL_ROOTS": ":".join(str(root) for root in roots),
         "RLVR_SECRET_KEY": "worker-test-secret-key-not-for-production",
         "CELERY_SKIP_CHECKS": "1",

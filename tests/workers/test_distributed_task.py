@@ -34,7 +34,7 @@ def distributed_config(model_dir: Path, max_steps: int) -> dict[str, Any]:
 
 
 def test_the_training_task_runs_two_processes_and_stores_every_step(
-    db: None, settings: Settings, tmp_path: Path, random_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    transactional_db: None, settings: Settings, tmp_path: Path, random_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("workers.lease.redis_client", FakeRedis)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

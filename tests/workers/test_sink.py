@@ -1,4 +1,8 @@
-"""DjangoRunSink writes through the services; StopPoller asks the database at most once per interval."""
+"""DjangoRunSink writes through the services (steps on its writer thread); StopPoller asks the database at
+most once per interval.
+
+The writer thread has its own database connection, which sees only committed rows: tests that store
+steps use ``transactional_db`` and wait for the writer with ``sink.flush()`` (or an outcome)."""
 
 from __future__ import annotations
 
@@ -9,11 +13,12 @@ from collections.abc import Iterator
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import channel_layers, get_channel_layer
-from pytest_django import DjangoAssertNumQueries, DjangoCaptureOnCommitCallbacks, Settings
+from pytest_django import DjangoAssertNumQueries, Settings
 
 from tests.workers.helpers import launch_run, make_project, make_user
-from trainer.sinks import RolloutRecord, StepReport, unpack_token_arrays
+from trainer.sinks import RolloutRecord, StepReport
 from webapp.experiments.models import Checkpoint, MetricPoint, Rollout, Run
+from webapp.experiments.token_blobs import rollout_token_arrays
 from webapp.stack import free_port
 from workers.sink import DjangoRunSink, StopPoller
 
@@ -42,6 +47,15 @@ def run(db: None, settings: Settings) -> Run:
 
 
 @pytest.fixture
+def committed_run(transactional_db: None, settings: Settings) -> Run:
+    """A run the writer thread's own connection can see."""
+    settings.RLVR_ENQUEUE = False
+    owner = make_user("alice")
+    launched: Run = launch_run(owner, make_project(owner), {"training": {"max_steps": 10}})
+    return launched
+
+
+@pytest.fixture
 def memory_layer(settings: Settings) -> Iterator[object]:
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     channel_layers.backends.clear()
@@ -49,29 +63,33 @@ def memory_layer(settings: Settings) -> Iterator[object]:
     channel_layers.backends.clear()
 
 
-def test_a_step_is_stored_with_its_metrics_and_packed_rollouts(run: Run) -> None:
-    DjangoRunSink(run.pk).on_step(report(3))
+def test_a_step_is_stored_with_its_metrics_and_packed_rollouts(committed_run: Run) -> None:
+    run = committed_run
+    sink = DjangoRunSink(run.pk)
+    sink.on_step(report(3))
+    sink.close()
 
     assert dict(MetricPoint.objects.filter(run=run, step=3).values_list("key", "value")) == {
         "rollout/reward_mean": 0.75, "actor/pg_loss": -0.1,
     }
     rollouts = list(Rollout.objects.filter(run=run, step=3))
     assert len(rollouts) == 4
-    ids, channels = unpack_token_arrays(bytes(rollouts[0].token_data))
-    assert ids == [7, 1] and channels["logprob"] == pytest.approx([-0.1, -0.2])
+    arrays = rollout_token_arrays(rollouts[0])
+    assert arrays.token_ids == [7, 1] and arrays.channels["logprob"] == pytest.approx([-0.1, -0.2])
+    assert arrays.tokens == ["3", "<eos>"]
     assert Run.objects.get(pk=run.pk).step == 3
 
 
-def test_a_step_publishes_one_compact_event_after_commit(
-    run: Run, memory_layer: object, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
-) -> None:
+def test_a_step_publishes_one_compact_event_after_commit(committed_run: Run, memory_layer: object) -> None:
+    run = committed_run
     layer = get_channel_layer()
     assert layer is not None
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(f"run.{run.pk}", channel)
 
-    with django_capture_on_commit_callbacks(execute=True):
-        DjangoRunSink(run.pk).on_step(report(1))
+    sink = DjangoRunSink(run.pk)
+    sink.on_step(report(1))
+    sink.close()
 
     message = async_to_sync(layer.receive)(channel)
     assert message["type"] == "run.event" and message["event"] == "run.step" and message["run_id"] == run.pk
@@ -81,16 +99,18 @@ def test_a_step_publishes_one_compact_event_after_commit(
 
 
 def test_with_redis_down_a_step_is_still_stored_and_the_run_goes_on(
-    run: Run, settings: Settings, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks,
-    caplog: pytest.LogCaptureFixture,
+    committed_run: Run, settings: Settings, caplog: pytest.LogCaptureFixture,
 ) -> None:
+    run = committed_run
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}}
     channel_layers.backends.clear()
     started = time.monotonic()
     try:
-        with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True):
-            DjangoRunSink(run.pk).on_step(report(1))
+        with caplog.at_level(logging.WARNING):
+            sink = DjangoRunSink(run.pk)
+            sink.on_step(report(1))
+            sink.close()
     finally:
         channel_layers.backends.clear()
 

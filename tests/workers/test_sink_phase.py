@@ -25,7 +25,8 @@ SMALL = {
 
 
 @pytest.fixture
-def run(db: None, settings: Settings, runs_dir: Path) -> Run:
+def run(transactional_db: None, settings: Settings, runs_dir: Path) -> Run:
+    """Committed: the sink's step writer stores steps through a connection of its own."""
     settings.RLVR_ENQUEUE = False
     owner = make_user("alice")
     launched: Run = launch_run(owner, make_project(owner), SMALL)
@@ -48,6 +49,7 @@ def test_the_first_step_after_a_build_clears_it(run: Run) -> None:
     sink = DjangoRunSink(run.pk)
     sink.on_phase(phase(10))
     sink.on_step(StepReport(step=1, max_steps=1, metrics={}, rollouts=[], elapsed_s=0.1))
+    sink.close()
     run.refresh_from_db()
     assert (run.phase, run.step) == ("", 1)
 

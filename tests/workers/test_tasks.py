@@ -27,7 +27,8 @@ def in_memory_leases(monkeypatch: pytest.MonkeyPatch) -> FakeRedis:
 
 
 @pytest.fixture
-def owner(db: None, settings: Settings, tmp_path: Path) -> Any:
+def owner(transactional_db: None, settings: Settings, tmp_path: Path) -> Any:
+    """Committed rows: the sink's step writer stores steps through a database connection of its own."""
     settings.RLVR_ENQUEUE = False  # these tests execute the task themselves
     settings.RLVR_RUNS_DIR = tmp_path / "runs"
     return make_user("alice")

@@ -20,4 +20,5 @@ urlpatterns = [
     path("", include("webapp.rubrics.urls")),
     path("", include("webapp.benchmarks.urls")),
     path("", include("webapp.annotation.urls")),
+    path("", include("webapp.ingest.urls")),
 ]

@@ -24,12 +24,18 @@ from webapp.core.errors import ApplicationError
 
 # Views that take a data file: the body may be as large as RLVR_MAX_UPLOAD_MB (the file goes to disk).
 UPLOAD_VIEWS = frozenset({"dataset-list", "benchmark-file", "benchmarks:list"})
+# Views whose JSON bodies may reach RLVR_MAX_INGEST_MB (their parser holds them to it: webapp/ingest/parsers.py).
+INGEST_VIEWS = frozenset({"ingest-batches"})
 
 
 class RequestTooLarge(ApplicationError):
     """A body, a form or an upload over its limit. Answered as 413."""
 
     status_code = 413
+
+
+def ingest_limit_bytes() -> int:
+    return int(settings.RLVR_MAX_INGEST_MB) * 1024 * 1024
 
 
 def body_limit_bytes() -> int:
@@ -105,8 +111,11 @@ class RequestLimitsMiddleware:
         except ValueError:
             size = 0
         if size > body_limit_bytes():
-            upload = _view_name(request) in UPLOAD_VIEWS and request.content_type == "multipart/form-data"
+            view = _view_name(request)
+            upload = view in UPLOAD_VIEWS and request.content_type == "multipart/form-data"
             limit, setting = (upload_limit_bytes(), "RLVR_MAX_UPLOAD_MB") if upload else (body_limit_bytes(), "RLVR_MAX_BODY_KB")
+            if view in INGEST_VIEWS:
+                limit, setting = ingest_limit_bytes(), "RLVR_MAX_INGEST_MB"
             if size > limit:
                 return body_too_large(size, limit, setting)
         refusal = nul_in_params(request.GET, "Query parameter")

@@ -1,4 +1,5 @@
-"""Runs over HTTP: list, launch (create = launch), read one, cancel, resume, queue again.
+"""Runs over HTTP: list, launch (create = launch), read one, cancel, resume, queue again, and change
+which rollouts a run keeps (``PATCH /api/runs/<id>/retention/``, webapp/experiments/retention.py).
 
 Launch, resume and queue answer 503 ``{"message": ..., "extra": {"run_id": ...}}`` when the task queue
 (Redis) refuses the run: it is then saved as ``not_queued`` and ``POST /api/runs/<id>/queue/`` sends it
@@ -15,14 +16,22 @@ from rest_framework.views import APIView
 
 from webapp.api.pagination import page_of, paginated_response
 from webapp.api.query import parsed_query
+from webapp.experiments.retention import describe_retention
 from webapp.experiments.selectors import (
     experiment_get_for_user,
     run_get_for_user,
     runs_for_project,
     runs_for_user,
 )
-from webapp.experiments.serializers import RunDetailOut, RunLaunchIn, RunListFilterIn, RunOut
-from webapp.experiments.services import run_cancel, run_launch, run_queue, run_resume
+from webapp.experiments.serializers import (
+    RunDetailOut,
+    RunLaunchIn,
+    RunListFilterIn,
+    RunOut,
+    RunRetentionIn,
+    RunRetentionOut,
+)
+from webapp.experiments.services import run_cancel, run_launch, run_queue, run_resume, run_set_retention
 from webapp.teams.selectors import project_get_for_user
 
 
@@ -42,7 +51,7 @@ class RunListApi(APIView):
         data = RunLaunchIn(data=request.data)
         data.is_valid(raise_exception=True)
         experiment = experiment_get_for_user(experiment_id=data.validated_data["experiment"], user=request.user)
-        run = run_launch(experiment=experiment, actor=request.user)
+        run = run_launch(experiment=experiment, actor=request.user, retention=data.validated_data.get("retention"))
         return Response(RunDetailOut(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -106,3 +115,19 @@ class RunQueueApi(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         run = run_queue(run=run_get_for_user(run_id=run_id, user=request.user), actor=request.user)
         return Response(RunDetailOut(run).data)
+
+
+class RunRetentionApi(APIView):
+    @extend_schema(
+        request=RunRetentionIn,
+        responses=RunRetentionOut,
+        summary="Change which rollouts a run keeps; rollouts the new policy lets go are deleted at once",
+    )
+    def patch(self, request: Request, run_id: int) -> Response:
+        run = run_get_for_user(run_id=run_id, user=request.user)  # an outsider gets 404 before any 400
+        data = RunRetentionIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        run, deleted = run_set_retention(run=run, actor=request.user, retention=data.validated_data["retention"])
+        return Response({
+            "retention": run.retention, "description": describe_retention(run.retention), "deleted_rollouts": deleted,
+        })

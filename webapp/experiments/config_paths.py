@@ -67,11 +67,17 @@ class _Confiner:
         return str(folder) if self.resolve and folder is not None else value
 
     def _checkpoint(self, checkpoint_id: int, value: str, field: str) -> str:
-        checkpoint = Checkpoint.objects.filter(pk=checkpoint_id, run__experiment__project=self.project).first()
+        checkpoint = (
+            Checkpoint.objects.select_related("run").filter(pk=checkpoint_id, run__experiment__project=self.project).first()
+        )
         if checkpoint is None:
             raise refuse_model(field, value, "is not a checkpoint of a run in this project")
         if not self.resolve:
             return value
+        if checkpoint.run.is_external:
+            # An outside run names its checkpoint itself (any path or URI its trainer saw): it is loaded only
+            # if it is a folder under RLVR_MODEL_ROOTS on this server, as a model folder typed in a config.
+            return str(model_folder(checkpoint.path, field=field, must_exist=True))
         if not checkpoint_has_files(checkpoint=checkpoint):
             raise refuse_model(field, value, "has no files on this server any more (runs keep their last "
                                "checkpoint.save_total_limit checkpoints)")

@@ -44,6 +44,20 @@ class RunStatus(models.TextChoices):
 FINISHED_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 
 
+class RunSource(models.TextChoices):
+    """Who trained the run: this platform's own trainer on a Celery worker, or an outside trainer that
+    reports through the ingest API (webapp/ingest) and its client (webapp/ingest_client)."""
+
+    NATIVE = "native", "RLVR Studio trainer"
+    TRL = "trl", "TRL"
+    VERL = "verl", "verl"
+    SCRIPT = "script", "Script (ingest client)"
+    IMPORT = "import", "Imported file"
+
+
+EXTERNAL_SOURCES = frozenset(set(RunSource) - {RunSource.NATIVE})
+
+
 class Run(models.Model):
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
@@ -73,6 +87,22 @@ class Run(models.Model):
         default=dict, blank=True,
         help_text="The phase's latest report: label, done, total, elapsed_s, eta_s, updated_at (ISO time).",
     )
+    source = models.CharField(
+        max_length=16, choices=RunSource.choices, default=RunSource.NATIVE, db_index=True,
+        help_text="Who trained the run: the built-in trainer, or an outside trainer through the ingest API.",
+    )
+    source_info = models.JSONField(
+        default=dict, blank=True,
+        help_text="For outside runs: the library and its version, host, command, client version.",
+    )
+    external_key = models.CharField(
+        max_length=128, blank=True, default="",
+        help_text="The ingest client's key for the run: starting a run with the same key again returns it.",
+    )
+    retention = models.JSONField(
+        default=dict, blank=True,
+        help_text="Which steps keep their rollouts (webapp/experiments/retention.py); empty keeps every rollout.",
+    )
     verifier_versions = models.ManyToManyField(
         "verification.VerifierVersion",
         blank=True,
@@ -82,6 +112,16 @@ class Run(models.Model):
 
     class Meta:
         ordering = ("-created_at", "-id")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["experiment", "external_key"], condition=~models.Q(external_key=""),
+                name="one_run_per_external_key",
+            ),
+        )
+
+    @property
+    def is_external(self) -> bool:
+        return self.source != RunSource.NATIVE
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.experiment_id} ({self.status})"
@@ -119,12 +159,24 @@ class Rollout(models.Model):
     finish_reason = models.CharField(max_length=32)
     reward = models.FloatField(null=True)
     rewards = models.JSONField(default=dict, help_text="Raw reward per verifier key.")
-    correct = models.BooleanField()
+    correct = models.BooleanField(null=True, help_text="Null where the trainer did not say (an outside run).")
     details = models.JSONField(default=dict, help_text="Verifier key -> detail record.")
     advantage = models.FloatField(null=True)
     length = models.PositiveIntegerField(help_text="Completion length in tokens.")
-    tokens = models.JSONField(default=list, help_text="The completion's token strings.")
-    token_data = models.BinaryField(help_text="trainer.sinks.pack_token_arrays: ids + per-token channels.")
+    tokens = models.JSONField(
+        default=list, blank=True,
+        help_text="The completion's token strings (rollouts stored before the token store; empty since).",
+    )
+    token_data = models.BinaryField(
+        default=b"", blank=True,
+        help_text="trainer.sinks.pack_token_arrays (rollouts stored before the token store; empty since).",
+    )
+    token_key = models.CharField(
+        max_length=255, blank=True, default="",
+        help_text="Where the per-token arrays live in the token store (webapp/experiments/token_store.py).",
+    )
+    token_offset = models.BigIntegerField(default=0, help_text="Byte offset of this rollout's arrays in token_key.")
+    token_size = models.PositiveIntegerField(default=0, help_text="Byte length of this rollout's arrays in token_key.")
 
     class Meta:
         indexes = (models.Index(fields=["run", "step"], name="rollout_run_step"),)

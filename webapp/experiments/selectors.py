@@ -18,10 +18,10 @@ from django.db import connections
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Min, Q, QuerySet
 from django.http import Http404
 
-from trainer.sinks import unpack_token_arrays
 from webapp.core.queues import QueuePosition, queue_position
 from webapp.core.tasks_by_name import RUN_TRAINING
 from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Rollout, Run, RunEvent
+from webapp.experiments.token_blobs import rollout_token_arrays
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
@@ -45,6 +45,7 @@ class RolloutWithTokens:
     rollout: Rollout
     token_ids: list[int]
     channels: dict[str, list[float | None] | None]
+    tokens: list[str]
 
 
 # --- for the worker --------------------------------------------------------------------------------
@@ -211,7 +212,11 @@ def rollouts_for_run(
     finish_reason: str | None = None,
     search: str | None = None,
 ) -> QuerySet[Rollout]:
-    """A run's rollouts, filtered, without the heavy per-token columns (see ``rollout_detail``)."""
+    """A run's rollouts, filtered, without the heavy per-token columns (see ``rollout_detail``).
+
+    ``search`` matches the prompt or the completion case-insensitively (``UPPER(col) LIKE UPPER('%x%')``
+    on PostgreSQL, which migration 0007's trigram indexes serve; three characters or more use them) or
+    equals a prompt id."""
     rollouts = Rollout.objects.filter(run=run).defer("tokens", "token_data", "details")
     if step is not None:
         rollouts = rollouts.filter(step=step)
@@ -234,11 +239,12 @@ def rollout_detail(*, run: Run, rollout_id: int) -> RolloutWithTokens:
     rollout = Rollout.objects.filter(run=run, pk=rollout_id).first()
     if rollout is None:
         raise Http404("No such rollout in this run.")
-    token_ids, channels = unpack_token_arrays(bytes(rollout.token_data))
+    arrays = rollout_token_arrays(rollout)  # one ranged read of the token store (inline for older rows)
     return RolloutWithTokens(
         rollout=rollout,
-        token_ids=token_ids,
-        channels={name: _channel_or_none(values) for name, values in channels.items()},
+        token_ids=arrays.token_ids,
+        channels={name: _channel_or_none(values) for name, values in arrays.channels.items()},
+        tokens=arrays.tokens,
     )
 
 
@@ -252,6 +258,23 @@ def _channel_or_none(values: list[float]) -> list[float | None] | None:
 
 def checkpoints_for_run(*, run: Run) -> QuerySet[Checkpoint]:
     return Checkpoint.objects.filter(run=run).order_by("step")
+
+
+def run_origin(*, run: Run) -> dict[str, str] | None:
+    """Where an outside run came from, for its page: library and version, host, command; None for a native run."""
+    if not run.is_external:
+        return None
+    info = run.source_info if isinstance(run.source_info, dict) else {}
+
+    def text(name: str, limit: int = 300) -> str:
+        value = info.get(name)
+        return str(value)[:limit] if isinstance(value, (str, int, float)) else ""
+
+    version = text("version", 60)
+    return {
+        "label": run.get_source_display() + (f" {version}" if version else ""),
+        "host": text("host", 255), "command": text("command", 1000), "name": text("run_name", 200),
+    }
 
 
 def run_queue_position(*, run: Run) -> QueuePosition | None:

@@ -69,7 +69,7 @@ class RunOut(serializers.ModelSerializer[Run]):
         fields: tuple[str, ...] = (
             "id", "experiment", "experiment_name", "project", "status", "step", "max_steps",
             "created_by", "created_at", "started_at", "finished_at", "worker", "error_message",
-            "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics", "phase",
+            "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics", "phase", "retention",
         )  # fmt: skip
 
     @extend_schema_field(RunPhaseOut(allow_null=True))
@@ -89,8 +89,30 @@ class RunDetailOut(RunOut):
         return None if position is None else dict(QueuePositionOut(position).data)
 
 
+RETENTION_HELP = (
+    'Which rollouts the run keeps: {"keep": "all"}, {"keep": "every_n_steps", "every_n_steps": N, '
+    '"recent_steps": R} or {"keep": "sample_per_step", "sample_per_step": K, "recent_steps": R}; '
+    "annotated and rescored rollouts are always kept (docs/rollout_storage.md)."
+)
+
+
 class RunLaunchIn(serializers.Serializer[None]):
     experiment = serializers.IntegerField(help_text="Id of the experiment to launch.")
+    retention = serializers.JSONField(
+        required=False, help_text=RETENTION_HELP + " Default: the server's RLVR_ROLLOUT_RETENTION."
+    )
+
+
+class RunRetentionIn(serializers.Serializer[None]):
+    """The body of PATCH /api/runs/<id>/retention/: the new policy."""
+
+    retention = serializers.JSONField(help_text=RETENTION_HELP)
+
+
+class RunRetentionOut(serializers.Serializer[None]):
+    retention = serializers.JSONField(help_text="The policy as stored, with its defaults filled in.")
+    description = serializers.CharField(help_text="The policy in words, as the run page shows it.")
+    deleted_rollouts = serializers.IntegerField(help_text="Rollouts the new policy deleted at once.")
 
 
 class RunListFilterIn(serializers.Serializer[None]):
@@ -180,7 +202,7 @@ def rollout_detail_data(detail: RolloutWithTokens) -> dict[str, Any]:
     return {
         **RolloutOut(detail.rollout).data,
         "details": detail.rollout.details,
-        "tokens": detail.rollout.tokens,
+        "tokens": detail.tokens,
         "token_ids": detail.token_ids,
         "channels": detail.channels,
     }

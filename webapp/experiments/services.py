@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from trainer.sinks import RolloutRecord, pack_token_arrays
+from trainer.sinks import RolloutRecord
 from webapp.core.dispatch import broker_description, send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.experiments.config_paths import confine_experiment_config
@@ -40,12 +40,13 @@ from webapp.experiments.models import (
     EventLevel,
     Experiment,
     MetricPoint,
-    Rollout,
     Run,
     RunEvent,
     RunStatus,
 )
 from webapp.experiments.phases import phase_done_message
+from webapp.experiments.retention import default_retention, parse_retention, prune_run
+from webapp.experiments.rollout_writes import rollouts_delete_after, store_rollouts
 from webapp.experiments.selectors import run_latest_checkpoint, run_phase_payload, run_status_payload
 from webapp.experiments.storable import clean_json, clean_text, finite_or_none
 from webapp.realtime.publish import publish_run_event
@@ -123,9 +124,12 @@ def _experiment_name(*, project: Project, name: str, exclude_id: int | None = No
 # --- runs, as people drive them --------------------------------------------------------------------
 
 
-def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
-    """Queue a run of the experiment's current config and send it to a training worker after commit."""
+def run_launch(*, experiment: Experiment, actor: AnyUser, retention: Any = None) -> Run:
+    """Queue a run of the experiment's current config and send it to a training worker after commit.
+    ``retention``: the run's rollout retention policy (webapp/experiments/retention.py); None takes
+    ``settings.RLVR_ROLLOUT_RETENTION``."""
     require_role(project=experiment.project, user=actor, minimum=OPERATE_RUNS)
+    policy = default_retention() if retention is None else parse_retention(retention)
     config = validate_experiment_config(experiment.config)  # registries may have changed since it was saved
     confine_experiment_config(config, project=experiment.project, resolve=True)  # what it names must exist now
     with transaction.atomic():
@@ -135,6 +139,7 @@ def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
             status=RunStatus.QUEUED,
             max_steps=config["training"]["max_steps"],
             created_by=actor if actor.is_authenticated else None,
+            retention=policy,
         )
         run.output_dir = str(settings.RLVR_RUNS_DIR / f"run-{run.pk}")
         run.config["checkpoint"]["output_dir"] = run.output_dir  # every run writes to its own directory
@@ -149,6 +154,7 @@ def run_launch(*, experiment: Experiment, actor: AnyUser) -> Run:
 def run_cancel(*, run: Run, actor: AnyUser) -> Run:
     """A queued run is cancelled at once; a running one is asked to stop at its next step boundary."""
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    _refuse_outside(run, "stop")
     with transaction.atomic():
         run = _locked(run.pk)
         if run.status in (RunStatus.QUEUED, RunStatus.NOT_QUEUED):
@@ -171,6 +177,7 @@ def run_cancel(*, run: Run, actor: AnyUser) -> Run:
 def run_resume(*, run: Run, actor: AnyUser) -> Run:
     """Queue a failed or cancelled run again, from its latest checkpoint (or from the start if none)."""
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    _refuse_outside(run, "resume")
     with transaction.atomic():
         run = _locked(run.pk)
         if run.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
@@ -181,6 +188,20 @@ def run_resume(*, run: Run, actor: AnyUser) -> Run:
         _publish_status(run)
         _enqueue_after_commit(run.pk)
     return run
+
+
+def run_set_retention(*, run: Run, actor: AnyUser, retention: Any) -> tuple[Run, int]:
+    """Change which rollouts the run keeps and apply it at once (a running run's step writer also picks it
+    up at its next step); returns the run and how many rollouts were deleted. Deleting data: admins only."""
+    require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    policy = parse_retention(retention)
+    with transaction.atomic():
+        run = _locked(run.pk)
+        before, run.retention = run.retention, policy
+        run.save(update_fields=["retention"])
+        if before != policy:
+            _event(run.pk, EventLevel.INFO, "retention", f"{actor} set the rollout retention to {policy}.", run.step)
+    return run, prune_run(run_id=run.pk)
 
 
 def _requeue(run: Run) -> Checkpoint | None:
@@ -208,6 +229,7 @@ def run_queue(*, run: Run, actor: AnyUser) -> Run:
     """Send a ``not_queued`` run (its task was refused by the broker) to a worker again; it keeps its
     config, output directory and resume point. Raises QueueUnavailable (503) if the queue is still down."""
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
+    _refuse_outside(run, "queue")
     with transaction.atomic():
         run = _locked(run.pk)
         if run.status != RunStatus.NOT_QUEUED:
@@ -283,10 +305,11 @@ def run_mark_started(*, run_id: int, worker: str) -> Run:
 
 
 def run_truncate_after(*, run_id: int, step: int) -> None:
-    """Delete metrics, rollouts and checkpoints of steps after ``step`` (before resuming from it)."""
+    """Delete metrics, rollouts (and their token objects, after commit) and checkpoints of steps after
+    ``step`` (before resuming from it)."""
     with transaction.atomic():
         MetricPoint.objects.filter(run_id=run_id, step__gt=step).delete()
-        Rollout.objects.filter(run_id=run_id, step__gt=step).delete()
+        rollouts_delete_after(run_id=run_id, step=step)
         Checkpoint.objects.filter(run_id=run_id, step__gt=step).delete()
         Run.objects.filter(pk=run_id, step__gt=step).update(step=step)
 
@@ -295,14 +318,16 @@ def run_record_step(
     *, run_id: int, step: int, max_steps: int, metrics: dict[str, float], rollouts: list[RolloutRecord]
 ) -> None:
     """Store one step's metrics and rollouts in one transaction, replacing that step if it exists, then
-    publish ``run.step``. Bulk inserts only: a constant number of queries whatever the batch size."""
+    publish ``run.step``. The rollouts' token arrays go to the token store first (``store_rollouts``);
+    a constant number of queries whatever the batch size. The worker calls this from its step writer
+    thread (workers/step_writer.py), off the training step."""
     metric_rows = [MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()]
-    rollout_rows = [_rollout_row(run_id, step, record) for record in rollouts]
     with transaction.atomic():
+        # Rollouts first: store_rollouts locks the run's row before anything else in the transaction takes
+        # a lock on it (the metric rows' foreign key), so a concurrent cancel cannot deadlock with it.
+        store_rollouts(run_id=run_id, step=step, records=rollouts, replace_step=True)
         MetricPoint.objects.filter(run_id=run_id, step=step).delete()
-        Rollout.objects.filter(run_id=run_id, step=step).delete()
         MetricPoint.objects.bulk_create(metric_rows)
-        Rollout.objects.bulk_create(rollout_rows, batch_size=128)
         # The first step ends any phase before it (the model build): the page's run.step handler hides it too.
         Run.objects.filter(pk=run_id).update(step=step, max_steps=max_steps, phase="", phase_progress={})
         payload = {
@@ -312,28 +337,6 @@ def run_record_step(
             "rollouts": [clean_json(r.summary()) for r in rollouts[:SUMMARIES_PER_STEP]],
         }
         publish_run_event(run_id=run_id, event="run.step", payload=payload)
-
-
-def _rollout_row(run_id: int, step: int, record: RolloutRecord) -> Rollout:
-    return Rollout(
-        run_id=run_id,
-        step=step,
-        prompt_id=clean_text(record.prompt_id),
-        group=record.group,
-        sample_index=record.sample_index,
-        prompt=clean_text(record.prompt),
-        completion=clean_text(record.completion),
-        answer=None if record.answer is None else clean_text(record.answer),
-        finish_reason=record.finish_reason,
-        reward=finite_or_none(record.reward),
-        rewards=clean_json(record.rewards),
-        correct=bool(record.correct),
-        details=clean_json(record.details),
-        advantage=finite_or_none(record.advantage),
-        length=len(record.token_ids),
-        tokens=[clean_text(t) for t in record.tokens],
-        token_data=pack_token_arrays(record),
-    )
 
 
 def run_record_phase(
@@ -431,6 +434,15 @@ def run_log_event(*, run_id: int, level: str, kind: str, message: str, step: int
     if level not in EventLevel.values:
         raise ValueError(f"level must be one of {', '.join(EventLevel.values)}, got {level!r}")
     _event(run_id, EventLevel(level), kind, message, step)
+
+
+def _refuse_outside(run: Run, action: str) -> None:
+    """Cancel, resume and queue drive this platform's workers; an outside run is driven by its own trainer."""
+    if run.is_external:
+        raise Conflict(
+            f"Run {run.pk} was trained outside RLVR Studio ({run.get_source_display()}) and sent in through the "
+            f"ingest API: {action} it in the trainer that runs it."
+        )
 
 
 # --- shared ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", api_runs.RunCancelApi.as_view(), name="run-cancel"),
     path("runs/<int:run_id>/resume/", api_runs.RunResumeApi.as_view(), name="run-resume"),
     path("runs/<int:run_id>/queue/", api_runs.RunQueueApi.as_view(), name="run-queue"),
+    path("runs/<int:run_id>/retention/", api_runs.RunRetentionApi.as_view(), name="run-retention"),
     path("runs/<int:run_id>/metrics/", api_run_data.RunMetricsApi.as_view(), name="run-metrics"),
     path("runs/<int:run_id>/rollouts/", api_run_data.RunRolloutListApi.as_view(), name="run-rollout-list"),
     path(

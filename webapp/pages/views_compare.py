@@ -46,6 +46,12 @@ def config_diff(runs: list[Run]) -> list[DiffRow]:
     return rows
 
 
+def run_label(run: Run) -> str:
+    """``#12 grpo-base``, with where an outside run came from: ``#13 qwen-trl (TRL)``."""
+    label = f"#{run.pk} {run.experiment.name}"
+    return f"{label} ({run.get_source_display()})" if run.is_external else label
+
+
 def _chosen_ids(raw: str) -> list[int]:
     ids = [int(part) for part in raw.replace(" ", "").split(",") if part.isdigit()]
     return list(dict.fromkeys(ids))[:MAX_COMPARED]
@@ -67,7 +73,7 @@ def compare(request: HttpRequest, project_id: int) -> HttpResponse:
         "default_keys": [k for k in PREFERRED_KEYS if k in keys] or keys[:4],
         "diff": config_diff(chosen) if chosen else [],
         "page_data": {
-            "runs": [{"id": run.pk, "label": f"#{run.pk} {run.experiment.name}"} for run in chosen],
+            "runs": [{"id": run.pk, "label": run_label(run)} for run in chosen],
             "keys": keys,
         },
         **role_context(project=project, request=request),

@@ -13,9 +13,11 @@ from django.views.decorators.http import require_POST
 from webapp.core.errors import ApplicationError
 from webapp.experiments.models import FINISHED_STATUSES, RunStatus
 from webapp.experiments.phases import phase_view
+from webapp.experiments.retention import describe_retention, run_policy
 from webapp.experiments.selectors import (
     events_for_run,
     run_get_for_user,
+    run_origin,
     run_phase_payload,
     run_queue_position,
 )
@@ -36,11 +38,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "events": events,
         "config_json": json.dumps(run.config, indent=2),
-        "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not run.cancel_requested,
-        "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED),
+        "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not run.cancel_requested and not run.is_external,
+        "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED) and not run.is_external,
+        "origin": run_origin(run=run),
         "finished": run.status in FINISHED_STATUSES,
         "queue_position": run_queue_position(run=run),
         "phase": phase_view(run),  # the model build before step 1, rendered in place of "step 0 / N"
+        "retention": describe_retention(run_policy(run)),
         "page_data": {
             "run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps,
             "phase": run_phase_payload(run=run),
