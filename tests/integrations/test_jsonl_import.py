@@ -8,14 +8,12 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.integrations.live_studio import Studio
 from webapp.ingest_client import jsonl_import
 from webapp.ingest_client.import_cli import main as import_main
 from webapp.ingest_client.jsonl_import import ImportFileError, Limits, Metrics, Rollout
@@ -210,58 +208,6 @@ def test_a_bad_file_ends_the_command_with_its_line_named(capsys: pytest.CaptureF
 # --- against a live server ---------------------------------------------------------------------------
 
 
-@dataclass
-class Studio:
-    """A live server, alice's project and her API token in $RLVR_URL / $RLVR_TOKEN, as a user sets them."""
-
-    url: str
-    http: httpx.Client
-    project: Any
-
-    def get(self, path: str, **params: Any) -> Any:
-        response = self.http.get(path, params=params)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def runs(self) -> list[Any]:
-        from webapp.experiments.models import Run
-
-        return list(Run.objects.filter(experiment__project=self.project))
-
-    def metric(self, run_id: int, key: str) -> dict[str, list[Any]]:
-        series: dict[str, list[Any]] = self.get(f"/api/runs/{run_id}/metrics/", keys=key)["metrics"].get(key, {})
-        return series
-
-    def rollouts(self, run_id: int, step: int) -> list[dict[str, Any]]:
-        rows = self.get(f"/api/runs/{run_id}/rollouts/", step=step, page_size=500)["results"]
-        return sorted(rows, key=lambda r: (r["group"], r["sample_index"]))
-
-    def rollout_detail(self, run_id: int, rollout_id: int) -> dict[str, Any]:
-        detail: dict[str, Any] = self.get(f"/api/runs/{run_id}/rollouts/{rollout_id}/")
-        return detail
-
-    def import_(self, *args: str) -> int:
-        return import_main(["import", *args, "--project", self.project.slug])
-
-
-@pytest.fixture
-def studio(
-    live_server: Any, transactional_db: None, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Studio]:
-    from tests.workers.helpers import make_user
-    from webapp.accounts.tokens import issue_token
-    from webapp.teams.services import project_create
-
-    settings.RLVR_RUNS_DIR = tmp_path / "runs"
-    settings.RLVR_TOKEN_STORE = str(tmp_path / "rollout-tokens")
-    alice = make_user("alice")
-    project = project_create(name="Import lab", owner=alice)
-    token = issue_token(alice, name="import").token
-    monkeypatch.setenv("RLVR_URL", live_server.url)
-    monkeypatch.setenv("RLVR_TOKEN", token)
-    monkeypatch.setenv("RLVR_SPOOL_DIR", str(tmp_path / "spool"))
-    with httpx.Client(base_url=live_server.url, headers={"Authorization": f"Token {token}"}, timeout=30) as http:
-        yield Studio(url=live_server.url, http=http, project=project)
 
 
 def test_importing_the_example_file_makes_a_run_with_its_metrics_rollouts_and_checkpoint(

@@ -9,15 +9,13 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.integrations import trl_helpers
+from tests.integrations.live_studio import Studio
 from tests.integrations.trl_helpers import REWARD_FUNCS, has_digit, tiny_grpo_trainer
 from webapp.ingest_client import IngestError
 from webapp.ingest_client.trl import changed_settings, completion_lengths, instrument, map_metrics
@@ -25,49 +23,6 @@ from webapp.ingest_client.trl import changed_settings, completion_lengths, instr
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-@dataclass
-class Studio:
-    """A live server with alice, her project and her API token (in $RLVR_URL / $RLVR_TOKEN, as a user sets them)."""
-
-    url: str
-    http: httpx.Client
-    project: Any
-
-    def get(self, path: str, **params: Any) -> Any:
-        response = self.http.get(path, params=params)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def only_run(self) -> Any:
-        from webapp.experiments.models import Run
-
-        return Run.objects.get(experiment__project=self.project)
-
-    def metric_steps(self, run_id: int, key: str) -> list[int]:
-        return list(self.get(f"/api/runs/{run_id}/metrics/", keys=key)["metrics"].get(key, {}).get("step", []))
-
-    def rollouts(self, run_id: int, step: int) -> list[dict[str, Any]]:
-        return list(self.get(f"/api/runs/{run_id}/rollouts/", step=step, page_size=500)["results"])
-
-
-@pytest.fixture
-def studio(
-    live_server: Any, transactional_db: None, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Studio]:
-    from tests.workers.helpers import make_user
-    from webapp.accounts.tokens import issue_token
-    from webapp.teams.services import project_create
-
-    settings.RLVR_RUNS_DIR = tmp_path / "runs"
-    settings.RLVR_TOKEN_STORE = str(tmp_path / "rollout-tokens")
-    alice = make_user("alice")
-    project = project_create(name="TRL lab", owner=alice)
-    token = issue_token(alice, name="trl").token
-    monkeypatch.setenv("RLVR_URL", live_server.url)
-    monkeypatch.setenv("RLVR_TOKEN", token)
-    monkeypatch.setenv("RLVR_SPOOL_DIR", str(tmp_path / "spool"))
-    with httpx.Client(base_url=live_server.url, headers={"Authorization": f"Token {token}"}, timeout=30) as http:
-        yield Studio(url=live_server.url, http=http, project=project)
 
 
 # --- the mapping, without a trainer ------------------------------------------------------------------

@@ -13,15 +13,13 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import httpx
 import numpy as np
 import pytest
 
+from tests.integrations.live_studio import Studio
 from webapp.ingest_client import jsonl_import
 from webapp.ingest_client import verl as rlvr_verl
 from webapp.ingest_client.import_cli import main as import_main
@@ -217,50 +215,6 @@ def test_verl_importing_this_module_installs_the_backend_once_its_tracking_modul
 # --- against a live server ---------------------------------------------------------------------------
 
 
-@dataclass
-class Studio:
-    url: str
-    http: httpx.Client
-    project: Any
-
-    def get(self, path: str, **params: Any) -> Any:
-        response = self.http.get(path, params=params)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def only_run(self) -> Any:
-        from webapp.experiments.models import Run
-
-        return Run.objects.get(experiment__project=self.project)
-
-    def metric(self, run_id: int, key: str) -> dict[str, list[Any]]:
-        series: dict[str, list[Any]] = self.get(f"/api/runs/{run_id}/metrics/", keys=key)["metrics"].get(key, {})
-        return series
-
-    def rollouts(self, run_id: int, step: int) -> list[dict[str, Any]]:
-        rows = self.get(f"/api/runs/{run_id}/rollouts/", step=step, page_size=500)["results"]
-        return sorted(rows, key=lambda r: (r["group"], r["sample_index"]))
-
-
-@pytest.fixture
-def studio(
-    live_server: Any, transactional_db: None, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Studio]:
-    from tests.workers.helpers import make_user
-    from webapp.accounts.tokens import issue_token
-    from webapp.teams.services import project_create
-
-    settings.RLVR_RUNS_DIR = tmp_path / "runs"
-    settings.RLVR_TOKEN_STORE = str(tmp_path / "rollout-tokens")
-    alice = make_user("alice")
-    project = project_create(name="verl lab", owner=alice)
-    token = issue_token(alice, name="verl").token
-    monkeypatch.setenv("RLVR_URL", live_server.url)
-    monkeypatch.setenv("RLVR_TOKEN", token)
-    monkeypatch.setenv("RLVR_SPOOL_DIR", str(tmp_path / "spool"))
-    monkeypatch.setenv("RLVR_PROJECT", project.slug)
-    with httpx.Client(base_url=live_server.url, headers={"Authorization": f"Token {token}"}, timeout=30) as http:
-        yield Studio(url=live_server.url, http=http, project=project)
 
 
 def test_rlvr_import_of_a_verl_dump_makes_a_verl_run_with_verls_metrics(studio: Studio) -> None:
