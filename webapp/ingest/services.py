@@ -30,13 +30,13 @@ from webapp.experiments.models import (
     Experiment,
     MetricPoint,
     Run,
-    RunEvent,
     RunSource,
     RunStatus,
 )
 from webapp.experiments.retention import parse_retention, prune_steps, run_policy
 from webapp.experiments.rollout_writes import store_rollouts
 from webapp.experiments.selectors import run_status_payload
+from webapp.experiments.services import SUMMARIES_PER_STEP, run_log_event
 from webapp.experiments.storable import clean_json, clean_text, finite_or_none
 from webapp.ingest.schema import BatchIn, RolloutIn, RunIn
 from webapp.realtime.publish import publish_run_event
@@ -44,7 +44,6 @@ from webapp.teams.models import Project
 from webapp.teams.permissions import OPERATE_RUNS, require_role
 from webapp.teams.selectors import AnyUser
 
-SUMMARIES_PER_STEP = 32
 SOURCE_LABELS = {"trl": "TRL", "verl": "verl", "script": "a script", "import": "an imported file"}
 
 
@@ -91,11 +90,11 @@ def ingest_project(*, project: str, user: AnyUser) -> Project:
 def ingest_batch(*, user: AnyUser, batch: BatchIn) -> BatchResult:
     project = ingest_project(project=batch.run.project, user=user)
     run, created = _run_for(project=project, user=user, described=batch.run)
-    by_step: dict[int, list[RolloutIn]] = defaultdict(list)
+    by_step: dict[int, list[RolloutRecord]] = defaultdict(list)
     for rollout in batch.rollouts:
-        by_step[rollout.step].append(rollout)
-    for step, rollouts in sorted(by_step.items()):  # each step's token object is written before its rows
-        store_rollouts(run_id=run.pk, step=step, records=[_record(r) for r in rollouts], replace_step=False)
+        by_step[rollout.step].append(_record(rollout))
+    for step, records in sorted(by_step.items()):  # each step's token object is written before its rows
+        store_rollouts(run_id=run.pk, step=step, records=records, replace_step=False)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         _store_metrics(run, batch)
@@ -143,7 +142,7 @@ def _run_for(*, project: Project, user: AnyUser, described: RunIn) -> tuple[Run,
                 external_key=described.key, worker=clean_text(str(described.source_info.get("host", "")))[:255],
                 **({"retention": retention} if retention is not None else {}),
             )
-            _event(run, EventLevel.INFO, "started", _origin_text(run))
+            run_log_event(run_id=run.pk, level=EventLevel.INFO, kind="started", message=_origin_text(run), step=0)
             publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))
     except IntegrityError:  # the same key arrived twice at once: the other request made the run
         return Run.objects.get(experiment__project=project, external_key=described.key), False
@@ -186,22 +185,14 @@ def _store_metrics(run: Run, batch: BatchIn) -> None:
     )
 
 
-def _publish_steps(run: Run, batch: BatchIn, by_step: dict[int, list[RolloutIn]]) -> None:
+def _publish_steps(run: Run, batch: BatchIn, by_step: dict[int, list[RolloutRecord]]) -> None:
     metrics: dict[int, dict[str, float | None]] = defaultdict(dict)
     for point in batch.metrics:
         metrics[point.step].update({clean_text(k): v for k, v in point.values.items()})
     for step in sorted(set(metrics) | set(by_step))[-50:]:  # the page asks the API for any it missed
-        summaries = [_summary(r) for r in by_step.get(step, [])[:SUMMARIES_PER_STEP]]
+        summaries = [clean_json(r.summary()) for r in by_step.get(step, [])[:SUMMARIES_PER_STEP]]
         payload = {"step": step, "max_steps": run.max_steps, "metrics": metrics.get(step, {}), "rollouts": summaries}
         publish_run_event(run_id=run.pk, event="run.step", payload=payload)
-
-
-def _summary(r: RolloutIn) -> dict[str, Any]:
-    return clean_json({
-        "prompt_id": r.prompt_id or str(r.group), "group": r.group, "sample_index": r.sample_index,
-        "reward": r.reward, "correct": r.correct, "advantage": r.advantage, "finish_reason": r.finish_reason,
-        "length": len(r.tokens or r.token_ids or []), "completion": r.completion[:200],
-    })
 
 
 def _finish(run: Run, batch: BatchIn) -> None:
@@ -216,13 +207,5 @@ def _finish(run: Run, batch: BatchIn) -> None:
     run.save(update_fields=["status", "finished_at", "final_metrics", "error_message"])
     level = EventLevel.ERROR if outcome.status == RunStatus.FAILED else EventLevel.INFO
     message = f"Run {outcome.status} at step {run.step}." + (f" {run.error_message}" if run.error_message else "")
-    _event(run, level, outcome.status, message)
+    run_log_event(run_id=run.pk, level=level, kind=outcome.status, message=message, step=run.step)
     publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))
-
-
-def _event(run: Run, level: EventLevel, kind: str, message: str) -> None:
-    event = RunEvent.objects.create(run=run, level=level, kind=kind, message=clean_text(message), step=run.step)
-    publish_run_event(
-        run_id=run.pk, event="run.log",
-        payload={"id": event.pk, "level": level.value, "kind": kind, "message": event.message, "step": run.step},
-    )
