@@ -21,4 +21,5 @@ urlpatterns = [
     path("", include("webapp.benchmarks.urls")),
     path("", include("webapp.annotation.urls")),
     path("", include("webapp.ingest.urls")),
+    path("", include("webapp.workspaces.urls")),
 ]

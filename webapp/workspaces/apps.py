@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class WorkspacesConfig(AppConfig):
+    name = "webapp.workspaces"
+    label = "workspaces"
+    verbose_name = "Workspaces"
