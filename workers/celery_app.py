@@ -24,7 +24,14 @@ __all__ = ["QUEUES", "app"]
 # The app object, its queues and routes are the web side's (webapp/core/tasks_by_name.py), so what the web
 # process sends is what this worker reads; the worker adds the task modules and the flags below.
 app.conf.update(
-    include=["workers.tasks", "workers.recovery", "workers.tasks_eval", "workers.tasks_verification", "workers.processes"],
+    include=[
+        "workers.tasks",
+        "workers.recovery",
+        "workers.tasks_eval",
+        "workers.tasks_verification",
+        "workers.tasks_annotation",
+        "workers.processes",
+    ],
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,

@@ -1,5 +1,6 @@
 /* The paper-style results table (rows: models, columns: benchmark x metric), shared by the benchmark
- * pages. Best per column in bold; the 95% bootstrap interval on hover (title). Text via textContent only. */
+ * pages. Best per column in bold; the 95% bootstrap interval on hover (title); a base model shared by
+ * several experiments is one row naming them. Text via textContent only. */
 "use strict";
 window.rlvrBenchmarks = (function () {
   const el = window.rlvr.el;
@@ -32,7 +33,10 @@ window.rlvrBenchmarks = (function () {
     for (const c of table.columns) second.appendChild(el("th", {}, c.metric + (higherIsBetter(c.metric) ? " (%)" : "")));
     const body = el("tbody", {});
     for (const row of table.rows) {
-      const tr = el("tr", { "data-kind": row.kind }, el("td", { class: "model" }, row.label));
+      // a base model several experiments start from is one row: say which experiments it stands for
+      const shared = row.kind === "base" && row.experiments && row.experiments.length > 1
+        ? el("div", { class: "muted small shared" }, "base of " + row.experiments.join(", ")) : null;
+      const tr = el("tr", { "data-kind": row.kind }, el("td", { class: "model" }, row.label, shared));
       for (const c of table.columns) {
         const cell = row.cells[c.benchmark + "\t" + c.metric];
         const attrs = { "data-benchmark": c.benchmark, "data-metric": c.metric };

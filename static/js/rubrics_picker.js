@@ -1,6 +1,7 @@
-/* The experiment form's rubric picker: choosing a project rubric fills the config's `rubric` JSON field
-   with that rubric's trainer section (the API's `config`); "(no rubric)" sets it to null. A `?rubric=<id>`
-   in the page URL (from a rubric's "Train with this rubric" button) preselects it. */
+/* The experiment form's rubric picker: choosing a project rubric fills the config's `rubric` field (the
+   rubric editor's JSON store, which redraws on "input") with that rubric's trainer section (the API's
+   `config`); "(no rubric)" sets it to null. A `?rubric=<id>` in the page URL (from a rubric's "Train with
+   this rubric" button) preselects it. */
 "use strict";
 (function () {
   const picker = document.getElementById("rubric-picker");
@@ -11,8 +12,8 @@
 
   function fill() {
     const config = picker.value ? configs[picker.value] : null;
-    target.value = JSON.stringify(config, null, 2);
-    target.rows = config ? 12 : 3;
+    target.value = JSON.stringify(config);
+    target.dispatchEvent(new Event("input", { bubbles: true }));
   }
 
   function current() {
@@ -29,7 +30,11 @@
       if (String(rubric.id) === wanted || (!wanted && rubric.name === named)) option.selected = true;
       picker.appendChild(option);
     }
-    if (wanted && picker.value === wanted) fill();
+    if (wanted && picker.value === wanted) {
+      fill();
+      const section = picker.closest("details");
+      if (section) section.open = true;  // the rubric section is folded; this rubric is why the page was opened
+    }
   });
   picker.addEventListener("change", fill);
 })();

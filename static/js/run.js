@@ -1,32 +1,29 @@
 /* Run page: live Plotly charts grouped by metric prefix, fed by the REST API then the run's websocket;
  * before step 1, the first-use model build's progress (run.phase events) in place of the step count.
- * Points arrive downsampled (server-side min/max buckets, about 1000 per key); each run.step appends one
- * point with Plotly.extendTraces. Every chart has a faint raw trace and an EMA-smoothed one on top. An
- * asynchronous run's staleness and idle times also show beside the step count (showAsync). */
+ * Points arrive downsampled (server-side min/max buckets, about 1000 per key): a downsampled series gets
+ * its min/max band; each run.step appends one point to every trace with Plotly.extendTraces. Pins, custom
+ * panels, the x-axis, smoothing and the log scale come from the member's chart layout and search filters
+ * the charts (static/js/charts.js, docs/charts.md). An asynchronous run's staleness and idle times also
+ * show beside the step count (showAsync). */
 "use strict";
 (function () {
+  const C = window.rlvr.charts;
+  const el = window.rlvr.el;
   const data = window.rlvr.pageData();
   const runId = data.run_id;
   const GROUPS = ["rollout", "reward", "actor", "async", "perf", "eval"];
-  const series = {};  // key -> {steps, values, smoothed, div}
+  const AXIS_KEYS = [C.AXES.time.key, C.AXES.tokens.key];
+  const series = {};  // key -> {steps, values, mins, maxs, smoothed, band}
+  const charts = {};  // key -> {box, div, button}
+  const panels = {};  // panel id -> {box, div}
   let lastStep = -1;
   let status = data.status;
-  let smoothing = 0.6;
-  let logScale = false;
   const chartsEl = document.getElementById("charts");
-  const el = window.rlvr.el;
-
-  function ema(values, alpha) {
-    const out = new Array(values.length);
-    let acc = null;
-    for (let i = 0; i < values.length; i++) {
-      const v = values[i];
-      if (v === null || v === undefined || !isFinite(v)) { out[i] = acc; continue; }
-      acc = acc === null ? v : alpha * acc + (1 - alpha) * v;
-      out[i] = acc;
-    }
-    return out;
-  }
+  const pinnedGrid = document.getElementById("pinned-grid");
+  const panelGrid = document.getElementById("panel-grid");
+  const store = C.layoutStore(data.project_id, data.chart_layout, document.getElementById("layout-status"));
+  const spec = store.spec;
+  let drawn = { axis: "step", unit: C.axisUnit("step", 0) };  // what the charts are drawn against now
 
   function groupOf(key) {
     const prefix = key.split("/")[0];
@@ -36,62 +33,178 @@
   function groupContainer(group) {
     let box = document.getElementById("group-" + group);
     if (!box) {
-      box = el("section", { id: "group-" + group, class: "chart-group" }, el("h3", {}, group + "/"), el("div", { class: "chart-grid" }));
-      // keep the groups in the documented order
-      const order = GROUPS.concat(["other"]);
-      const after = Array.from(chartsEl.querySelectorAll(".chart-group")).find(
+      box = el("section", { id: "group-" + group, class: "chart-group metric-group" }, el("h3", {}, group + "/"), el("div", { class: "chart-grid" }));
+      const order = GROUPS.concat(["other"]);  // the groups in the documented order
+      const after = Array.from(chartsEl.querySelectorAll(".metric-group")).find(
         (g) => order.indexOf(g.id.slice(6)) > order.indexOf(group));
       chartsEl.insertBefore(box, after || null);
     }
     return box.querySelector(".chart-grid");
   }
 
-  function layout(key) {
-    return {
-      title: { text: key, font: { size: 13 } },
-      margin: { l: 48, r: 12, t: 32, b: 32 },
-      height: 240,
-      hovermode: "x unified",
-      showlegend: false,
-      xaxis: { title: { text: "step", font: { size: 11 } } },
-      yaxis: { type: logScale ? "log" : "linear", exponentformat: "e" },
-      paper_bgcolor: "rgba(0,0,0,0)",
-      plot_bgcolor: "rgba(0,0,0,0)",
-    };
+  // --- the x-axis ------------------------------------------------------------------------------------
+
+  function axisWhy() {
+    const why = { step: null };
+    for (const axis of ["time", "tokens"]) {
+      const key = C.AXES[axis].key;
+      why[axis] = series[key] && series[key].steps.length ? null : "this run has logged no " + key + " metric";
+    }
+    return why;
   }
 
-  function createChart(key, steps, values) {
+  function activeAxis() { return axisWhy()[spec.x_axis] ? "step" : spec.x_axis; }
+
+  function xsOf(steps) {
+    if (drawn.axis === "step") return steps.slice();
+    const s = series[C.AXES[drawn.axis].key];
+    return C.mapSteps(C.axisSeries({ step: s.steps, value: s.values, max: s.maxs }), steps, drawn.unit.scale);
+  }
+
+  function chartLayout(title, extra) {
+    return C.plotLayout(title, Object.assign({ xTitle: drawn.unit.title, log: spec.log }, extra || {}));
+  }
+
+  /* Every chart again, against the x-axis the layout asks for (step while this run lacks its series). */
+  function redrawAll() {
+    const axis = activeAxis();
+    const axisKey = C.AXES[axis].key;
+    const largest = axisKey ? series[axisKey].maxs.reduce((m, v) => (v !== null && v > m ? v : m), 0) : 0;
+    drawn = { axis: axis, unit: C.axisUnit(axis, largest) };
+    for (const key of Object.keys(charts)) drawChart(key);
+    drawPanels();
+  }
+
+  function refreshAxisOptions() {
+    C.setAxisOptions(document.getElementById("x-axis"), axisWhy(), activeAxis());
+    if (activeAxis() !== drawn.axis) redrawAll();
+  }
+
+  // --- metric charts ---------------------------------------------------------------------------------
+
+  function drawChart(key) {
+    const s = series[key];
+    Plotly.react(charts[key].div, C.metricTraces(s, xsOf(s.steps), { band: s.band }), chartLayout(key), C.PLOT_CONFIG);
+  }
+
+  function createChart(key, c) {
     const empty = document.getElementById("charts-empty");
     if (empty) empty.remove();
-    const div = el("div", { class: "chart", "data-key": key });
-    groupContainer(groupOf(key)).appendChild(div);
-    const s = { steps: steps.slice(), values: values.slice(), div: div };
-    s.smoothed = ema(s.values, smoothing);
+    const s = { steps: c.step.slice(), values: c.value.slice(), mins: c.min.slice(), maxs: c.max.slice() };
+    s.smoothed = C.ema(s.values, spec.smoothing);
+    s.band = C.downsampled(s.mins, s.maxs);
     series[key] = s;
-    const raw = { x: s.steps.slice(), y: s.values.slice(), mode: "lines", name: "raw", line: { color: "rgba(37,99,235,0.25)", width: 1 },
-                  hovertemplate: "raw %{y:.6g}<extra></extra>" };
-    const smooth = { x: s.steps.slice(), y: s.smoothed.slice(), mode: "lines", name: "smoothed", line: { color: "#2563eb", width: 2 },
-                     hovertemplate: "smoothed %{y:.6g}<extra></extra>" };
-    Plotly.newPlot(div, [raw, smooth], layout(key), { displaylogo: false, responsive: true });
+    const button = C.pinButton(key, spec.pinned.includes(key), togglePin);
+    charts[key] = Object.assign(C.chartBox(key, [button]), { button: button });
+    placeChart(key);
+    drawChart(key);
   }
 
-  /* Accept the columnar shape {key: {step: [], value: []}} (and the older list of points). */
-  function columns(points) {
-    if (Array.isArray(points)) return { step: points.map((p) => p.step), value: points.map((p) => p.value) };
-    return { step: points.step || [], value: points.value || [] };
+  /* Pinned: in the Pinned section, in pin order; otherwise in its prefix group, by key. */
+  function placeChart(key) {
+    const box = charts[key].box;
+    const at = spec.pinned.indexOf(key);
+    let grid, before;
+    if (at >= 0) {
+      grid = pinnedGrid;
+      const later = spec.pinned.slice(at + 1).find((k) => charts[k] && charts[k].box.parentNode === pinnedGrid);
+      before = later ? charts[later].box : null;
+    } else {
+      grid = groupContainer(groupOf(key));
+      before = Array.from(grid.children).find((b) => b.dataset.key > key) || null;
+    }
+    const moved = box.parentNode !== null;
+    C.place(box, grid, before);
+    if (moved && charts[key].div.data) Plotly.Plots.resize(charts[key].div);
   }
 
+  function togglePin(key) {
+    if (!store.togglePin(key)) return;
+    C.setPinned(charts[key].button, spec.pinned.includes(key));
+    placeChart(key);
+    applySearch();
+  }
+
+  function appendPoints(key, c) {
+    const s = series[key];
+    const fresh = [];
+    for (let i = 0; i < c.step.length; i++) if (!s.steps.length || c.step[i] > s.steps[s.steps.length - 1]) fresh.push(i);
+    if (!fresh.length) return;
+    const pick = (col) => fresh.map((i) => col[i]);
+    const st = pick(c.step), ys = pick(c.value), mn = pick(c.min), mx = pick(c.max);
+    let acc = s.smoothed.length ? s.smoothed[s.smoothed.length - 1] : null;
+    const sm = ys.map((v) => (acc = C.emaStep(acc, v, spec.smoothing)));
+    s.steps.push(...st); s.values.push(...ys); s.mins.push(...mn); s.maxs.push(...mx); s.smoothed.push(...sm);
+    if (!charts[key]) return;
+    if (!s.band && C.downsampled(mn, mx)) {  // a catch-up after a long disconnect can come bucketed
+      s.band = true;
+      Plotly.restyle(charts[key].div, { visible: true }, [0, 1]);
+    }
+    // Plotly holds copies of our arrays, so both are extended: ours for smoothing/ETA/redraws, its for drawing.
+    const xs = xsOf(st);
+    Plotly.extendTraces(charts[key].div, {
+      x: [xs, xs.slice(), xs.slice(), xs.slice()], y: [mn, mx, ys.slice(), sm],
+      customdata: [st, st.slice(), st.slice(), st.slice()],
+    }, [0, 1, 2, 3]);
+  }
+
+  /* New points of every key (columns from the API, or one step from the websocket): the x-axis series
+   * first, so the other keys' points of the same step find their x. */
   function addColumns(metrics) {
-    for (const [key, points] of Object.entries(metrics || {})) {
-      const c = columns(points);
+    const keys = Object.keys(metrics || {}).sort((a, b) => AXIS_KEYS.includes(b) - AXIS_KEYS.includes(a));
+    let created = false;
+    for (const key of keys) {
+      const c = C.columns(metrics[key]);
       if (!c.step.length) continue;
-      const s = series[key];
-      if (!s) createChart(key, c.step, c.value);
-      else appendPoints(key, c.step, c.value);
+      if (!series[key]) { createChart(key, c); created = true; }
+      else appendPoints(key, c);
       lastStep = Math.max(lastStep, c.step[c.step.length - 1]);
     }
+    if (created) { refreshAxisOptions(); applySearch(); }
+    schedulePanels(keys);
     showAsync();
   }
+
+  // --- custom panels ---------------------------------------------------------------------------------
+
+  function panelTraces(panel) {
+    const traces = [];
+    panel.series.forEach((key, i) => {
+      const s = series[key];
+      if (!s) return;
+      traces.push(...C.metricTraces(s, xsOf(s.steps), { color: C.COLORS[i % C.COLORS.length], name: key, legend: true }).slice(2));
+    });
+    return traces;
+  }
+
+  function drawPanels() {
+    C.syncPanels(store, panelGrid, panels, editor, (panel, div) => {
+      const traces = panelTraces(panel);
+      const note = traces.length ? "" : "This run has none of these series yet";
+      Plotly.react(div, traces, chartLayout(panel.title, { legend: true, height: 280, note: note }), C.PLOT_CONFIG);
+    });
+    applySearch();
+  }
+
+  let panelTimer = null;
+  function schedulePanels(keys) {
+    if (panelTimer || !spec.panels.some((p) => p.series.some((k) => keys.includes(k)))) return;
+    panelTimer = setTimeout(() => { panelTimer = null; drawPanels(); }, 250);
+  }
+
+  const editor = C.panelEditor(store, () => Object.keys(series).sort(), drawPanels);
+
+  // --- search ----------------------------------------------------------------------------------------
+
+  function applySearch() {
+    const boxes = Object.entries(charts).map(([key, c]) => ({ box: c.box, text: key }))
+      .concat(spec.panels.filter((p) => panels[p.id]).map((p) => ({ box: panels[p.id].box, text: p.title + " " + p.series.join(" ") })));
+    const containers = [document.getElementById("chart-pinned"), document.getElementById("chart-panels"),
+      ...chartsEl.querySelectorAll(".metric-group")];
+    C.filterBoxes(boxes, document.getElementById("chart-search").value, document.getElementById("chart-count"), containers);
+  }
+
+  // --- the run's status, progress and events ---------------------------------------------------------
 
   /* An asynchronous run (training.max_off_policy_steps > 0): how stale its rollouts are and how long each
    * side waited for the other at the latest step, beside the step count. */
@@ -109,23 +222,6 @@
       " · trainer idle " + secs(lastValue("async/trainer_idle_s")) +
       " · generator idle " + secs(lastValue("async/generator_idle_s"));
     document.getElementById("async-part").style.display = "";
-  }
-
-  function appendPoints(key, steps, values) {
-    const s = series[key];
-    const fresh = [];
-    for (let i = 0; i < steps.length; i++) if (!s.steps.length || steps[i] > s.steps[s.steps.length - 1]) fresh.push(i);
-    if (!fresh.length) return;
-    const xs = fresh.map((i) => steps[i]);
-    const ys = fresh.map((i) => values[i]);
-    let acc = s.smoothed.length ? s.smoothed[s.smoothed.length - 1] : null;
-    const sm = ys.map((v) => {
-      if (v !== null && isFinite(v)) acc = acc === null ? v : smoothing * acc + (1 - smoothing) * v;
-      return acc;
-    });
-    s.steps.push(...xs); s.values.push(...ys); s.smoothed.push(...sm);
-    // Plotly holds copies of our arrays, so both are extended: ours for smoothing/ETA, its for drawing.
-    Plotly.extendTraces(s.div, { x: [xs, xs.slice()], y: [ys.slice(), sm] }, [0, 1]);
   }
 
   function setStatus(newStatus, errorMessage) {
@@ -252,12 +348,11 @@
       } else if (ev.type === "run.step") {
         if (ev.step <= lastStep) return;
         if (ev.step > lastStep + 1 && lastStep >= 0) { catchUp(); return; }  // missed some: ask the API
-        for (const [key, value] of Object.entries(ev.metrics || {})) {
-          if (series[key]) appendPoints(key, [ev.step], [value]); else createChart(key, [ev.step], [value]);
-        }
+        const metrics = {};
+        for (const [key, value] of Object.entries(ev.metrics || {})) metrics[key] = { step: [ev.step], value: [value] };
+        addColumns(metrics);
         lastStep = ev.step;
         setProgress(ev.step, ev.max_steps);
-        showAsync();
         showPhase(null);  // the first step ends the model build (the server cleared it too)
       } else if (ev.type === "run.phase") {
         showPhase(ev.phase);
@@ -276,21 +371,27 @@
     };
   }
 
-  document.getElementById("smoothing").addEventListener("input", (e) => {
-    smoothing = Number(e.target.value);
-    document.getElementById("smoothing-value").textContent = smoothing.toFixed(2);
-    for (const s of Object.values(series)) {
-      s.smoothed = ema(s.values, smoothing);
-      Plotly.restyle(s.div, { y: [s.smoothed.slice()] }, [1]);
-    }
+  // --- the controls ----------------------------------------------------------------------------------
+
+  C.bindControls(store, {
+    smoothing() {
+      for (const s of Object.values(series)) s.smoothed = C.ema(s.values, spec.smoothing);
+      for (const key of Object.keys(charts)) Plotly.restyle(charts[key].div, { y: [series[key].smoothed.slice()] }, [3]);
+      drawPanels();
+    },
+    log() {
+      for (const c of Object.values(charts).concat(Object.values(panels))) Plotly.relayout(c.div, { "yaxis.type": spec.log ? "log" : "linear" });
+    },
+    axis: redrawAll,
+    search: applySearch,
+    addPanel: () => editor.open(null),
   });
-  document.getElementById("log-scale").addEventListener("change", (e) => {
-    logScale = e.target.checked;
-    for (const s of Object.values(series)) Plotly.relayout(s.div, { "yaxis.type": logScale ? "log" : "linear" });
-  });
+  C.setAxisOptions(document.getElementById("x-axis"), axisWhy(), activeAxis());
 
   catchUp().then(() => {
     setProgress(data.step, data.max_steps);
+    refreshAxisOptions();
+    drawPanels();
     document.body.dataset.chartsReady = "1";  // read by benchmarks/browser_pages.py and the browser tests
     connect();
   });

@@ -1,4 +1,5 @@
-/* Experiment form: pick a saved verifier version to fill an entry of the config's `verifiers` list.
+/* Experiment form: pick a saved verifier version to fill an entry of the config's `verifiers` list (the
+   verifier editor's JSON store, static/js/config_editors.js, which redraws its rows on "input").
    The run launched from this config records the versions whose verifier and params it uses. */
 "use strict";
 (function () {
@@ -19,7 +20,7 @@
     });
     const replace = el("button", { type: "button", class: "small", id: "verifier-picker-replace" }, "Use as the only verifier");
     const add = el("button", { type: "button", class: "small", id: "verifier-picker-add" }, "Add");
-    const box = el("div", { class: "verifier-picker" }, select, replace, add);
+    const box = el("div", { class: "verifier-picker" }, el("span", { class: "muted small" }, "Or use a saved verifier:"), select, replace, add);
     textarea.parentNode.insertBefore(box, textarea);
 
     function apply(mode) {

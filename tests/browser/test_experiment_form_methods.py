@@ -1,9 +1,9 @@
-"""A method choice in the experiment form, in a real browser: picking a method in its select fills the params
-area with that method's defaults, and the submitted experiment stores the method with those params."""
+"""A method choice in the experiment form, in a real browser: picking a method in its select shows that
+method's own parameter fields filled with its defaults, and the submitted experiment stores the method with
+those params."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -27,18 +27,23 @@ def test_picking_a_token_credit_method_fills_its_default_params_and_the_experime
     project = make_project(make_user("alice"), "Lab")
     sign_in("alice", PASSWORD)
     page.goto(f"/projects/{project.pk}/experiments/new/")
-    select = page.locator("select[data-path='algorithm.token_credit.name']")
-    params = page.locator("textarea[data-path='algorithm.token_credit.params']")
-    assert select.input_value() == "uniform" and json.loads(params.input_value()) == {}
+    page.click("details[data-section='algorithm'] > summary")  # folded until opened
+    select = page.locator("#ed-algorithm-token_credit-name")
+    assert select.input_value() == "uniform"
+    offered = select.locator("option")
+    assert [offered.nth(i).get_attribute("value") for i in range(offered.count())] == [
+        e.name for e in TOKEN_CREDIT.choices()
+    ]  # every method, the default first
     assert "forking" in (select.locator("option[value='top_entropy']").get_attribute("title") or "")
-    listed = select.locator("xpath=..").locator("dl.choices dt")  # the select's own .field
-    assert listed.all_inner_texts() == [e.name for e in TOKEN_CREDIT.choices()]  # every method, the default first
+    editor = page.locator("#cfg-algorithm-token_credit-editor")
+    assert editor.locator(".method-params input").count() == 0  # uniform has no parameters
 
     select.select_option("top_entropy")
-    assert json.loads(params.input_value()) == {"quantile": 0.2}
-    section = page.locator("details[data-section='algorithm']")
+    quantile = page.locator("#ed-algorithm-token_credit-params-quantile")
+    assert quantile.input_value() == "0.2"  # the method's default
+    assert "forking" in editor.locator(".method-about").inner_text()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    section.screenshot(  # the sticky submit bar would cover part of a section taller than the viewport
+    page.locator("details[data-section='algorithm']").screenshot(  # the sticky bar would cover a tall section
         path=str(SCREENSHOTS / "test_experiment_form_methods--algorithm-section.png"),
         style=".actions.sticky { visibility: hidden; }",
     )

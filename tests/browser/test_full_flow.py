@@ -4,7 +4,6 @@ chart gain points without a reload, inspect tokens in the rollout browser, then 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,11 +16,12 @@ from tests.workers.helpers import CeleryWorker, make_project, make_user, wait_fo
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-VERIFIERS = [{"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}]
+VERIFIERS: list[dict[str, Any]] = [{"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}]
 
 
 def fill_experiment_form(page: Any, model_dir: Path, max_steps: int) -> None:
     page.fill("input[name=name]", "digits")
+    page.evaluate("document.querySelectorAll('#experiment-form details').forEach(d => d.open = true)")
     fields = {
         "model.name_or_path": str(model_dir), "data.size": "64", "rollout.num_generations": "4",
         "rollout.max_completion_length": "4", "training.max_steps": str(max_steps),
@@ -29,7 +29,10 @@ def fill_experiment_form(page: Any, model_dir: Path, max_steps: int) -> None:
     }  # fmt: skip
     for path, value in fields.items():
         page.fill(f"[data-path='{path}']", value)
-    page.fill("[data-path='verifiers']", json.dumps(VERIFIERS))
+    (verifier,) = VERIFIERS  # through the verifier editor's first row
+    page.select_option("#ed-verifiers-0-name", verifier["name"])
+    page.fill("#ed-verifiers-0-params-pattern", verifier["params"]["pattern"])
+    page.select_option("#ed-verifiers-0-params-match", label=verifier["params"]["match"])
 
 
 def chart_points(page: Any) -> int:

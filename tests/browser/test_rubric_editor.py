@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.conftest import SCREENSHOTS
 from tests.browser.helpers import PASSWORD
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -74,12 +75,17 @@ def test_a_rubric_is_built_in_the_browser_and_picked_as_the_training_reward(
     page.wait_for_function("() => document.getElementById('cfg-rubric').value.includes('judge sum')")
     section = json.loads(page.input_value("#cfg-rubric"))
     assert section["aggregation"] == "rank" and [c["name"] for c in section["criteria"]] == ["has digits", "tone", "judge sum"]
+    assert page.locator("#ed-rubric-criteria-2-judge-prompt_template").input_value() == "{completion}+1="  # the editor
+    page.locator("details[data-section='rubric']").screenshot(
+        path=str(SCREENSHOTS / "test_rubric_editor--experiment-form-rubric.png"), style=".actions.sticky { visibility: hidden; }"
+    )
     page.fill("#exp-name", "rubric reward")
     page.click("#experiment-form button[type=submit]")
     page.wait_for_url(re.compile(r"/experiments/\d+/$"))
     config = Experiment.objects.get(name="rubric reward").config
     assert config["rubric"]["criteria"][2]["judge"]["prompt_template"] == "{completion}+1="
     page.goto(f"/projects/{project.pk}/experiments/new/")
+    page.click("details[data-section='rubric'] > summary")  # folded unless a rubric was asked for
     page.select_option("#rubric-picker", "")
     assert page.input_value("#cfg-rubric") == "null"
     assert page.js_errors == []

@@ -25,7 +25,7 @@ BACKGROUNDS_JS = """() => Array.from(document.querySelectorAll('#tv-tokens .tok'
 })"""
 TRACES_JS = """(key) => {
   const chart = document.querySelector(`#compare-charts .chart[data-key="${key}"]`);
-  return chart && chart.data ? chart.data.map((t) => ({name: t.name, steps: Array.from(t.x)})) : null;
+  return chart && chart.data ? chart.data.filter((t) => t.meta === "smoothed").map((t) => ({name: t.name, steps: Array.from(t.x)})) : null;
 }"""
 
 

@@ -32,13 +32,13 @@ def test_trl_metric_names_map_onto_the_stable_keys_and_the_rest_keeps_a_trl_pref
     logs = {"reward": 0.5, "rewards/first_line_exact/mean": 0.25, "rewards/first_line_exact/std": 0.1,
             "completions/mean_length": 3.5, "kl": 0.01, "entropy": 0.4, "clip_ratio/region_mean": 0.0,
             "loss": 0.2, "grad_norm": 1.5, "learning_rate": 1e-4, "epoch": 0.25, "reward_std": None,
-            "eval_reward": 0.7, "note": "text"}  # fmt: skip
+            "eval_reward": 0.7, "note": "text", "num_tokens": 1536.0}  # fmt: skip
     values = map_metrics(logs)
     assert values == pytest.approx({
         "rollout/reward_mean": 0.5, "reward/first_line_exact_mean": 0.25, "trl/rewards/first_line_exact/std": 0.1,
         "rollout/response_len_mean": 3.5, "actor/kl": 0.01, "actor/entropy": 0.4, "actor/clip_frac": 0.0,
         "actor/loss": 0.2, "actor/grad_norm": 1.5, "actor/lr": 1e-4, "trl/epoch": 0.25,
-        "rollout/reward_std": math.nan, "eval/trl/reward": 0.7,
+        "rollout/reward_std": math.nan, "eval/trl/reward": 0.7, "perf/tokens_total": 1536.0,
     }, nan_ok=True)  # fmt: skip
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -11,40 +10,42 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from tests.webapp.helpers import SMALL_CONFIG
-from webapp.pages.forms_config import ConfigField, config_sections
+from webapp.pages.forms_config import ConfigField, config_fields, config_sections
+from webapp.pages.forms_editors import editor_specs
 from webapp.teams.models import Project
 
 Api = Callable[[User | None], APIClient]
 
 
 def fields(config: dict[str, Any] | None = None) -> dict[str, ConfigField]:
-    return {f.path: f for section in config_sections(config=config) for f in section.fields}
+    return config_fields(config=config)
 
 
-def default_params(select: ConfigField) -> dict[str, Any]:
-    """Each option's default params, as the select's data-params carry them."""
-    return {name: json.loads(params) for name, _, params, _ in select.options}
+def choices(path: str) -> dict[str, dict[str, Any]]:
+    """The editor's choices for a method field (one choice, or each entry of a list), by name, in order."""
+    spec = editor_specs()[path]
+    return {c["name"]: c for c in (spec["item"] if spec["kind"] == "list" else spec)["choices"]}
 
 
 def test_the_teacher_section_is_generated_with_its_inputs() -> None:
     sections = {s.key: s for s in config_sections()}
     assert "teacher" in sections and "OPD" in sections["teacher"].help
     f = fields()
-    assert f["teacher.fusion.name"].kind == "select" and f["teacher.fusion.params"].kind == "json"
-    assert f["teacher.fusion.name"].choices == ("none", "additive", "modulated", "opd", "puu")  # the default first
+    assert f["teacher.fusion"].kind == "editor" and editor_specs()["teacher.fusion"]["kind"] == "method"
+    assert list(choices("teacher.fusion")) == ["none", "additive", "modulated", "opd", "puu"]  # the default first
     assert f["teacher.mode"].choices == ("external", "self")
     assert f["teacher.name_or_path"].kind == "text" and f["teacher.name_or_path"].nullable
-    assert default_params(f["teacher.fusion.name"])["opd"] == {"coef": 1.0, "until_step": None}
-    assert f["algorithm.loss_masks"].kind == "json" and dict(f["algorithm.loss_masks"].choice_help)["answer_span"]
-    assert "pattern (" in f["algorithm.loss_masks"].help
-    assert default_params(f["algorithm.token_credit.name"])["ecr"] == {"strength": 1.0, "min_weight": 0.1}
+    assert choices("teacher.fusion")["opd"]["defaults"] == {"coef": 1.0, "until_step": None}
+    assert f["algorithm.loss_masks"].kind == "editor" and choices("algorithm.loss_masks")["answer_span"]["description"]
+    assert [p["key"] for p in choices("algorithm.loss_masks")["answer_span"]["fields"]] == ["pattern"]
+    assert choices("algorithm.token_credit")["ecr"]["defaults"] == {"strength": 1.0, "min_weight": 0.1}
 
 
-def test_the_opd_params_area_describes_the_opd_then_rl_switch() -> None:
+def test_the_opd_params_describe_the_opd_then_rl_switch() -> None:
     saved = {"teacher": {"name_or_path": "tiny:addition-teacher", "fusion": {"name": "opd", "params": {"until_step": 5}}}}
-    params = fields(saved)["teacher.fusion.params"]
-    assert params.value == {"until_step": 5}
-    assert "until_step (OPD-then-RL" in params.help
+    assert fields(saved)["teacher.fusion"].value == {"name": "opd", "params": {"until_step": 5}}
+    until = {p["key"]: p for p in choices("teacher.fusion")["opd"]["fields"]}["until_step"]
+    assert until["help"].startswith("OPD-then-RL") and until["nullable"] and until["kind"] == "integer"
 
 
 def test_the_api_refuses_an_opd_switch_before_the_first_step(api: Api, project: Project, alice: User) -> None:
@@ -52,19 +53,19 @@ def test_the_api_refuses_an_opd_switch_before_the_first_step(api: Api, project: 
     response = api(alice).post(f"/api/projects/{project.pk}/experiments/",
                                {"name": "opd", "config": {**SMALL_CONFIG, "teacher": teacher}}, format="json")
     assert response.status_code == 400
-    assert "params.until_step: Input should be greater than or equal to 1" in (
-        response.json()["extra"]["fields"]["config.teacher.fusion.params"][0]
-    )
+    assert response.json()["extra"]["fields"] == {
+        "config.teacher.fusion.params.until_step": ["Input should be greater than or equal to 1"]
+    }
 
 
 def test_the_new_experiment_page_shows_the_teacher_inputs_with_their_help(alice: User, project: Project) -> None:
     client = Client()
     client.force_login(alice)  # alice owns the project
     html = client.get(f"/projects/{project.pk}/experiments/new/").content.decode()
-    assert 'data-path="teacher.fusion.name"' in html and 'data-path="teacher.fusion.params"' in html
+    assert 'data-path="teacher.fusion"' in html and 'data-editor="teacher.fusion"' in html
     assert 'data-path="teacher.privileged_template"' in html
     assert 'data-path="algorithm.loss_masks"' in html
-    assert "<dt>puu</dt><dd>PUU (UECR-GRPO)" in html
+    assert "PUU (UECR-GRPO)" in html
 
 
 def test_the_api_refuses_fusion_without_a_teacher_and_says_how_to_fix_it(api: Api, project: Project, alice: User) -> None:

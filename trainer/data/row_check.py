@@ -6,6 +6,9 @@ one file in one pass: ``check_data_file`` returns a ``RowReport`` with one ``Row
 (1-based row number, where it sits in the file, what is wrong and how to fix it). It reuses files.py's
 format detection, field rules and messages; only the iteration differs (it collects instead of raising).
 File-level problems (no such file, unknown extension, a CSV header without names) still raise DataError.
+
+The two halves are public for a caller that maps columns after seeing them (the web app's upload preview):
+``read_data_file`` parses once and returns the columns and rows, ``check_rows`` applies a field mapping to them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,20 @@ class RowProblem:
     row: int  # 1-based data row (a JSONL line that is not valid JSON still counts as a row)
     where: str  # "line 7", "row 3 (line 5)", "record 2"
     message: str
+    field: str | None = None  # the column at fault; None when the row itself does not parse
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """A data file read once, before any field mapping: what ``check_rows`` checks and a preview shows."""
+
+    path: str
+    format: str
+    columns: list[str]  # first-seen order over every parsable row
+    rows: list[tuple[int, dict[str, Any]]]  # (1-based row number, record) of every parsable row
+    where: list[str]  # per row number, where it sits in the file
+    problems: list[RowProblem]  # rows that did not parse (not JSON, not an object, wrong width)
+    quotable: bool  # messages may quote column names and cells (files.py's module docstring)
 
 
 @dataclass
@@ -83,6 +100,12 @@ def check_data_file(
     limits: FileLimits = DEFAULT_LIMITS,
 ) -> RowReport:
     """Validate every row of a local data file with the rules of ``load_file_samples``."""
+    parsed = read_data_file(path, format=format, limits=limits)
+    return check_rows(parsed, prompt_field=prompt_field, answer_field=answer_field, id_field=id_field)
+
+
+def read_data_file(path: str | Path, *, format: str = "auto", limits: FileLimits = DEFAULT_LIMITS) -> ParsedFile:
+    """Parse a local data file once: its columns, its parsable rows and the rows that do not parse."""
     p = Path(path)
     _check_is_file(p)
     fmt = resolve_format(p, format)
@@ -92,30 +115,38 @@ def check_data_file(
         quotable = fmt != "csv" or csv_is_table(*read_csv_records(p))  # files.py: never quote a non-table
     except UnicodeDecodeError as err:
         raise DataError(f"{p} is not UTF-8 text ({err.reason}): save it as UTF-8") from None
-    report = RowReport(path=str(p), rows=len(where), problems=problems)
     columns: dict[str, None] = {}
     for _, row in rows:
         columns.update(dict.fromkeys(row))
+    return ParsedFile(str(p), fmt, list(columns), rows, where, problems, quotable)
+
+
+def check_rows(
+    parsed: ParsedFile, *, prompt_field: str = "prompt", answer_field: str | None = "answer", id_field: str | None = None
+) -> RowReport:
+    """Every row of ``parsed`` against a field mapping; DataError when the file has no rows at all."""
+    if not parsed.where:
+        raise DataError(f"{parsed.path} has no rows: add at least one row with a {prompt_field!r} field")
+    report = RowReport(path=parsed.path, rows=len(parsed.where), problems=list(parsed.problems))
+    columns, quotable, where = parsed.columns, parsed.quotable, parsed.where
     seen_ids: dict[str, str] = {}
     checks = [(prompt_field, "data.prompt_field", "the problem text", "")]
     if answer_field is not None:
         checks.append((answer_field, "data.answer_field", "the reference answer",
                        "; set data.answer_field to null for label-free data"))
-    for index, record in rows:
+    for index, record in parsed.rows:
         at = where[index - 1]
         row = dict.fromkeys(columns) | record  # a key absent from this row reads as null, as datasets fills it
         for name, setting, holds, hint in checks:
             try:
-                _field_text(row, name, at, list(columns), setting, holds, hint, quotable=quotable)
+                _field_text(row, name, at, columns, setting, holds, hint, quotable=quotable)
             except DataError as err:
-                report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
+                report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: "), name))
         if id_field is not None:
-            _check_id(report, row, index, at, id_field, list(columns), seen_ids, quotable)
+            _check_id(report, row, index, at, id_field, columns, seen_ids, quotable)
     report.problems.sort(key=lambda problem: problem.row)
     report.problem_count = len(report.problems)
     del report.problems[_KEPT_PROBLEMS:]
-    if report.rows == 0:
-        raise DataError(f"{p} has no rows: add at least one row with a {prompt_field!r} field")
     return report
 
 
@@ -126,13 +157,13 @@ def _check_id(
     try:
         sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable)
     except DataError as err:
-        report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: ")))
+        report.problems.append(RowProblem(index, at, str(err).removeprefix(f"{at}: "), id_field))
         return
     if sample_id in seen:
         report.problems.append(RowProblem(
             index, at, f"{f'id {sample_id!r}' if quotable else 'its id'} is already used at {seen[sample_id]}; "
             f"the {id_field!r} column must "
-            "hold a unique id per row",
+            "hold a unique id per row", id_field,
         ))
     else:
         seen[sample_id] = at

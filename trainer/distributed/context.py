@@ -290,6 +290,7 @@ _SUMMED = {
     "budget/rollouts_generated", "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups",
     "budget/abandoned_groups", "budget/silent_rollouts", "rarity/groups_redistributed",
     "perf/gen_tokens_per_s", "perf/train_tokens_per_s",  # the run's aggregate throughputs
+    "perf/step_tokens",  # each rank's rollouts' tokens (trainer/step/progress.py sums them over steps)
 }
 # A replicated step (``set_step_replicated``): generation was still shared out, and each rank's actor/* value is
 # its 1/world_size share of the step's; every other value is the step's on every rank.

@@ -38,6 +38,9 @@ class TrainerState:
     # An asynchronous run's rollouts generated for later steps (trainer/step/async_rollouts.py ``Produced``);
     # ``sampler`` and ``rng["sampling"]`` are then the generator's state after the last of them.
     rollout_buffer: list[Any] | None = None
+    # perf/elapsed_s and perf/tokens_total so far (trainer/step/progress.py): a resumed run continues them.
+    # None in checkpoints written before they existed.
+    progress: dict[str, float] | None = None
 
 
 def capture_rng(generator: torch.Generator) -> dict[str, Any]:

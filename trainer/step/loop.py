@@ -133,6 +133,7 @@ def _train_run(
     ))
     step, status = run.start_step, "succeeded"
     metrics: dict[str, float] = {}
+    run.progress.start()  # perf/elapsed_s counts training, not the model build before it
     try:
         if config.training.max_off_policy_steps > 0:
             run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
@@ -158,6 +159,7 @@ def _train_run(
                 report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
             if dist is not None:  # rank 0: metrics combined, every rank's rollout records
                 report = dist.gather_report(report)
+            run.progress.record(report.metrics)  # perf/elapsed_s, perf/tokens_total: the run's totals
             metrics = report.metrics
             sink.on_step(report)
             if save_every and step % save_every == 0 and step < max_steps:

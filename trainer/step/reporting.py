@@ -37,7 +37,8 @@ def step_metrics(
     lengths = batch.lengths.float()
     first = updates[0]
     gen_tokens = float(lengths.sum())
-    train_tokens = float(batch.prompt_mask.sum() + batch.completion_mask.sum()) * len(updates)
+    step_tokens = float(batch.prompt_mask.sum() + batch.completion_mask.sum())  # each rollout once
+    train_tokens = step_tokens * len(updates)
     step_s = sum(timings.values())
     # Each completion carries its group's std; scatter writes it once per group.
     per_group_std = torch.zeros(int(group_ids.max()) + 1, device=rewards.device).scatter_(
@@ -65,6 +66,8 @@ def step_metrics(
         "perf/gen_tokens_per_s": gen_tokens / timings["gen"] if timings["gen"] > 0 else 0.0,
         # prompt + completion tokens through forward and backward, per second of the update phase
         "perf/train_tokens_per_s": train_tokens / timings["train"] if timings["train"] > 0 else 0.0,
+        # the step's rollouts' prompt + completion tokens; the loop sums them into perf/tokens_total
+        "perf/step_tokens": step_tokens,
     }
     if cfg.algorithm.beta > 0:
         metrics["actor/kl"] = sum(u.kl for u in updates) / len(updates)

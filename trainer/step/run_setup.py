@@ -38,6 +38,7 @@ from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
 from trainer.samples import Sample
 from trainer.sinks import PhaseCallback, PhaseReport, throttle_phases
 from trainer.step.optimize import batch_logprobs
+from trainer.step.progress import RunProgress
 from trainer.step.teacher import Teacher, load_teacher
 from trainer.verifiers.base import Verifier
 from trainer.verifiers.scoring import build_verifiers
@@ -78,6 +79,7 @@ class Run:
     methods: list[ActiveMethod] = field(default_factory=list)  # every method the config chose, in config order
     producer: RolloutProducer | None = None  # training.max_off_policy_steps > 0: the background generator
     resumed_buffer: list[Any] | None = None  # an asynchronous checkpoint's buffered rollouts (trainer/step/async_rollouts.py)
+    progress: RunProgress = field(default_factory=RunProgress)  # elapsed time and tokens so far (trainer/step/progress.py)
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -126,6 +128,7 @@ class Run:
             rng=capture_rng(self.generator),
             config=self.config.model_dump(mode="json"),
             base_model_path=self.base_model_path,
+            progress=self.progress.state(),
         )
 
 
@@ -309,6 +312,7 @@ def build_run(
         restore_rng(state.rng, generator)
         run.start_step = state.step
         run.resumed_buffer = state.rollout_buffer
+        run.progress = RunProgress.resumed(state.progress)
         push = getattr(run.engine, "push_weights", None)
         if push is not None and config.training.max_off_policy_steps == 0:  # vLLM loaded the base weights
             push(model, state.step)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.annotation.models import AnnotationItem, AnnotationTask, Assignment
+from webapp.annotation.models import Adjudication, AnnotationItem, AnnotationTask, Assignment, ScoringJob
 
 
 @admin.register(AnnotationTask)
@@ -20,3 +20,15 @@ class AnnotationItemAdmin(admin.ModelAdmin[AnnotationItem]):
 class AssignmentAdmin(admin.ModelAdmin[Assignment]):
     list_display = ("item", "annotator", "status", "updated_at", "submitted_at")
     list_filter = ("status",)
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin[Adjudication]):
+    list_display = ("item", "criterion", "score", "decided_by", "decided_at")
+
+
+@admin.register(ScoringJob)
+class ScoringJobAdmin(admin.ModelAdmin[ScoringJob]):
+    list_display = ("task", "label", "status", "done", "total", "created_by", "created_at")
+    list_filter = ("status", "kind")
+    readonly_fields = ("scorer",)

@@ -12,6 +12,11 @@ binary criterion (an even split has no majority and is left out, counted in ``ti
 to the nearest scale point for 1-5 (so it stays an ordinal category), the plain mean for a numeric range.
 "Exact agreement" is equality with that consensus; for a numeric range it is "within 5% of the range
 width", since two real numbers are rarely equal.
+
+Any machine scorer against the people (``scorer_vs_people``, fed by machine_scorers.py): alpha at the
+interval level with the machine and the people's mean as two coders, plus Spearman's rho (Pearson's r of
+average ranks, the tie-corrected form) and Pearson's r, computed here with numpy (scipy is not a
+dependency); undefined figures are None with the reason in ``note``.
 """
 
 from __future__ import annotations
@@ -81,7 +86,11 @@ def criterion_alpha(ratings: Ratings, *, scale: str) -> AlphaResult:
     units = [item for item in sorted(ratings) if len(ratings[item]) >= 2]
     coders = sorted({a for item in units for a in ratings[item]})
     matrix = [[ratings[item].get(coder) for item in units] for coder in coders]
-    alpha, note = krippendorff_alpha(matrix, level) if units else (None, "No item has been scored by two or more people yet.")
+    alpha, note = (
+        krippendorff_alpha(matrix, level)
+        if units
+        else (None, "No item has been scored by two or more people yet.")
+    )
     return AlphaResult(alpha=alpha, items=len(units), level=level, note=note)
 
 
@@ -113,8 +122,75 @@ def judge_vs_human(
             continue
         pairs.append((float(score), consensus))
     if not pairs:
-        return JudgeAgreement(None, None, 0, ties, level, "No item has both a machine score and a human score yet.")
+        return JudgeAgreement(
+            None, None, 0, ties, level, "No item has both a machine score and a human score yet."
+        )
     tolerance = RANGE_TOLERANCE * (max_value - min_value) if scale == "range" else 1e-9
     exact = sum(1 for m, h in pairs if abs(m - h) <= tolerance) / len(pairs)
     alpha, note = krippendorff_alpha([[m for m, _ in pairs], [h for _, h in pairs]], level)
     return JudgeAgreement(alpha, exact, len(pairs), ties, level, note)
+
+
+@dataclass(frozen=True)
+class ScorerAgreement:
+    """Any machine scorer against the people's mean score per item (both on a 0-1 scale where known)."""
+
+    alpha: float | None  # Krippendorff's alpha, interval level, machine and people's mean as two coders
+    spearman: float | None
+    pearson: float | None
+    items: int  # items with both a machine score and at least one person's score
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, tied values sharing the mean of their ranks (what Spearman's rho ranks with)."""
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values), dtype=float)
+    ranks[order] = np.arange(1, len(values) + 1, dtype=float)
+    for value in np.unique(values):
+        tied = values == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Pearson's r, or None when either side has no variation (r is undefined then)."""
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    dx, dy = x - x.mean(), y - y.mean()
+    return float((dx * dy).sum() / math.sqrt(float((dx * dx).sum() * (dy * dy).sum())))
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman's rho: Pearson's r of the average ranks (the tie-corrected form)."""
+    return pearson(average_ranks(x), average_ranks(y))
+
+
+def scorer_vs_people(machine: Mapping[int, float], people: Mapping[int, float]) -> ScorerAgreement:
+    """Agreement of a machine score with the people's mean, over the items that have both.
+
+    Alpha (interval) measures absolute agreement, so it is only meaningful when both sides are on one
+    scale (the caller normalises them to 0-1 where the scale is known); the two correlations only look at
+    whether the orders (Spearman) or the linear trends (Pearson) agree, whatever the scales.
+    """
+    items = sorted(set(machine) & set(people))
+    if not items:
+        return ScorerAgreement(
+            None, None, None, 0, "No item has both this machine score and a person's score yet."
+        )
+    x = np.array([machine[i] for i in items], dtype=float)
+    y = np.array([people[i] for i in items], dtype=float)
+    alpha, alpha_note = krippendorff_alpha([list(x), list(y)], "interval")
+    rho, r = spearman(x, y), pearson(x, y)
+    notes = [alpha_note] if alpha is None else []
+    if rho is None:
+        why = (
+            "one item is not enough"
+            if len(items) < 2
+            else (f"every item got the same score from {'the machine' if np.ptp(x) == 0 else 'the people'}")
+        )
+        notes.append(f"Correlations are undefined: {why}.")
+    return ScorerAgreement(alpha, rho, r, len(items), " ".join(notes))

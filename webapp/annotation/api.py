@@ -11,28 +11,43 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.annotation.exports import csv_lines, jsonl_lines
+from webapp.annotation.machine_scorers import machine_agreement, machine_table
+from webapp.annotation.models import ScoringJob
+from webapp.annotation.scoring_jobs import scoring_job_start
 from webapp.annotation.selectors import (
     assignment_get_for_user,
     export_csv_rows,
     export_records,
+    item_get_for_manager,
     queue_for_user,
+    scoring_job_get_for_manager,
     task_agreement,
     task_get_for_manager,
     task_get_for_user,
     task_progress,
     tasks_for_project,
 )
+from webapp.annotation.selectors_review import disagreement_view, item_review
 from webapp.annotation.serializers import (
+    AdjudicateIn,
+    AdjudicationOut,
     AssignmentOut,
     AssignmentWorkIn,
     CriterionAgreementOut,
+    DisagreementQueryIn,
+    MachineAgreementOut,
+    MachineAgreementQueryIn,
+    MachineScorerOut,
     ProgressOut,
     QueueFilterIn,
     ReassignIn,
+    ScoringJobIn,
+    ScoringJobOut,
     TaskFromRunIn,
     TaskOut,
 )
 from webapp.annotation.services import (
+    adjudication_set,
     assignment_save_draft,
     assignment_skip,
     assignment_submit,
@@ -46,16 +61,22 @@ from webapp.core.errors import InvalidInput
 from webapp.experiments.selectors import run_get_for_user
 from webapp.rubrics.models import Rubric
 from webapp.teams.selectors import project_get_for_user
+from webapp.verification.models import VerifierVersion
 
 
 class ProjectTaskListApi(APIView):
-    @extend_schema(responses=TaskOut(many=True), summary="Annotation tasks (annotators: the ones assigned to you)")
+    @extend_schema(
+        responses=TaskOut(many=True), summary="Annotation tasks (annotators: the ones assigned to you)"
+    )
     def get(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         return Response(TaskOut(tasks_for_project(project=project, user=request.user), many=True).data)
 
-    @extend_schema(request=TaskFromRunIn, responses={201: TaskOut},
-                   summary="Create a task from a run's rollouts or an evaluation's benchmark samples")
+    @extend_schema(
+        request=TaskFromRunIn,
+        responses={201: TaskOut},
+        summary="Create a task from a run's rollouts or an evaluation's benchmark samples",
+    )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         data = TaskFromRunIn(data=request.data)
@@ -63,21 +84,29 @@ class ProjectTaskListApi(APIView):
         fields = dict(data.validated_data)
         run_id, eval_run_id = fields.pop("run", None), fields.pop("eval_run", None)
         if (run_id is None) == (eval_run_id is None):
-            message = "Give either run (its rollouts) or eval_run (its benchmark samples), not both or neither."
+            message = (
+                "Give either run (its rollouts) or eval_run (its benchmark samples), not both or neither."
+            )
             raise InvalidInput(message, {"run": [message]})
         rubric = Rubric.objects.filter(pk=fields.pop("rubric"), project=project).first()
         if rubric is None:
-            raise InvalidInput("rubric: no such rubric in this project.", {"rubric": ["Pick a rubric of this project."]})
+            raise InvalidInput(
+                "rubric: no such rubric in this project.", {"rubric": ["Pick a rubric of this project."]}
+            )
         if eval_run_id is not None:
             eval_run = eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
             if eval_run.benchmark.project_id != project.pk:
                 message = "Pick an evaluation of this project."
-                raise InvalidInput("eval_run: that evaluation belongs to another project.", {"eval_run": [message]})
+                raise InvalidInput(
+                    "eval_run: that evaluation belongs to another project.", {"eval_run": [message]}
+                )
             task = task_create_from_eval(eval_run=eval_run, rubric=rubric, actor=request.user, **fields)
         else:
             run = run_get_for_user(run_id=run_id, user=request.user)
             if run.experiment.project_id != project.pk:
-                raise InvalidInput("run: that run belongs to another project.", {"run": ["Pick a run of this project."]})
+                raise InvalidInput(
+                    "run: that run belongs to another project.", {"run": ["Pick a run of this project."]}
+                )
             task = task_create_from_run(run=run, rubric=rubric, actor=request.user, **fields)
         task = tasks_for_project(project=project, user=request.user).get(pk=task.pk)
         return Response(TaskOut(task).data, status=status.HTTP_201_CREATED)
@@ -87,14 +116,20 @@ class TaskDetailApi(APIView):
     @extend_schema(responses=TaskOut)
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_user(task_id=task_id, user=request.user)
-        return Response(TaskOut(tasks_for_project(project=task.project, user=request.user).get(pk=task.pk)).data)
+        return Response(
+            TaskOut(tasks_for_project(project=task.project, user=request.user).get(pk=task.pk)).data
+        )
 
 
 class TaskQueueApi(APIView):
-    @extend_schema(parameters=[QueueFilterIn], responses=AssignmentOut(many=True), summary="Your items in a task")
+    @extend_schema(
+        parameters=[QueueFilterIn], responses=AssignmentOut(many=True), summary="Your items in a task"
+    )
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_user(task_id=task_id, user=request.user)
-        queue = queue_for_user(task=task, user=request.user, status=parsed_query(QueueFilterIn, request).get("status"))
+        queue = queue_for_user(
+            task=task, user=request.user, status=parsed_query(QueueFilterIn, request).get("status")
+        )
         return Response(AssignmentOut(queue, many=True).data)
 
 
@@ -106,15 +141,21 @@ class TaskProgressApi(APIView):
 
 
 class TaskReassignApi(APIView):
-    @extend_schema(request=ReassignIn, responses=OpenApiTypes.OBJECT,
-                   summary="Move one annotator's unfinished work to another (owners/admins)")
+    @extend_schema(
+        request=ReassignIn,
+        responses=OpenApiTypes.OBJECT,
+        summary="Move one annotator's unfinished work to another (owners/admins)",
+    )
     def post(self, request: Request, task_id: int) -> Response:
         task = task_get_for_manager(task_id=task_id, user=request.user)
         data = ReassignIn(data=request.data)
         data.is_valid(raise_exception=True)
         fields = data.validated_data
         result = task_reassign_unfinished(
-            task=task, actor=request.user, from_username=fields["from_annotator"], to_username=fields["to_annotator"]
+            task=task,
+            actor=request.user,
+            from_username=fields["from_annotator"],
+            to_username=fields["to_annotator"],
         )
         return Response(result)
 
@@ -130,14 +171,18 @@ class TaskAgreementApi(APIView):
 
 
 class TaskExportApi(APIView):
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY}, summary="JSONL or CSV export")
+    @extend_schema(
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY}, summary="JSONL or CSV export"
+    )
     def get(self, request: Request, task_id: int, fmt: str) -> StreamingHttpResponse:
         task = task_get_for_manager(task_id=task_id, user=request.user)
         if fmt == "csv":
             header, rows = export_csv_rows(task=task)
             response = StreamingHttpResponse(csv_lines(header, rows), content_type="text/csv; charset=utf-8")
         else:
-            response = StreamingHttpResponse(jsonl_lines(export_records(task=task)), content_type="application/jsonl")
+            response = StreamingHttpResponse(
+                jsonl_lines(export_records(task=task)), content_type="application/jsonl"
+            )
         response["Content-Disposition"] = f'attachment; filename="annotation-task-{task.pk}.{fmt}"'
         return response
 
@@ -145,7 +190,9 @@ class TaskExportApi(APIView):
 class AssignmentDetailApi(APIView):
     @extend_schema(responses=AssignmentOut)
     def get(self, request: Request, assignment_id: int) -> Response:
-        return Response(AssignmentOut(assignment_get_for_user(assignment_id=assignment_id, user=request.user)).data)
+        return Response(
+            AssignmentOut(assignment_get_for_user(assignment_id=assignment_id, user=request.user)).data
+        )
 
     @extend_schema(request=AssignmentWorkIn, responses=AssignmentOut, summary="Save a draft (autosave)")
     def patch(self, request: Request, assignment_id: int) -> Response:
@@ -157,7 +204,9 @@ class AssignmentDetailApi(APIView):
 
 
 class AssignmentSubmitApi(APIView):
-    @extend_schema(request=AssignmentWorkIn, responses=AssignmentOut, summary="Submit scores for every criterion")
+    @extend_schema(
+        request=AssignmentWorkIn, responses=AssignmentOut, summary="Submit scores for every criterion"
+    )
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_get_for_user(assignment_id=assignment_id, user=request.user)
         data = AssignmentWorkIn(data=request.data)
@@ -171,3 +220,121 @@ class AssignmentSkipApi(APIView):
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_get_for_user(assignment_id=assignment_id, user=request.user)
         return Response(AssignmentOut(assignment_skip(assignment=assignment, actor=request.user)).data)
+
+
+class TaskDisagreementsApi(APIView):
+    @extend_schema(
+        parameters=[DisagreementQueryIn],
+        responses=OpenApiTypes.OBJECT,
+        summary="Items ranked by how much annotators disagree (owners/admins)",
+    )
+    def get(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        query = parsed_query(DisagreementQueryIn, request)
+        return Response(disagreement_view(task=task, criterion=query.get("criterion") or None,
+                                          hide_resolved=query["hide_resolved"], page=query["page"]))  # fmt: skip
+
+
+class ItemReviewApi(APIView):
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        summary="One item: every annotator's scores, machine scores, final scores (owners/admins)",
+    )
+    def get(self, request: Request, item_id: int) -> Response:
+        item = item_get_for_manager(item_id=item_id, user=request.user)
+        review = item_review(task=item.task, item=item)
+        rows = [
+            {"criterion": r["criterion"]["name"], "scores": dict(zip(review["annotators"], r["scores"], strict=True)),
+             "mean": r["mean"], "range": r["range"], "std": r["std"], "training_score": r["training_score"],
+             "final": AdjudicationOut(r["adjudication"]).data if r["adjudication"] else None}
+            for r in review["rows"]
+        ]  # fmt: skip
+        return Response({
+            "item": item.pk, "position": item.position, "prompt": item.prompt, "completion": item.completion,
+            "reference_answer": item.reference_answer, "criteria": rows, "comments": dict(review["comments"]),
+            "not_submitted": dict(review["not_submitted"]), "machine": review["machine"],
+            "adjudicated": review["adjudicated"],
+        })  # fmt: skip
+
+
+class ItemAdjudicationApi(APIView):
+    @extend_schema(
+        request=AdjudicateIn,
+        responses={200: AdjudicationOut, 204: None},
+        summary="Set (or, with score null, remove) an item's final score on a criterion (owners/admins)",
+    )
+    def post(self, request: Request, item_id: int) -> Response:
+        item = item_get_for_manager(item_id=item_id, user=request.user)
+        data = AdjudicateIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        saved = adjudication_set(item=item, actor=request.user, **data.validated_data)
+        if saved is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(AdjudicationOut(saved).data)
+
+
+class TaskMachineScorersApi(APIView):
+    @extend_schema(
+        responses=MachineScorerOut(many=True),
+        summary="The machine scorers with scores for the task's items (owners/admins)",
+    )
+    def get(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        scorers, _ = machine_table(task=task)
+        return Response(MachineScorerOut([s.as_dict() for s in scorers], many=True).data)
+
+
+class TaskMachineAgreementApi(APIView):
+    @extend_schema(
+        parameters=[MachineAgreementQueryIn],
+        responses=MachineAgreementOut,
+        summary="One machine scorer against the people: alpha, Spearman, Pearson, n (owners/admins)",
+    )
+    def get(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        query = parsed_query(MachineAgreementQueryIn, request)
+        return Response(MachineAgreementOut(machine_agreement(task=task, **query)).data)
+
+
+class TaskScoringJobsApi(APIView):
+    @extend_schema(
+        responses=ScoringJobOut(many=True), summary="The task's scoring jobs, newest first (owners/admins)"
+    )
+    def get(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        return Response(ScoringJobOut(ScoringJob.objects.filter(task=task)[:50], many=True).data)
+
+    @extend_schema(
+        request=ScoringJobIn,
+        responses={202: ScoringJobOut},
+        summary="Score the task's items with a verifier version or a rubric's rule criteria, on a worker",
+    )
+    def post(self, request: Request, task_id: int) -> Response:
+        task = task_get_for_manager(task_id=task_id, user=request.user)
+        data = ScoringJobIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        fields = data.validated_data
+        version = rubric = None
+        if fields.get("verifier_version") is not None:
+            version = (
+                VerifierVersion.objects.select_related("definition")
+                .filter(pk=fields["verifier_version"], definition__project=task.project)
+                .first()
+            )
+            if version is None:
+                message = "No such verifier version in this project."
+                raise InvalidInput(message, {"verifier_version": [message]})
+        if fields.get("rubric") is not None:
+            rubric = Rubric.objects.filter(pk=fields["rubric"], project=task.project).first()
+            if rubric is None:
+                raise InvalidInput(
+                    "No such rubric in this project.", {"rubric": ["Pick a rubric of this project."]}
+                )
+        job = scoring_job_start(task=task, actor=request.user, verifier_version=version, rubric=rubric)
+        return Response(ScoringJobOut(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScoringJobDetailApi(APIView):
+    @extend_schema(responses=ScoringJobOut, summary="One scoring job (the task page polls it)")
+    def get(self, request: Request, job_id: int) -> Response:
+        return Response(ScoringJobOut(scoring_job_get_for_manager(job_id=job_id, user=request.user)).data)

@@ -5,6 +5,10 @@ carriage return that some programs skip before one) get a leading single quote (
 Model completions are untrusted text: a completion such as ``=HYPERLINK(...)`` must stay text. Values that
 are numbers in the data (a reward of -0.5) are written as numbers, unquoted: a spreadsheet reads them as
 numbers, not formulas, and a quote would turn them into text.
+
+The records themselves come from selectors.export_records / export_csv_rows: one per assignment, each
+carrying its item's adjudicated final scores (JSONL ``adjudicated``, ``final_scores``, ``adjudications``;
+CSV ``adjudicated``, ``final:<criterion>``, ``final_note:<criterion>``).
 """
 
 from __future__ import annotations

@@ -26,9 +26,12 @@ class AnnotationTask(models.Model):
     name = models.CharField(max_length=200)
     instructions = models.TextField(blank=True, default="")
     source_kind = models.CharField(max_length=16, choices=SourceKind.choices, default=SourceKind.RUN)
-    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_tasks")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="annotation_tasks"
+    )
     criteria = models.JSONField(
-        default=list, help_text="The rubric's criteria at creation: name, description, scale, min, max, scorer."
+        default=list,
+        help_text="The rubric's criteria at creation: name, description, scale, min, max, scorer.",
     )
     sampling = models.JSONField(default=dict, help_text="The sampling rule (webapp/annotation/sampling.py).")
     annotators_per_item = models.PositiveIntegerField(default=2)
@@ -52,14 +55,17 @@ class AnnotationItem(models.Model):
     source_run_id = models.PositiveIntegerField(null=True, blank=True)
     source_step = models.PositiveIntegerField(null=True, blank=True)
     source_rollout_id = models.PositiveIntegerField(null=True, blank=True)
-    source = models.JSONField(default=dict, blank=True, help_text="Other origin ids (a benchmark sample later).")
+    source = models.JSONField(
+        default=dict, blank=True, help_text="Other origin ids (a benchmark sample later)."
+    )
     prompt = models.TextField()
     completion = models.TextField()
     reference_answer = models.TextField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)
     correct = models.BooleanField(null=True, blank=True)
     machine_scores = models.JSONField(
-        default=dict, help_text="criterion name -> {scorer, score, detail} from the rollout's rubric/<name> keys."
+        default=dict,
+        help_text="criterion name -> {scorer, score, detail} from the rollout's rubric/<name> keys.",
     )
 
     class Meta:
@@ -81,7 +87,9 @@ class Assignment(models.Model):
     """One annotator's work on one item: their scores per criterion and where they are with it."""
 
     item = models.ForeignKey(AnnotationItem, on_delete=models.CASCADE, related_name="assignments")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotation_assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotation_assignments"
+    )
     status = models.CharField(
         max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.PENDING, db_index=True
     )
@@ -92,8 +100,107 @@ class Assignment(models.Model):
 
     class Meta:
         ordering = ("item__task_id", "item__position", "annotator_id")
-        constraints = (models.UniqueConstraint(fields=["item", "annotator"], name="one_assignment_per_annotator"),)
+        constraints = (
+            models.UniqueConstraint(fields=["item", "annotator"], name="one_assignment_per_annotator"),
+        )
         indexes = (models.Index(fields=["annotator", "status"], name="assignment_annotator_status"),)
 
     def __str__(self) -> str:
         return f"{self.annotator} on {self.item} ({self.status})"
+
+
+class Adjudication(models.Model):
+    """The final score of one item on one criterion, set by an owner or admin where annotators disagree.
+
+    One per (item, criterion), changed in place (who and when are the last change's); exports carry it
+    next to the annotators' scores, and the disagreement view counts an item with one as resolved.
+    """
+
+    item = models.ForeignKey(AnnotationItem, on_delete=models.CASCADE, related_name="adjudications")
+    criterion = models.CharField(max_length=80, help_text="A criterion name of the task's criteria snapshot.")
+    score = models.FloatField(help_text="On the criterion's scale, checked like an annotator's score.")
+    note = models.TextField(blank=True, default="", help_text="Why this score (optional).")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("item_id", "criterion")
+        constraints = (
+            models.UniqueConstraint(fields=["item", "criterion"], name="one_adjudication_per_criterion"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.criterion} = {self.score:g} on {self.item}"
+
+
+class ScorerKind(models.TextChoices):
+    VERIFIER = "verifier", "A saved verifier version"
+    RUBRIC = "rubric", "A rubric's rule criteria"
+
+
+class ScoringStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+SCORING_FINISHED = frozenset({ScoringStatus.SUCCEEDED, ScoringStatus.FAILED})
+
+
+class ScoringJob(models.Model):
+    """Scoring a task's items with a verifier version or a rubric's rule criteria, on a worker.
+
+    The machine scores then sit next to the people's (``ItemScore``) so any scorer's agreement with the
+    annotators can be measured, not only the rubric a run trained with. The scorer is snapshotted
+    (``scorer``: the verifier name and params, or the rule criteria as trainer config) when the job is
+    queued, so later edits to the rubric do not change what the job scores with.
+    """
+
+    task = models.ForeignKey(AnnotationTask, on_delete=models.CASCADE, related_name="scoring_jobs")
+    kind = models.CharField(max_length=16, choices=ScorerKind.choices)
+    verifier_version = models.ForeignKey(
+        "verification.VerifierVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    rubric = models.ForeignKey(Rubric, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    label = models.CharField(max_length=200, help_text="What the agreement picker calls this scorer.")
+    scorer = models.JSONField(default=dict, help_text="The verifier or the rule criteria, as at queueing.")
+    status = models.CharField(
+        max_length=16, choices=ScoringStatus.choices, default=ScoringStatus.QUEUED, db_index=True
+    )
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"scoring job {self.pk} of {self.task} with {self.label} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in SCORING_FINISHED
+
+
+class ItemScore(models.Model):
+    """One machine score of one item from a scoring job: ``key`` is 'reward' for a verifier, the
+    criterion name for a rubric rule; ``score`` is None where the scorer could not score it."""
+
+    job = models.ForeignKey(ScoringJob, on_delete=models.CASCADE, related_name="scores")
+    item = models.ForeignKey(AnnotationItem, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=80)
+    score = models.FloatField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ("job_id", "item_id", "key")
+        constraints = (models.UniqueConstraint(fields=["job", "item", "key"], name="one_item_score_per_key"),)

@@ -67,8 +67,12 @@ def sampling_rule_from_dict(data: dict[str, Any]) -> SamplingRule:
         if not isinstance(data.get(name, False), bool):
             errors[f"sampling.{name}"] = ["Give true or false."]
     steps = data.get("steps", [])
-    if not isinstance(steps, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in steps):
-        errors["sampling.steps"] = ["Give a list of step numbers (whole numbers, 0 or more), or leave it empty."]
+    if not isinstance(steps, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in steps
+    ):
+        errors["sampling.steps"] = [
+            "Give a list of step numbers (whole numbers, 0 or more), or leave it empty."
+        ]
     if errors:
         first = next(iter(errors.items()))
         raise InvalidInput(f"{first[0]}: {first[1][0]}", errors)
@@ -122,3 +126,45 @@ def _stratified(pool: list[Candidate], n: int, strata: int, rng: random.Random) 
         rest = [c for c in ranked if c.id not in taken]
         chosen.extend(rng.sample(rest, n - len(chosen)))
     return chosen
+
+
+def _step_ranges(steps: Sequence[int]) -> str:
+    """[1, 2, 3, 7, 9, 10] -> '1–3, 7, 9–10'."""
+    parts: list[str] = []
+    ordered = sorted(set(steps))
+    start = prev = ordered[0]
+    for step in [*ordered[1:], None]:
+        if step is not None and step == prev + 1:
+            prev = step
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        if step is not None:
+            start = prev = step
+    return ", ".join(parts)
+
+
+def describe_sampling(data: dict[str, Any]) -> str:
+    """A task's stored sampling rule in words, e.g. "200 items stratified by reward (4 strata, seed 3) from
+    steps 10–50, only incorrect completions". A stored rule is the validated ``as_dict`` (plus ``eval_run``
+    for a benchmark task); a task made without a rule (an empty dict) says so instead of guessing."""
+    if not data:
+        return "No sampling rule recorded: every item given was taken."
+    rule = sampling_rule_from_dict({k: v for k, v in data.items() if k != "eval_run"})
+    noun = "item" if rule.n == 1 else "items"
+    if rule.strategy == "stratified":
+        text = f"up to {rule.n} {noun} stratified by reward ({rule.strata} strata, seed {rule.seed})"
+    else:
+        text = f"up to {rule.n} {noun} at random (seed {rule.seed})"
+    if data.get("eval_run") is not None:
+        text += f" from the samples of evaluation #{data['eval_run']}"
+    elif rule.steps and rule.last_step_only:
+        text += f" from the last of steps {_step_ranges(rule.steps)}"
+    elif rule.steps:
+        text += f" from step{'s' if len(rule.steps) > 1 else ''} {_step_ranges(rule.steps)}"
+    elif rule.last_step_only:
+        text += " from the last step"
+    else:
+        text += " from every step"
+    if rule.only_incorrect:
+        text += ", only incorrect completions"
+    return text[0].upper() + text[1:]

@@ -7,21 +7,36 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.annotation.models import AnnotationItem, AnnotationTask, Assignment, AssignmentStatus
+from webapp.annotation.models import (
+    Adjudication,
+    AnnotationItem,
+    AnnotationTask,
+    Assignment,
+    AssignmentStatus,
+    ScoringJob,
+)
+from webapp.annotation.sampling import describe_sampling
+from webapp.annotation.services import MAX_NOTE_CHARS
 
 
 class TaskOut(serializers.ModelSerializer[AnnotationTask]):
     rubric_name = serializers.CharField(source="rubric.name", default=None, read_only=True)
+    sampling_text = serializers.SerializerMethodField(help_text="The sampling rule in words.")
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    items_count = serializers.IntegerField(read_only=True, default=None, help_text="How many items the task has.")
+    items_count = serializers.IntegerField(
+        read_only=True, default=None, help_text="How many items the task has."
+    )
     mine = serializers.SerializerMethodField(help_text="Your own assignments by status.")
 
     class Meta:
         model = AnnotationTask
         fields = (
             "id", "project", "name", "instructions", "rubric", "rubric_name", "source_kind", "run", "criteria",
-            "sampling", "annotators_per_item", "created_by", "created_at", "items_count", "mine",
+            "sampling", "sampling_text", "annotators_per_item", "created_by", "created_at", "items_count", "mine",
         )  # fmt: skip
+
+    def get_sampling_text(self, task: AnnotationTask) -> str:
+        return describe_sampling(task.sampling)
 
     def get_mine(self, task: AnnotationTask) -> dict[str, int] | None:
         counts = {s.value: getattr(task, f"mine_{s.value}", None) for s in AssignmentStatus}
@@ -31,12 +46,15 @@ class TaskOut(serializers.ModelSerializer[AnnotationTask]):
 class TaskFromRunIn(serializers.Serializer[None]):
     run = serializers.IntegerField(required=False, help_text="Id of the run whose rollouts are sampled.")
     eval_run = serializers.IntegerField(
-        required=False, help_text="Or: id of the evaluation whose benchmark samples are sampled (give one of the two)."
+        required=False,
+        help_text="Or: id of the evaluation whose benchmark samples are sampled (give one of the two).",
     )
     rubric = serializers.IntegerField(help_text="Id of a rubric of the same project.")
     name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     instructions = serializers.CharField(required=False, allow_blank=True, default="")
-    annotators_per_item = serializers.IntegerField(default=2, min_value=1, help_text="k distinct people per item.")
+    annotators_per_item = serializers.IntegerField(
+        default=2, min_value=1, help_text="k distinct people per item."
+    )
     annotators = serializers.ListField(
         child=serializers.CharField(max_length=150),
         required=False,
@@ -52,7 +70,9 @@ class TaskFromRunIn(serializers.Serializer[None]):
 
 class ReassignIn(serializers.Serializer[None]):
     from_annotator = serializers.CharField(max_length=150, help_text="Username whose unfinished work moves.")
-    to_annotator = serializers.CharField(max_length=150, help_text="Username who takes it (annotator role or higher).")
+    to_annotator = serializers.CharField(
+        max_length=150, help_text="Username who takes it (annotator role or higher)."
+    )
 
 
 class ItemOut(serializers.ModelSerializer[AnnotationItem]):
@@ -119,3 +139,90 @@ class CriterionAgreementOut(serializers.Serializer[Any]):
     scorer = serializers.CharField()
     human = AlphaOut()
     judge_vs_human = JudgeAgreementOut(allow_null=True)
+
+
+class AdjudicateIn(serializers.Serializer[None]):
+    criterion = serializers.CharField(max_length=80, help_text="A criterion name of the task.")
+    score = serializers.FloatField(
+        allow_null=True, help_text="The final score on the criterion's scale; null removes it."
+    )
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE_CHARS)
+
+
+class AdjudicationOut(serializers.ModelSerializer[Adjudication]):
+    decided_by = serializers.CharField(source="decided_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = Adjudication
+        fields = ("item", "criterion", "score", "note", "decided_by", "decided_at")
+
+
+class DisagreementQueryIn(serializers.Serializer[None]):
+    criterion = serializers.CharField(
+        required=False, allow_blank=True, max_length=80, help_text="Rank by one criterion (default: overall)."
+    )
+    hide_resolved = serializers.BooleanField(
+        required=False, default=False, help_text="Leave out items with a final score."
+    )
+    page = serializers.IntegerField(required=False, default=1, min_value=1, max_value=10_000)
+
+
+class MachineAgreementQueryIn(serializers.Serializer[None]):
+    scorer = serializers.CharField(max_length=200, help_text="A key from machine-scorers/.")
+    criterion = serializers.CharField(
+        required=False,
+        default="overall",
+        max_length=80,
+        help_text="A criterion name, or overall (the weighted mean of every criterion).",
+    )
+
+
+class MachineScorerOut(serializers.Serializer[Any]):
+    key = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, popped from the class by DRF's metaclass
+    group = serializers.CharField()
+    low = serializers.FloatField(
+        allow_null=True, help_text="Scale used to put scores on 0-1; null: as stored."
+    )
+    high = serializers.FloatField(allow_null=True)
+    items = serializers.IntegerField(help_text="Items of the task this scorer has a score for.")
+
+
+class MachineAgreementOut(serializers.Serializer[Any]):
+    scorer = MachineScorerOut()
+    criterion = serializers.CharField()
+    normalised = serializers.BooleanField(
+        help_text="Whether the machine scores were put on 0-1 by their scale."
+    )
+    alpha = serializers.FloatField(
+        allow_null=True, help_text="Krippendorff's alpha (interval), machine vs people's mean."
+    )
+    spearman = serializers.FloatField(allow_null=True)
+    pearson = serializers.FloatField(allow_null=True)
+    items = serializers.IntegerField(help_text="Items with both scores.")
+    note = serializers.CharField()
+
+
+class ScoringJobIn(serializers.Serializer[None]):
+    verifier_version = serializers.IntegerField(
+        required=False, help_text="Id of a verifier version of the project."
+    )
+    rubric = serializers.IntegerField(
+        required=False, help_text="Or: id of a rubric of the project (its rule criteria)."
+    )
+
+
+@extend_schema_field({"type": "string", "description": "queued, running, succeeded or failed"})
+class ScoringStatusField(serializers.CharField):
+    pass
+
+
+class ScoringJobOut(serializers.ModelSerializer[ScoringJob]):
+    status = ScoringStatusField(read_only=True)
+    kind = serializers.CharField(read_only=True, help_text="verifier or rubric")
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = ScoringJob
+        fields = ("id", "task", "kind", "verifier_version", "rubric", "label", "scorer", "status", "done", "total",
+                  "error", "attempts", "created_by", "created_at", "finished_at")  # fmt: skip

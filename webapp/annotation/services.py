@@ -8,6 +8,9 @@ Owners and admins create tasks; an annotator (or higher) edits only their own as
 
 A submitted assignment is not turned back into a draft by a save (that would silently drop it from the
 agreement figures): changing it means submitting again.
+
+Owners and admins also adjudicate: set an item's final score on a criterion (``adjudication_set``), kept
+next to the annotators' scores, never in place of them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from django.http import Http404
 from django.utils import timezone
 
 from webapp.annotation.balance import assign_annotators
-from webapp.annotation.models import AnnotationItem, AnnotationTask, Assignment, AssignmentStatus, SourceKind
+from webapp.annotation.models import (
+    Adjudication,
+    AnnotationItem,
+    AnnotationTask,
+    Assignment,
+    AssignmentStatus,
+    SourceKind,
+)
 from webapp.annotation.permissions import MANAGE_ANNOTATION
 from webapp.annotation.sampling import Candidate, sample_candidates, sampling_rule_from_dict
 from webapp.annotation.scores import criterion_snapshot, validated_scores
@@ -35,6 +45,7 @@ from webapp.teams.permissions import ANNOTATE, require_role
 from webapp.teams.selectors import AnyUser
 
 MAX_ANNOTATORS_PER_ITEM = 10
+MAX_NOTE_CHARS = 2000  # an adjudication's note
 
 
 def _annotator_ids(*, project: Project, usernames: Sequence[str] | None) -> list[int]:
@@ -47,17 +58,25 @@ def _annotator_ids(*, project: Project, usernames: Sequence[str] | None) -> list
     if unknown:
         raise InvalidInput(
             f"annotators: {', '.join(unknown)} cannot annotate in this project.",
-            {"annotators": [f"{name!r} is not a member with the annotator role or higher." for name in unknown]},
+            {
+                "annotators": [
+                    f"{name!r} is not a member with the annotator role or higher." for name in unknown
+                ]
+            },
         )
     return [eligible[name] for name in dict.fromkeys(usernames)]
 
 
 def _check_task_fields(*, rubric: Rubric, project: Project, annotators_per_item: int) -> list[dict[str, Any]]:
     if rubric.project_id != project.pk:
-        raise InvalidInput("rubric: that rubric belongs to another project.", {"rubric": ["Pick a rubric of this project."]})
+        raise InvalidInput(
+            "rubric: that rubric belongs to another project.", {"rubric": ["Pick a rubric of this project."]}
+        )
     criteria = [criterion_snapshot(c) for c in rubric.criteria.order_by("position", "id")]
     if not criteria:
-        raise InvalidInput("rubric: the rubric has no criteria.", {"rubric": ["Add a criterion to the rubric first."]})
+        raise InvalidInput(
+            "rubric: the rubric has no criteria.", {"rubric": ["Add a criterion to the rubric first."]}
+        )
     if not 1 <= annotators_per_item <= MAX_ANNOTATORS_PER_ITEM:
         raise InvalidInput(
             f"annotators_per_item: use 1 to {MAX_ANNOTATORS_PER_ITEM}.",
@@ -86,7 +105,9 @@ def task_create(
     require_role(project=project, user=actor, minimum=MANAGE_ANNOTATION)
     criteria = _check_task_fields(rubric=rubric, project=project, annotators_per_item=annotators_per_item)
     if not snapshots:
-        raise ApplicationError("No item matches the sampling rule; loosen it (e.g. turn off 'only incorrect').")
+        raise ApplicationError(
+            "No item matches the sampling rule; loosen it (e.g. turn off 'only incorrect')."
+        )
     people = _annotator_ids(project=project, usernames=annotators)
     task = AnnotationTask.objects.create(
         project=project,
@@ -107,7 +128,9 @@ def task_create(
         item_ids=[item.pk for item in items], annotator_ids=people, k=annotators_per_item, seed=seed
     )
     Assignment.objects.bulk_create(
-        Assignment(item_id=item_id, annotator_id=person) for item_id, chosen in plan.items() for person in chosen
+        Assignment(item_id=item_id, annotator_id=person)
+        for item_id, chosen in plan.items()
+        for person in chosen
     )
     return task
 
@@ -163,7 +186,9 @@ def task_create_from_run(
     criteria = _check_task_fields(rubric=rubric, project=project, annotators_per_item=annotators_per_item)
     candidates = [
         Candidate(id=pk, step=step, reward=reward, correct=correct)
-        for pk, step, reward, correct in Rollout.objects.filter(run=run).values_list("pk", "step", "reward", "correct")
+        for pk, step, reward, correct in Rollout.objects.filter(run=run).values_list(
+            "pk", "step", "reward", "correct"
+        )
     ]
     chosen = sample_candidates(candidates, rule)
     rollouts = Rollout.objects.filter(pk__in=chosen).defer("token_data", "tokens").in_bulk()
@@ -256,7 +281,9 @@ def task_reassign_unfinished(
     has stays where it is (one assignment per person and item). Returns ``{"moved": n, "kept": k}``."""
     require_role(project=task.project, user=actor, minimum=MANAGE_ANNOTATION)
     if from_username == to_username:
-        raise InvalidInput("Pick two different people.", {"to": ["Pick someone other than the person whose work moves."]})
+        raise InvalidInput(
+            "Pick two different people.", {"to": ["Pick someone other than the person whose work moves."]}
+        )
     (to_id,) = _annotator_ids(project=task.project, usernames=[to_username])
     unfinished = list(
         Assignment.objects.select_for_update()
@@ -266,10 +293,16 @@ def task_reassign_unfinished(
     if not unfinished:
         message = f"{from_username!r} has no unfinished work in this task."
         raise InvalidInput(message, {"from": [message]})
-    taken = set(Assignment.objects.filter(item__task=task, annotator_id=to_id).values_list("item_id", flat=True))
+    taken = set(
+        Assignment.objects.filter(item__task=task, annotator_id=to_id).values_list("item_id", flat=True)
+    )
     movable = [pk for pk, item_id in unfinished if item_id not in taken]
     Assignment.objects.filter(pk__in=movable).update(
-        annotator_id=to_id, status=AssignmentStatus.PENDING, scores={}, comment="", submitted_at=None,
+        annotator_id=to_id,
+        status=AssignmentStatus.PENDING,
+        scores={},
+        comment="",
+        submitted_at=None,
         updated_at=timezone.now(),
     )
     return {"moved": len(movable), "kept": len(unfinished) - len(movable)}
@@ -325,3 +358,32 @@ def assignment_skip(*, assignment: Assignment, actor: AnyUser) -> Assignment:
     assignment.save(update_fields=["status", "updated_at"])
     return assignment
 
+
+@transaction.atomic
+def adjudication_set(
+    *, item: AnnotationItem, actor: AnyUser, criterion: str, score: float | None, note: str = ""
+) -> Adjudication | None:
+    """Set (or change) the final score of ``item`` on ``criterion``; ``score`` None removes it. The score
+    is checked against the criterion's scale like an annotator's; owners and admins only."""
+    task = item.task
+    require_role(project=task.project, user=actor, minimum=MANAGE_ANNOTATION)
+    names = [c["name"] for c in task.criteria]
+    if criterion not in names:
+        message = f"No criterion {criterion!r} in this task; its criteria are {', '.join(names)}."
+        raise InvalidInput(message, {"criterion": [message]})
+    if len(note) > MAX_NOTE_CHARS:
+        message = f"Keep the note under {MAX_NOTE_CHARS} characters (it has {len(note)})."
+        raise InvalidInput(message, {"note": [message]})
+    if score is None:
+        Adjudication.objects.filter(item=item, criterion=criterion).delete()
+        return None
+    try:
+        clean = validated_scores({criterion: score}, criteria=task.criteria, complete=False)
+    except InvalidInput as err:  # the annotator's field path, scores.<name>, is "score" here
+        raise InvalidInput(err.message.replace(f"scores.{criterion}", "score", 1),
+                           {"score": err.fields[f"scores.{criterion}"]}) from None  # fmt: skip
+    adjudication, _ = Adjudication.objects.update_or_create(
+        item=item, criterion=criterion,
+        defaults={"score": clean[criterion], "note": note.strip(), "decided_by": actor if isinstance(actor, User) else None},
+    )  # fmt: skip
+    return adjudication

@@ -1,4 +1,5 @@
-"""Annotation pages: a project's tasks, a new task from a run, a task's overview, the annotate page.
+"""Annotation pages: a project's tasks, a new task from a run, a task's overview, the annotate page
+(review pages for owners and admins are in views_review.py).
 
 Session auth; outsiders 404, viewers 403 (they have no queue). Item text reaches the annotate page through
 ``json_script`` and annotation.js inserts it with ``textContent`` only, so model text stays inert.
@@ -12,14 +13,17 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.annotation.forms import TaskFromRunForm
-from webapp.annotation.models import AnnotationTask
+from webapp.annotation.machine_scorers import GROUPS, OVERALL, machine_agreement, machine_table
+from webapp.annotation.models import AnnotationTask, ScoringJob
 from webapp.annotation.permissions import MANAGE_ANNOTATION
+from webapp.annotation.sampling import describe_sampling
 from webapp.annotation.selectors import (
     STATUSES,
     can_manage,
@@ -39,6 +43,7 @@ from webapp.rubrics.models import Rubric
 from webapp.teams.models import Project
 from webapp.teams.permissions import require_role
 from webapp.teams.selectors import membership_role, project_get_for_user
+from webapp.verification.models import VerifierVersion
 
 
 def _role(project: Project, request: HttpRequest) -> str:
@@ -104,8 +109,48 @@ def _task_new(
         else:
             messages.success(request, f"Created {task.name!r} with {task.items.count()} items.")
             return redirect("annotation:task-detail", task_id=task.pk)
-    context = {"project": project, **source, "form": form, "rubrics": rubrics, "role": _role(project, request)}
+    context = {
+        "project": project,
+        **source,
+        "form": form,
+        "rubrics": rubrics,
+        "role": _role(project, request),
+    }
     return render(request, "annotation/task_new.html", context)
+
+
+def _machine_panel(task: AnnotationTask, request: HttpRequest) -> dict[str, Any]:
+    """The task page's "machine scorer vs people" panel: the scorers on offer, the chosen one's agreement,
+    what the items can be scored with here, and the scoring jobs."""
+    table = machine_table(task=task)
+    scorers = table[0]
+    chosen = request.GET.get("scorer", "")[:200] or (scorers[0].key if scorers else "")
+    criterion = request.GET.get("criterion", "")[:80] or OVERALL
+    result, error = None, ""
+    if scorers:
+        try:
+            result = machine_agreement(task=task, scorer=chosen, criterion=criterion, table=table)
+        except InvalidInput as err:
+            error = err.message
+    jobs = list(ScoringJob.objects.filter(task=task)[:10])
+    return {
+        "has_scorers": bool(scorers),
+        "scorers": [(group, [s for s in scorers if s.group == group]) for group in GROUPS],
+        "chosen": chosen,
+        "criterion": criterion,
+        "result": result,
+        "error": error,
+        "versions": list(
+            VerifierVersion.objects.filter(definition__project=task.project)
+            .select_related("definition").order_by("definition__name", "-number")[:100]
+        ),
+        "rubrics": list(
+            Rubric.objects.filter(project=task.project).annotate(rules=Count("criteria", filter=Q(criteria__scorer="rule")))
+            .filter(rules__gt=0).order_by("name")
+        ),
+        "jobs": jobs,
+        "active_jobs": [j.pk for j in jobs if not j.finished],
+    }  # fmt: skip
 
 
 @login_required
@@ -114,8 +159,15 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     manager = can_manage(project=task.project, user=request.user)
     queue = list(queue_for_user(task=task, user=request.user))
     shown = request.GET.get("status", "")
+    machine = _machine_panel(task, request) if manager else None
     context: dict[str, Any] = {
         "task": task,
+        "sampling_text": describe_sampling(task.sampling),
+        "machine": machine,
+        "page_data": {
+            "scoring_job_api": "/api/annotation-scoring-jobs/",
+            "active_jobs": machine["active_jobs"] if machine else [],
+        },
         "project": task.project,
         "queue": [a for a in queue if a.status == shown] if shown in STATUSES else queue,
         "shown_status": shown if shown in STATUSES else "",
@@ -162,5 +214,10 @@ def annotate(request: HttpRequest, task_id: int) -> HttpResponse:
         "assignment_api": "/api/annotation-assignments/",
         "task_url": reverse("annotation:task-detail", args=[task.pk]),
     }
-    context = {"task": task, "project": task.project, "page_data": page_data, "role": _role(task.project, request)}
+    context = {
+        "task": task,
+        "project": task.project,
+        "page_data": page_data,
+        "role": _role(task.project, request),
+    }
     return render(request, "annotation/annotate.html", context)

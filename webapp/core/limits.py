@@ -23,7 +23,7 @@ from trainer.bounds import string_problem
 from webapp.core.errors import ApplicationError
 
 # Views that take a data file: the body may be as large as RLVR_MAX_UPLOAD_MB (the file goes to disk).
-UPLOAD_VIEWS = frozenset({"dataset-list", "benchmark-file", "benchmarks:list"})
+UPLOAD_VIEWS = frozenset({"dataset-list", "dataset-preview", "benchmark-file", "benchmarks:list"})
 # Views whose JSON bodies may reach RLVR_MAX_INGEST_MB (their parser holds them to it: webapp/ingest/parsers.py).
 INGEST_VIEWS = frozenset({"ingest-batches"})
 

@@ -34,7 +34,8 @@ class WorkerTask:
 RUN_TRAINING = WorkerTask("workers.tasks.run_training", "training")
 RUN_EVALUATION = WorkerTask("workers.tasks_eval.run_evaluation", "eval")
 RUN_VERIFICATION_JOB = WorkerTask("workers.tasks_verification.run_verification_job", "default")
-SENT_BY_WEBAPP = (RUN_TRAINING, RUN_EVALUATION, RUN_VERIFICATION_JOB)
+RUN_ANNOTATION_SCORING = WorkerTask("workers.tasks_annotation.run_scoring_job", "default")
+SENT_BY_WEBAPP = (RUN_TRAINING, RUN_EVALUATION, RUN_VERIFICATION_JOB, RUN_ANNOTATION_SCORING)
 
 app = Celery("rlvr")
 app.config_from_object("django.conf:settings", namespace="CELERY")

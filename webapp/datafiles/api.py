@@ -1,4 +1,5 @@
-"""Data files over HTTP: list a project's datasets, upload one (multipart).
+"""Data files over HTTP: list a project's datasets, preview a file before uploading it, upload one
+(multipart), delete one that nothing uses.
 
 A dataset is named by its id: configs say ``data.path: dataset:<id>`` (webapp/experiments/config_paths.py
 resolves it for the worker, for the same project only). The server path of the stored file never leaves
@@ -7,6 +8,7 @@ the server.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -17,8 +19,9 @@ from rest_framework.views import APIView
 
 from webapp.api.parsers import StrictFormParser, StrictMultiPartParser
 from webapp.datafiles.models import Dataset, dataset_reference
-from webapp.datafiles.selectors import datasets_for_project
-from webapp.datafiles.services import dataset_upload
+from webapp.datafiles.preview import PREVIEW_ROWS, SHOWN_PROBLEMS
+from webapp.datafiles.selectors import dataset_get_for_user, datasets_for_project
+from webapp.datafiles.services import dataset_delete, dataset_preview, dataset_upload
 from webapp.teams.selectors import project_get_for_user
 
 
@@ -52,7 +55,11 @@ class DatasetUploadIn(serializers.Serializer[None]):
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     prompt_field = serializers.CharField(required=False, default="prompt", max_length=200)
     answer_field = serializers.CharField(
-        required=False, default="answer", allow_blank=True, max_length=200, help_text="Blank for label-free data."
+        required=False,
+        default="answer",
+        allow_blank=True,
+        max_length=200,
+        help_text="Blank for label-free data.",
     )
 
 
@@ -81,3 +88,83 @@ class DatasetListApi(APIView):
             answer_field=data.validated_data["answer_field"] or None,
         )
         return Response(DatasetOut(dataset).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetPreviewIn(serializers.Serializer[None]):
+    file = serializers.FileField(help_text="A .jsonl, .json, .csv or .parquet file.")
+    prompt_field = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=200,
+        help_text="The column with the problem text; blank: guessed from the usual names.",
+    )  # fmt: skip
+    answer_field = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, default=None, max_length=200,
+        help_text="The column with the reference answer; blank: label-free; left out: guessed.",
+    )  # fmt: skip
+
+
+class PreviewRowOut(serializers.Serializer[None]):
+    row = serializers.IntegerField()
+    where = serializers.CharField(help_text='Where the row sits: "line 7", "row 3 (line 5)", "record 2".')
+    cells = serializers.ListField(child=serializers.CharField(allow_null=True), help_text="One per column.")
+
+
+class RowProblemOut(serializers.Serializer[None]):
+    row = serializers.IntegerField()
+    where = serializers.CharField()
+    column = serializers.CharField(allow_null=True, help_text="Null: the row itself does not parse.")
+    message = serializers.CharField()
+
+
+class DatasetPreviewOut(serializers.Serializer[None]):
+    filename = serializers.CharField()
+    format = serializers.CharField()
+    rows = serializers.IntegerField(help_text="Data rows in the file, bad ones included.")
+    columns = serializers.ListField(child=serializers.CharField())
+    head = PreviewRowOut(many=True, help_text=f"The first {PREVIEW_ROWS} rows that parse, cells cut short.")
+    prompt_field = serializers.CharField()
+    answer_field = serializers.CharField(allow_null=True)
+    problems = RowProblemOut(many=True, help_text=f"The first {SHOWN_PROBLEMS} bad rows.")
+    problem_count = serializers.IntegerField(help_text="Every bad row.")
+    name = serializers.CharField(help_text="The name the dataset gets unless another is given.")
+    name_taken = serializers.BooleanField()
+
+
+class DatasetPreviewApi(APIView):
+    parser_classes = (StrictMultiPartParser,)
+
+    @extend_schema(
+        request=DatasetPreviewIn, responses=DatasetPreviewOut, summary="Preview a data file without storing it",
+        description="The columns, the first rows and every row that uploading it with this mapping would refuse.",
+    )  # fmt: skip
+    def post(self, request: Request, project_id: int) -> Response:
+        project = project_get_for_user(project_id=project_id, user=request.user)
+        data = DatasetPreviewIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        upload = data.validated_data["file"]
+        answer = data.validated_data["answer_field"]
+        preview = dataset_preview(
+            project=project,
+            actor=request.user,
+            file=upload,
+            filename=upload.name or "data",
+            size=upload.size or 0,
+            prompt_field=data.validated_data["prompt_field"] or None,
+            answer_field=answer or None,
+            answer_given=answer is not None,
+        )
+        return Response(asdict(preview))
+
+
+class DatasetDetailApi(APIView):
+    @extend_schema(responses=DatasetOut, summary="A data file")
+    def get(self, request: Request, dataset_id: int) -> Response:
+        return Response(DatasetOut(dataset_get_for_user(dataset_id=dataset_id, user=request.user)).data)
+
+    @extend_schema(
+        responses={204: None}, summary="Delete a data file that no experiment, run or benchmark uses"
+    )
+    def delete(self, request: Request, dataset_id: int) -> Response:
+        dataset_delete(
+            dataset=dataset_get_for_user(dataset_id=dataset_id, user=request.user), actor=request.user
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -26,6 +26,7 @@ worker they become a ``ConfigError`` the run's page shows as it is.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,23 +146,42 @@ def confine_experiment_config(
     config: dict[str, Any], *, project: Project, resolve: bool = False, field: str = "config"
 ) -> dict[str, Any]:
     """``config`` (validated, every section present) if every file it names is allowed; with ``resolve`` a
-    copy whose references are server paths (for the worker). InvalidInput naming the field otherwise."""
+    copy whose references are server paths (for the worker). InvalidInput naming every refused field
+    otherwise (each check runs, so a form shows them all at once)."""
     confiner = _Confiner(project, resolve)
     out = copy.deepcopy(config)
-    out["model"]["name_or_path"] = confiner.model(config["model"]["name_or_path"], f"{field}.model.name_or_path")
-    out["data"] = confiner.data(config["data"], f"{field}.data")
+    refused: list[InvalidInput] = []
+
+    def attempt(check: Callable[[], None]) -> None:
+        try:
+            check()
+        except InvalidInput as err:
+            refused.append(err)
+
+    def model(section: str, key: str, value: str, where: str) -> None:
+        out[section][key] = confiner.model(value, where)
+
+    attempt(lambda: model("model", "name_or_path", config["model"]["name_or_path"], f"{field}.model.name_or_path"))
+    attempt(lambda: out.update(data=confiner.data(config["data"], f"{field}.data")))
     teacher = config.get("teacher") or {}
     if teacher.get("name_or_path"):
-        out["teacher"]["name_or_path"] = confiner.model(teacher["name_or_path"], f"{field}.teacher.name_or_path")
+        attempt(lambda: model("teacher", "name_or_path", teacher["name_or_path"], f"{field}.teacher.name_or_path"))
     rubric = config.get("rubric")
     if rubric:
         judge = f"{field}.rubric.judge_model.name_or_path"
-        out["rubric"]["judge_model"]["name_or_path"] = confiner.model(rubric["judge_model"]["name_or_path"], judge)
+        attempt(lambda: out["rubric"]["judge_model"].update(
+            name_or_path=confiner.model(rubric["judge_model"]["name_or_path"], judge)))
     benchmarks = (config.get("evaluation") or {}).get("benchmarks") or []
     for i, spec in enumerate(benchmarks):
-        out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(spec, f"{field}.evaluation.benchmarks.{i}")
-    confiner.method_files(config, out, field)
-    _check_rollout_server(config, f"{field}.rollout.vllm_server_url")
+        def benchmark(i: int = i, spec: Any = spec) -> None:
+            out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(spec, f"{field}.evaluation.benchmarks.{i}")
+        attempt(benchmark)
+    attempt(lambda: confiner.method_files(config, out, field))
+    attempt(lambda: _check_rollout_server(config, f"{field}.rollout.vllm_server_url"))
+    if refused:
+        fields = {path: messages for err in refused for path, messages in err.fields.items()}
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise InvalidInput(refused[0].message + more, fields)
     return out
 
 

@@ -29,16 +29,23 @@ class ExperimentOut(serializers.ModelSerializer[Experiment]):
         fields = ("id", "project", "name", "description", "config", "created_by", "created_at", "updated_at")
 
 
+NAME_HELP = "At most 200 characters, unique in the project; also the config's (and its runs') name."
+DESCRIPTION_HELP = "At most 10,000 characters."
+CONFIG_HELP = "An experiment config; see GET /api/config-schema/. Its name is set to the experiment's."
+
+
+# The bounds (name length, blank names, description length) are checked by the service, with the config, so one
+# answer lists every problem of the request (webapp/experiments/config_validation.py).
 class ExperimentIn(serializers.Serializer[None]):
-    name = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
-    config = serializers.JSONField(help_text="An experiment config; see GET /api/config-schema/.")
+    name = serializers.CharField(allow_blank=True, help_text=NAME_HELP)
+    description = serializers.CharField(required=False, allow_blank=True, default="", help_text=DESCRIPTION_HELP)
+    config = serializers.JSONField(help_text=CONFIG_HELP)
 
 
 class ExperimentUpdateIn(serializers.Serializer[None]):
-    name = serializers.CharField(max_length=200, required=False)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    config = serializers.JSONField(required=False)
+    name = serializers.CharField(required=False, allow_blank=True, help_text=NAME_HELP)
+    description = serializers.CharField(required=False, allow_blank=True, help_text=DESCRIPTION_HELP)
+    config = serializers.JSONField(required=False, help_text=CONFIG_HELP)
 
 
 # --- runs --------------------------------------------------------------------------------------------

@@ -28,11 +28,17 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from trainer.bounds import MAX_NAME_CHARS
 from trainer.sinks import RolloutRecord
 from webapp.core.dispatch import broker_description, send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.experiments.config_paths import confine_experiment_config
-from webapp.experiments.config_validation import validate_experiment_config
+from webapp.experiments.config_validation import (
+    checked_experiment_config,
+    collect,
+    problems_error,
+    validate_experiment_config,
+)
 from webapp.experiments.dispatch import enqueue_training
 from webapp.experiments.models import (
     FINISHED_STATUSES,
@@ -67,9 +73,10 @@ SUMMARIES_PER_STEP = 32  # rollout summaries sent with each realtime step event
 def experiment_create(
     *, project: Project, actor: AnyUser, name: str, config: Any, description: str = ""
 ) -> Experiment:
+    """A new experiment; every problem of the name, the description and the config in one InvalidInput."""
     require_role(project=project, user=actor, minimum=EDIT_EXPERIMENTS)
-    name = _experiment_name(project=project, name=name)
-    validated = confine_experiment_config(validate_experiment_config(config), project=project)
+    name, validated = _checked_input(project=project, name=name, description=description, config=config)
+    assert validated is not None
     return Experiment.objects.create(
         project=project,
         name=name,
@@ -89,12 +96,15 @@ def experiment_update(
 ) -> Experiment:
     """Change the given fields. Runs already launched keep the config they were launched with."""
     require_role(project=experiment.project, user=actor, minimum=EDIT_EXPERIMENTS)
-    if name is not None:
-        experiment.name = _experiment_name(project=experiment.project, name=name, exclude_id=experiment.pk)
+    checked_name, validated = _checked_input(
+        project=experiment.project, name=experiment.name if name is None else name, description=description,
+        config=config, exclude_id=experiment.pk,
+    )  # fmt: skip
+    experiment.name = checked_name
     if description is not None:
         experiment.description = description
-    if config is not None:
-        experiment.config = confine_experiment_config(validate_experiment_config(config), project=experiment.project)
+    # A rename alone keeps the saved config as it is (it was checked when saved), with the new name in it.
+    experiment.config = validated if validated is not None else {**experiment.config, "name": checked_name}
     experiment.save()
     return experiment
 
@@ -108,10 +118,36 @@ def experiment_delete(*, experiment: Experiment, actor: AnyUser) -> None:
     experiment.delete()
 
 
+MAX_DESCRIPTION_CHARS = 10_000
+
+
+def _checked_input(
+    *, project: Project, name: str, description: str | None, config: Any, exclude_id: int | None = None
+) -> tuple[str, dict[str, Any] | None]:
+    """The stripped name and the validated config (None when ``config`` is None: not being changed), or one
+    InvalidInput with every problem of the three.
+
+    The experiment's name is its runs' name: it is written into ``config.name`` (which a trainer run logs
+    under), so the form asks for one name and an API client cannot give two that disagree."""
+    problems: dict[str, list[str]] = {}
+    checked = collect(problems, lambda: _experiment_name(project=project, name=name, exclude_id=exclude_id))
+    if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
+        problems["description"] = [f"At most {MAX_DESCRIPTION_CHARS:,} characters (this one has {len(description):,})."]
+    if isinstance(config, dict):
+        config = {**config, "name": checked or "experiment"}
+    validated = None if config is None else collect(problems, lambda: checked_experiment_config(config, project=project))
+    if problems:
+        raise problems_error(problems)
+    return checked, validated
+
+
 def _experiment_name(*, project: Project, name: str, exclude_id: int | None = None) -> str:
     name = name.strip()
     if not name:
-        raise InvalidInput("An experiment needs a name.", {"name": ["This field may not be blank."]})
+        raise InvalidInput("An experiment needs a name.", {"name": ["An experiment needs a name."]})
+    if len(name) > MAX_NAME_CHARS:
+        message = f"At most {MAX_NAME_CHARS} characters (this one has {len(name)})."
+        raise InvalidInput(message, {"name": [message]})
     clash = Experiment.objects.filter(project=project, name=name)
     if exclude_id is not None:
         clash = clash.exclude(pk=exclude_id)

@@ -1,9 +1,11 @@
 from django.urls import path
 
-from webapp.experiments import api_experiments, api_run_data, api_runs
+from webapp.experiments import api_configs, api_experiments, api_run_data, api_runs
 
 urlpatterns = [
     path("config-schema/", api_experiments.ConfigSchemaApi.as_view(), name="config-schema"),
+    path("configs/parse/", api_configs.ConfigParseApi.as_view(), name="config-parse"),
+    path("configs/yaml/", api_configs.ConfigYamlApi.as_view(), name="config-yaml"),
     path(
         "projects/<int:project_id>/experiments/", api_experiments.ExperimentListApi.as_view(), name="experiment-list"
     ),

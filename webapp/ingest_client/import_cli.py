@@ -159,7 +159,7 @@ def send(plan: ImportPlan, reader: Reader, limits: Limits, args: argparse.Namesp
     run = start_run(
         project=args.project, name=header.name, config=header.config, source=header.source,
         source_info=header.source_info, max_steps=plan.max_steps, experiment=header.experiment, url=args.url,
-        key=plan.key(args.project), spool_dir=args.spool_dir,
+        key=plan.key(args.project), spool_dir=args.spool_dir, stamp_elapsed=False,  # the steps happened earlier
     )
     sender = Sender(run)
     outcome = plan.finish or Finish("(default)", args.status)

@@ -56,6 +56,7 @@ CLIENT_VERSION = "1"
 BATCH_ROLLOUTS = 64
 BATCH_TOKENS = 131_072
 BATCH_METRIC_POINTS = 2_000
+ELAPSED_KEY = "perf/elapsed_s"  # the run page's wall-clock x-axis (trainer/step/progress.py logs it for native runs)
 
 
 @dataclass
@@ -106,6 +107,7 @@ class IngestRun:
     def __init__(
         self, *, run: dict[str, Any], transport: Transport, spool: RunSpool, flush_interval_s: float = 1.0,
         attempts: int = 4, backoff: Backoff | None = None, retry_interval_s: float = 5.0, announce: bool = True,
+        stamp_elapsed: bool = True,
     ) -> None:
         self.run = run
         self.transport = transport
@@ -115,6 +117,8 @@ class IngestRun:
         self.backoff = backoff or Backoff()
         self.retry_interval_s = retry_interval_s
         self.run_id: int | None = (spool.read_run() or {}).get("run_id")
+        self.started = time.monotonic()  # perf/elapsed_s counts from here
+        self.stamp_elapsed = stamp_elapsed  # False: the steps happened earlier (``rlvr import``), not now
         self.rejections: list[str] = []
         self.offline = False
         self._queue = _Queue(announce=announce)
@@ -137,7 +141,14 @@ class IngestRun:
         return None if self.run_id is None else f"{self.transport.url}/runs/{self.run_id}/"
 
     def log_metrics(self, step: int, values: Mapping[str, Any]) -> None:
-        point = {"step": check_step(step, "log_metrics"), "values": clean_values(values, f"log_metrics(step={step})")}
+        """Queue one step's metrics, with ``perf/elapsed_s`` (seconds since ``start_run``) added unless the
+        caller sent its own: a run that continues an earlier one (the same ``key``) should send it, counted
+        from the first start, or its wall-clock axis starts again at 0."""
+        checked = check_step(step, "log_metrics")
+        clean = clean_values(values, f"log_metrics(step={step})")
+        if self.stamp_elapsed:
+            clean.setdefault(ELAPSED_KEY, round(time.monotonic() - self.started, 3))
+        point = {"step": checked, "values": clean}
         self._put(lambda q: q.metrics.append(point))
 
     def log_rollouts(self, step: int, rollouts: Sequence[Mapping[str, Any]]) -> None:
@@ -353,12 +364,13 @@ def start_run(
     source_info: Mapping[str, Any] | None = None, experiment: str | None = None, max_steps: int = 0,
     retention: Mapping[str, Any] | None = None, key: str | None = None, url: str | None = None,
     token: str | None = None, spool_dir: str | Path | None = None, flush_interval_s: float = 1.0,
-    attempts: int = 4, transport: Transport | None = None,
+    attempts: int = 4, transport: Transport | None = None, stamp_elapsed: bool = True,
 ) -> IngestRun:
     """Start (or, with the ``key`` of an earlier call, continue) a run in ``project`` (its slug or id).
 
     Returns at once; the run appears on the server with the first batch (``run.run_id`` and
-    ``run.page_url`` are set once the server has answered)."""
+    ``run.page_url`` are set once the server has answered). ``stamp_elapsed=False`` leaves ``perf/elapsed_s``
+    to the caller (a file of steps logged earlier, where the time of sending says nothing)."""
     if source not in SOURCES:
         raise IngestError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     if not name or not str(project):
@@ -377,7 +389,7 @@ def start_run(
     spool = RunSpool(Path(spool_dir) if spool_dir is not None else default_spool_dir(), run_key)
     spool.write_run({**run, "run_id": (spool.read_run() or {}).get("run_id")})
     started = IngestRun(run=run, transport=transport or Transport(server, api_token), spool=spool,
-                        flush_interval_s=flush_interval_s, attempts=max(1, attempts))
+                        flush_interval_s=flush_interval_s, attempts=max(1, attempts), stamp_elapsed=stamp_elapsed)
     started.flush(timeout_s=10, stop_when_offline=True)  # the run's id and page; offline, it goes on spooling
     return started
 

@@ -50,7 +50,11 @@ Metrics (TRL's log key -> RLVR Studio key; any other key goes to ``trl/<key>``, 
     learning_rate              actor/lr
     step_time                  perf/step_s                 TRL times training_step only (generation,
                                                            scoring, forward, backward; no optimizer step)
+    num_tokens                 perf/tokens_total           cumulative prompt + completion tokens (the
+                                                           run page's "tokens" x-axis)
     =========================  ==========================  ==============================================
+
+The client adds ``perf/elapsed_s`` (seconds since the run started) to every step (webapp/ingest_client/run.py).
 
 Rollouts (one per completion, rlvr's ``RolloutRecord`` fields):
 
@@ -134,6 +138,7 @@ METRIC_KEYS: dict[str, str] = {
     "grad_norm": "actor/grad_norm",
     "learning_rate": "actor/lr",
     "step_time": "perf/step_s",
+    "num_tokens": "perf/tokens_total",  # TRL's cumulative prompt + completion tokens: the "tokens" x-axis
 }
 FINAL_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss"})
 _REWARD_MEAN = re.compile(r"^rewards/(.+)/mean$")

@@ -1,54 +1,104 @@
 """The experiment form, generated from the trainer config's JSON schema (``trainer.config.config_schema``).
 
-Sections are the schema's top-level object properties (model, data, rollout, ...); top-level scalars
-(name, seed) go to a "General" section and lists or free-form objects (verifiers, task_config) become
-JSON text areas. A method choice (a property with ``x-choices``, trainer/config/choice.py) becomes a select of
-the registered methods, each with its one-line description, and a JSON text area of the chosen method's
-params; choosing another method fills in that method's default params. A list of method choices
-(``reward_shaping``, ``loss_masks``...) is one JSON text area whose help lists the methods it may hold. The page's script (static/js/experiment_form.js) reads the inputs back by their
-``data-path`` and posts the config to the REST API, which validates it with the same pydantic model.
+Layout: what a GRPO user sets for every run comes first, open (``ESSENTIALS``: the model, the data, the
+verifiers, steps, batch, group size, learning rate, completion length, temperature); every other field sits
+in a folded section per config section ("Advanced: rollout", ...), whose summary counts the values that
+differ from the defaults. The config's own ``name`` is not asked for: the experiment's name is written
+into it (webapp/experiments/services.py), so the page shows one "Name".
+
+Plain fields are inputs by type (select for an enum, checkbox, number, text); the verifiers, every method
+choice (a property with ``x-choices``, trainer/config/choice.py) and the rubric are structured editors built
+by static/js/config_editors.js from ``form_page_data`` (webapp/pages/forms_editors.py). Every input that
+holds a config value carries its ``data-path``; an editor keeps its value as JSON in a hidden textarea
+with the editor's path, so static/js/experiment_form.js reads the form back into the same config JSON the
+REST API validates with the same pydantic model, and shows each error of the answer at its field.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+
 from trainer.config import ExperimentConfig, config_schema
+from trainer.models.tiny_recipes import RECIPES
+from webapp.pages.forms_editors import editor_specs, label
 
 Schema = dict[str, Any]
+
+# (key, title, config paths): the open part of the form, in this order.
+ESSENTIALS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("model", "Model", ("model.name_or_path",)),
+    ("data", "Data", ("data.source", "data.path")),
+    ("reward", "Reward", ("verifiers",)),
+    ("training", "Training", (
+        "training.max_steps", "training.prompts_per_step", "rollout.num_generations", "training.learning_rate",
+        "rollout.max_completion_length", "rollout.temperature",
+    )),
+)  # fmt: skip
+LEFT_OUT = frozenset({"name"})  # the experiment's name is the config's
+PLACED = {"seed": "training"}  # top-level scalars shown in a section
+TITLES = {
+    "model": "Advanced: model", "data": "Advanced: data", "rollout": "Advanced: rollout", "algorithm": "Algorithm",
+    "training": "Advanced: training", "checkpoint": "Checkpoints", "evaluation": "Periodic evaluation",
+    "shaping": "Reward and advantage shaping", "budget": "Rollout budget and prompt selection",
+    "teacher": "Teacher (distillation)", "rubric": "Rubric reward",
+}  # fmt: skip
+LABELS = {
+    "model.name_or_path": "Model", "data.source": "Data source", "data.path": "Data file",
+    "training.max_steps": "Steps", "training.prompts_per_step": "Prompts per step",
+    "rollout.num_generations": "Group size", "rollout.max_completion_length": "Max new tokens",
+    "algorithm.kl_estimator": "KL estimator", "model.lora_r": "LoRA rank", "model.lora_alpha": "LoRA alpha",
+    "model.lora_dropout": "LoRA dropout", "model.lora_target_modules": "LoRA target modules",
+    "model.autocast_bf16": "Autocast bf16", "rollout.top_p": "Top-p", "rollout.top_k": "Top-k",
+    "rollout.vllm_mode": "vLLM mode", "rollout.vllm_server_url": "vLLM server URL",
+    "rollout.vllm_gpu_memory_utilization": "vLLM GPU memory share", "rollout.vllm_kv_cache_gb": "vLLM KV cache (GiB)",
+    "rollout.vllm_max_model_len": "vLLM context length", "training.fsdp": "FSDP",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class ConfigField:
     path: str  # dotted, relative to the config: "training.learning_rate"
     label: str
-    kind: str  # "select" | "checkbox" | "integer" | "number" | "text" | "json"
+    kind: str  # "select" | "checkbox" | "integer" | "number" | "text" | "textarea" | "json" | "editor"
     help: str
     value: Any
+    default: Any = None
     nullable: bool = False
-    choices: tuple[str, ...] = ()
+    choices: tuple[Any, ...] = ()  # a select's values (JSON values: strings, booleans, null)
     minimum: float | None = None
     maximum: float | None = None
-    choice_help: tuple[tuple[str, str], ...] = ()  # (method name, one-line description) of a method choice
-    option_params: tuple[str, ...] = ()  # each choice's default params as JSON (filled in when it is chosen)
-    option_params_help: tuple[str, ...] = ()  # each choice's params described (shown under the params area)
-    params_for: str = ""  # the input id of the params area a method select fills in
-    hidden: bool = False  # a params area of a method without parameters (shown when one with parameters is chosen)
+    suggestions: str = ""  # the id of a <datalist> offering known values (model names)
 
     @property
-    def options(self) -> list[tuple[str, str, str, str]]:
-        """(value, description, default params JSON, params help) per choice of a select."""
-        help_by_name = dict(self.choice_help)
-        params = self.option_params or ("",) * len(self.choices)
-        params_help = self.option_params_help or ("",) * len(self.choices)
-        return [(c, help_by_name.get(c, ""), p, h) for c, p, h in zip(self.choices, params, params_help, strict=True)]
+    def options(self) -> list[tuple[str, str, bool]]:
+        """(option value, shown text, selected) per choice; values are JSON when not all are strings."""
+        choices = list(self.choices)
+        if (
+            self.value not in choices
+        ):  # a saved or pasted value the schema does not list: shown, refused on save
+            choices.append(self.value)
+        return [(self._option_value(c), _shown(c), c == self.value) for c in choices]
 
     @property
-    def rows(self) -> int:
-        """Text-area height: the value's lines, at least 3, at most 12."""
-        return max(3, min(12, self.text.count("\n") + 1))
+    def data_kind(self) -> str:
+        if self.kind == "select" and not all(isinstance(c, str) for c in self.choices):
+            return "select-json"
+        return "json" if self.kind == "editor" else self.kind
+
+    def _option_value(self, value: Any) -> str:
+        return json.dumps(value) if self.data_kind == "select-json" else str(value)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.value != self.default)
+
+    @property
+    def config_key(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
 
     @property
     def error_key(self) -> str:
@@ -61,12 +111,26 @@ class ConfigField:
 
     @property
     def text(self) -> str:
-        """The value as an input's text: '' for null, JSON for lists and objects."""
-        if self.kind == "json":
-            return json.dumps(self.value, indent=2)
+        """The value as an input's text: '' for null, JSON for lists, objects and editors."""
+        if self.kind == "json" and self.value is None and self.nullable:
+            return ""  # read back as null
+        if self.kind in ("json", "editor"):
+            return json.dumps(self.value, indent=None if self.kind == "editor" else 2)
         if self.value is None:
             return ""
         return str(self.value)
+
+    @property
+    def rows(self) -> int:
+        """Text-area height: the value's lines, at least 2, at most 8."""
+        return max(2, min(8, self.text.count("\n") + 1))
+
+
+@dataclass(frozen=True)
+class ConfigGroup:
+    key: str
+    title: str
+    fields: tuple[ConfigField, ...]
 
 
 @dataclass(frozen=True)
@@ -74,7 +138,18 @@ class ConfigSection:
     key: str
     title: str
     help: str
-    fields: tuple[ConfigField, ...]
+    groups: tuple[ConfigGroup, ...] = field(default=())
+    own_fields: tuple[ConfigField, ...] = field(default=())
+    folded: bool = True
+
+    @property
+    def fields(self) -> tuple[ConfigField, ...]:
+        return tuple(f for g in self.groups for f in g.fields) + self.own_fields
+
+    @property
+    def changed(self) -> int:
+        """How many of the section's values differ from the defaults (shown on its folded summary)."""
+        return sum(1 for f in self.fields if f.changed)
 
 
 def default_config() -> dict[str, Any]:
@@ -82,96 +157,124 @@ def default_config() -> dict[str, Any]:
 
 
 def config_sections(*, config: dict[str, Any] | None = None) -> list[ConfigSection]:
-    """The form's sections, prefilled with ``config`` (an experiment's saved config) or the defaults."""
+    """The form: the open essentials first, then one folded section per remaining config section,
+    prefilled with ``config`` (an experiment's saved config) or the defaults."""
+    fields = config_fields(config=config)
+    essentials = ConfigSection(
+        key="essentials", title="Essentials", help="", folded=False,
+        groups=tuple(ConfigGroup(key, title, tuple(fields[p] for p in paths)) for key, title, paths in ESSENTIALS),
+    )  # fmt: skip
+    shown = {p for _, _, paths in ESSENTIALS for p in paths}
     schema = config_schema()
-    values = config or default_config()
-    general: list[ConfigField] = []
-    sections: list[ConfigSection] = []
+    sections = [essentials]
     for name, prop in schema["properties"].items():
-        ref = _resolve(schema, prop)
-        if ref.get("type") == "object" and "properties" in ref:
-            section_values = values.get(name) or {}
-            fields = tuple(
-                field
-                for key, sub in ref["properties"].items()
-                for field in _fields(schema, f"{name}.{key}", sub, section_values.get(key))
+        members = tuple(f for path, f in fields.items() if path not in shown and _section_of(path) == name)
+        if not members:
+            continue
+        body = _resolve(schema, _non_null(prop))
+        description = body.get("description", "") if body.get("properties") else prop.get("description", "")
+        sections.append(
+            ConfigSection(
+                key=name, title=TITLES.get(name, label(name, {})), help=description, own_fields=members
             )
-            sections.append(
-                ConfigSection(key=name, title=_title(name), help=ref.get("description", ""), fields=fields)
-            )
-        elif _kind(schema, prop)[0] == "json":
-            field = _field(schema, name, prop, values.get(name))
-            sections.append(
-                ConfigSection(key=name, title=_title(name), help=prop.get("description", ""), fields=(field,))
-            )
-        else:
-            general.append(_field(schema, name, prop, values.get(name)))
-    if general:
-        sections.insert(0, ConfigSection(key="general", title="General", help="", fields=tuple(general)))
+        )
     return sections
 
 
-def _fields(schema: Schema, path: str, prop: Schema, value: Any) -> list[ConfigField]:
-    """One field, or a method choice's select and params area."""
-    choices = prop.get("x-choices")
-    if not choices:
-        return [_field(schema, path, prop, value)]
-    listing = tuple((c["name"], c["description"]) for c in choices)
-    params_help = "; ".join(f"{c['name']}: {_params_summary(c['params'])}" for c in choices if c["params"].get("properties"))
-    if prop.get("type") == "array" or "items" in prop:
-        help_text = f"{prop.get('description', '')} A list of {{\"name\": ..., \"params\": {{...}}}}; methods: " + "; ".join(
-            f"{n}: {d.rstrip('.')}" for n, d in listing) + (f". Parameters: {params_help}." if params_help else ".")
-        return [ConfigField(path=path, label=_title(path.rsplit(".", 1)[-1]), kind="json", help=help_text,
-                            value=value if value is not None else [], choice_help=listing)]
-    chosen = value if isinstance(value, dict) else {"name": value, "params": {}}
-    label = prop.get("title") or _title(path.rsplit(".", 1)[-1])
-    params_id = "cfg-" + path.replace(".", "-") + "-params"
-    select = ConfigField(
-        path=f"{path}.name", label=label, kind="select", help=prop.get("description", ""), value=chosen.get("name"),
-        choices=tuple(n for n, _ in listing), choice_help=listing, params_for=params_id,
-        option_params=tuple(json.dumps(_defaults(c["params"]), indent=2) for c in choices),
-        option_params_help=tuple(_params_help(c["params"]) for c in choices),
-    )
-    chosen_schema: Schema = next((c["params"] for c in choices if c["name"] == chosen.get("name")), {})
-    params = ConfigField(
-        path=f"{path}.params", label=f"{label}: parameters", kind="json",
-        help=_params_help(chosen_schema),
-        value=chosen.get("params") or {},
-        hidden=not chosen_schema.get("properties"),
-    )
-    return [select, params]
+def config_fields(*, config: dict[str, Any] | None = None) -> dict[str, ConfigField]:
+    """Every field of the form by config path, in schema order (the config's own name left out)."""
+    schema = config_schema()
+    defaults = default_config()
+    values = config or defaults
+    editors = editor_specs()
+    out: dict[str, ConfigField] = {}
+    for name, prop in schema["properties"].items():
+        if name in LEFT_OUT:
+            continue
+        body = _resolve(schema, prop)
+        if name in editors:
+            out[name] = _editor(name, prop, values.get(name), defaults.get(name))
+        elif body.get("type") == "object" and "properties" in body:
+            section_values, section_defaults = values.get(name) or {}, defaults.get(name) or {}
+            for key, sub in body["properties"].items():
+                path = f"{name}.{key}"
+                maker = _editor if path in editors else _field
+                out[path] = maker(path, sub, section_values.get(key), section_defaults.get(key), schema)
+        else:
+            out[name] = _field(name, prop, values.get(name), defaults.get(name), schema)
+    return out
 
 
-def _defaults(params_schema: Schema) -> dict[str, Any]:
-    return {k: v.get("default") for k, v in params_schema.get("properties", {}).items()}
+def model_suggestions() -> list[tuple[str, str]]:
+    """(name, what it is) of the built-in models, for the model fields' suggestion list."""
+    return [(name, recipe.summary) for name, recipe in RECIPES.items()]
 
 
-def _params_summary(params_schema: Schema) -> str:
-    return ", ".join(
-        f"{k} ({v.get('description', '').rstrip('.')}; default {json.dumps(v.get('default'))})"
-        for k, v in params_schema.get("properties", {}).items()
-    )
+def form_page_data(
+    *, config: dict[str, Any] | None, datasets: list[dict[str, Any]], dataset: int | None
+) -> dict[str, Any]:
+    """What the page's scripts read (``json_script``): the editors' field descriptions, the defaults (to
+    count changed values and to fill what a pasted config leaves out), the project's datasets and the one
+    to preselect (``?dataset=<id>``: it must be one of them, which the script checks)."""
+    return {
+        "editors": editor_specs(),
+        "defaults": default_config(),
+        "datasets": datasets,
+        "dataset": dataset,
+        "urls": {"parse": reverse("config-parse"), "yaml": reverse("config-yaml")},
+    }
 
 
-def _params_help(params_schema: Schema) -> str:
-    """What the params area says for one method: each parameter with its help and default."""
-    if not params_schema.get("properties"):
-        return "This method has no parameters."
-    return "Parameters: " + _params_summary(params_schema) + "."
+def _shown(value: Any) -> str:
+    if value is None:
+        return "auto"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
-def _field(schema: Schema, path: str, prop: Schema, value: Any) -> ConfigField:
-    kind, nullable, body = _kind(schema, prop)
+def _section_of(path: str) -> str:
+    head = path.split(".", 1)[0]
+    return PLACED.get(head, head)
+
+
+def _editor(path: str, prop: Schema, value: Any, default: Any, schema: Schema | None = None) -> ConfigField:
+    key = path.rsplit(".", 1)[-1]
     return ConfigField(
         path=path,
-        label=prop.get("title") or _title(path.rsplit(".", 1)[-1]),
+        label=LABELS.get(path) or label(key, prop),
+        kind="editor",
+        help=prop.get("description", ""),
+        value=value,
+        default=default,
+    )
+
+
+def _field(path: str, prop: Schema, value: Any, default: Any, schema: Schema | None = None) -> ConfigField:
+    kind, nullable, body = _kind(schema or config_schema(), prop)
+    choices: tuple[Any, ...] = tuple(body.get("enum", ()))
+    if kind == "select" and nullable:
+        choices = (None, *choices)
+    if kind == "checkbox" and nullable:  # null means "decide for me": a checkbox could not say it
+        kind, choices = "select", (None, True, False)
+    if kind == "text" and path.rsplit(".", 1)[-1] in (
+        "prompt_template",
+        "privileged_template",
+        "system_prompt",
+    ):
+        kind = "textarea"
+    return ConfigField(
+        path=path,
+        label=LABELS.get(path) or label(path.rsplit(".", 1)[-1], prop),
         kind=kind,
         help=prop.get("description", ""),
         value=value,
+        default=default,
         nullable=nullable,
-        choices=tuple(str(c) for c in body.get("enum", ())),
+        choices=choices,
         minimum=body.get("minimum", body.get("exclusiveMinimum")),
         maximum=body.get("maximum", body.get("exclusiveMaximum")),
+        suggestions="model-choices" if path.endswith("name_or_path") else "",
     )
 
 
@@ -192,13 +295,13 @@ def _kind(schema: Schema, prop: Schema) -> tuple[str, bool, Schema]:
     return kinds.get(str(body.get("type")), "json"), nullable, body
 
 
+def _non_null(prop: Schema) -> Schema:
+    return next((o for o in prop.get("anyOf", [prop]) if o.get("type") != "null"), prop)
+
+
 def _resolve(schema: Schema, prop: Schema) -> Schema:
     ref = prop.get("$ref")
     if not ref:
         return prop
     resolved: Schema = schema["$defs"][ref.rsplit("/", 1)[-1]]
     return resolved
-
-
-def _title(name: str) -> str:
-    return name.replace("_", " ").capitalize()

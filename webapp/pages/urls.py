@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("webapp.benchmarks.urls_pages")),
     path("", include("webapp.rubrics.urls_pages")),
     path("", include("webapp.annotation.urls_pages")),
+    path("", include("webapp.datafiles.urls_pages")),
 ]

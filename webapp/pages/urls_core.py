@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from webapp.pages import views_compare, views_experiments, views_projects, views_runs
+from webapp.pages import views_compare, views_experiments, views_projects, views_runs, views_runs_table
 
 app_name = "ui"  # a namespace of its own: the API already uses names like "project-detail"
 
@@ -19,6 +19,7 @@ urlpatterns = [
         "projects/<int:project_id>/experiments/new/", views_experiments.experiment_new, name="experiment-new"
     ),
     path("projects/<int:project_id>/compare/", views_compare.compare, name="compare"),
+    path("projects/<int:project_id>/runs/", views_runs_table.runs_table, name="runs-table"),
     path("experiments/<int:experiment_id>/", views_experiments.experiment_detail, name="experiment-detail"),
     path("experiments/<int:experiment_id>/edit/", views_experiments.experiment_edit, name="experiment-edit"),
     path(

@@ -11,10 +11,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.core.errors import ApplicationError
+from webapp.datafiles.selectors import dataset_choices
 from webapp.experiments.models import Experiment
 from webapp.experiments.selectors import experiment_get_for_user, runs_for_project
 from webapp.experiments.services import experiment_create, run_launch
-from webapp.pages.forms_config import config_sections
+from webapp.pages.forms_config import config_sections, form_page_data
+from webapp.pages.selectors_form import form_models
 from webapp.pages.views_common import report_error, role_context
 from webapp.teams.models import Project
 from webapp.teams.permissions import EDIT_EXPERIMENTS, require_role
@@ -23,10 +25,18 @@ from webapp.teams.selectors import project_get_for_user
 
 def _form_page(request: HttpRequest, *, project: Project, experiment: Experiment | None) -> HttpResponse:
     require_role(project=project, user=request.user, minimum=EDIT_EXPERIMENTS)
+    config = experiment.config if experiment else None
+    wanted = request.GET.get("dataset", "")  # "Train on this dataset" links preselect it
     context = {
         "project": project,
         "experiment": experiment,
-        "sections": config_sections(config=experiment.config if experiment else None),
+        "sections": config_sections(config=config),
+        "models": form_models(project=project),
+        "page_data": form_page_data(
+            config=config,
+            datasets=dataset_choices(project=project),
+            dataset=int(wanted) if wanted.isdigit() else None,
+        ),
         "submit_url": f"/api/experiments/{experiment.pk}/"
         if experiment
         else f"/api/projects/{project.pk}/experiments/",

@@ -5,13 +5,14 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import OuterRef, Subquery, Value
 from django.db.models.functions import Replace
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.core.errors import ApplicationError
+from webapp.experiments.metric_summaries import SMOOTHING_WINDOW, best_smoothed_per_experiment
 from webapp.experiments.models import Experiment, Run
 from webapp.experiments.selectors import experiments_for_project
 from webapp.pages.views_common import report_error, role_context
@@ -49,20 +50,27 @@ def project_list(request: HttpRequest) -> HttpResponse:
     return render(request, "pages/project_list.html", {"projects": projects})
 
 
-def experiments_with_latest_run(*, project: Project) -> QuerySet[Experiment]:
+def experiments_with_latest_run(*, project: Project) -> list[Experiment]:
     """The project's experiments, each with its latest run (id, status, phase as words like Run.phase_text)
-    and best ``rollout/reward_mean``."""
+    and ``best_smoothed_reward``: the best mean of ``SMOOTHING_WINDOW`` consecutive ``rollout/reward_mean``
+    values over its runs (webapp/experiments/metric_summaries.py). Not the raw maximum: that is the
+    luckiest single batch, so one noisy step would make an experiment look best."""
     latest = Run.objects.filter(experiment=OuterRef("pk")).order_by("-created_at", "-id")
-    return (
+    experiments: list[Experiment] = list(
         experiments_for_project(project=project)
         .annotate(
             latest_run_id=Subquery(latest.values("id")[:1]),
             latest_run_status=Subquery(latest.values("status")[:1]),
             latest_run_phase=Replace(Subquery(latest.values("phase")[:1]), Value("_"), Value(" ")),
-            best_reward=Max("runs__metric_points__value", filter=Q(runs__metric_points__key=BEST_REWARD_KEY)),
         )
         .order_by("-updated_at", "-id")
     )
+    best = best_smoothed_per_experiment(
+        runs=Run.objects.filter(experiment__project=project), key=BEST_REWARD_KEY
+    )
+    for experiment in experiments:
+        experiment.best_smoothed_reward = best.get(experiment.pk)  # type: ignore[attr-defined]
+    return experiments
 
 
 @login_required
@@ -71,6 +79,7 @@ def project_detail(request: HttpRequest, project_id: int) -> HttpResponse:
     context = {
         "project": project,
         "experiments": experiments_with_latest_run(project=project),
+        "smoothing_window": SMOOTHING_WINDOW,
         "members": memberships_for_project(project=project),
         "roles": Role.choices,
         **role_context(project=project, request=request),

@@ -23,6 +23,7 @@ from webapp.experiments.selectors import (
 )
 from webapp.experiments.services import run_cancel, run_resume
 from webapp.pages.views_common import report_error, role_context
+from webapp.workspaces.chart_layouts import chart_layout_for_member
 
 EVENTS_SHOWN = 200  # the newest ones; the rest are in /api/runs/<id>/events/
 
@@ -32,8 +33,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(run_id=run_id, user=request.user)
     events = list(events_for_run(run=run).order_by("-id")[:EVENTS_SHOWN])
     events.reverse()
+    project = run.experiment.project
     context = {
-        "project": run.experiment.project,
+        "project": project,
         "experiment": run.experiment,
         "run": run,
         "events": events,
@@ -48,8 +50,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "page_data": {
             "run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps,
             "phase": run_phase_payload(run=run),
+            # pins, panels, x-axis, smoothing: the member's own, shared with the project's other run pages
+            "project_id": project.pk, "chart_layout": chart_layout_for_member(project=project, user=request.user),
         },
-        **role_context(project=run.experiment.project, request=request),
+        **role_context(project=project, request=request),
     }
     return render(request, "pages/run_detail.html", context)
 

@@ -66,7 +66,7 @@ def test_kept_tokens_keep_the_completion_advantage_and_the_rest_get_zero() -> No
 
 
 def test_the_config_schema_and_form_offer_gmts_with_its_description_and_params() -> None:
-    from webapp.pages.forms_config import config_sections  # the generic form, unchanged by this method
+    from webapp.pages.forms_editors import editor_specs  # the generic form, unchanged by this method
 
     config = config_from_dict({"algorithm": {"token_credit": {"name": "gmts", "params": {"quantile": 0.3}}}})
     assert config.algorithm.token_credit.params.quantile == 0.3
@@ -74,9 +74,9 @@ def test_the_config_schema_and_form_offer_gmts_with_its_description_and_params()
     gmts_entry = next(c for c in choices if c["name"] == "gmts")
     assert gmts_entry["description"].startswith("GMTS")
     assert gmts_entry["params"]["properties"]["quantile"]["default"] == 0.2
-    fields = {f.path: f for s in config_sections() for f in s.fields}
-    assert "gmts" in fields["algorithm.token_credit.name"].choices
-    assert dict(fields["algorithm.token_credit.name"].choice_help)["gmts"].startswith("GMTS")
+    offered = {c["name"]: c for c in editor_specs()["algorithm.token_credit"]["choices"]}
+    assert offered["gmts"]["description"].startswith("GMTS")
+    assert offered["gmts"]["defaults"] == {"quantile": 0.2}
 
 
 def test_a_bad_quantile_is_refused_at_the_choice() -> None:

@@ -149,8 +149,9 @@ def test_the_experiment_form_lists_the_projects_data_files_by_id_and_no_path(
     client = Client()
     client.force_login(alice)
     html = client.get(f"/projects/{project.pk}/experiments/new/").content.decode()
-    assert f"<code>dataset:{mine.pk}</code> addition" in html
-    assert f"dataset:{bobs_dataset.pk}<" not in html and mine.path not in html
+    assert f'<option value="{mine.pk}" data-ref="dataset:{mine.pk}">addition (' in html  # the dataset select
+    assert f"dataset:{bobs_dataset.pk}<" not in html and f'dataset:{bobs_dataset.pk}"' not in html
+    assert mine.path not in html
 
 
 def test_built_in_data_and_benchmarks_name_no_file_and_keep_working(api: Api, alice: User, project: Project) -> None:

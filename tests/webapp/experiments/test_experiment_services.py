@@ -43,15 +43,19 @@ def test_an_invalid_config_names_the_field_path(project: Project, alice: User) -
 
 def test_an_unknown_registry_name_lists_the_valid_ones(project: Project, alice: User) -> None:
     with pytest.raises(InvalidInput) as err:
-        experiment_create(project=project, actor=alice, name="x", config={"verifiers": [{"name": "nope"}]})
-    assert "verifier 'nope' is unknown; valid: chain_arithmetic, code, exact," in err.value.fields["config"][0]
+        experiment_create(project=project, actor=alice, name="x", config={"verifiers": [{"name": "exact"}, {"name": "nope"}]})
+    assert list(err.value.fields) == ["config.verifiers.1.name"]  # the entry's own name, as the form shows it
+    assert "unknown verifier 'nope'; valid names are: chain_arithmetic, code, exact," in (
+        err.value.fields["config.verifiers.1.name"][0]
+    )
 
 
 def test_bad_verifier_parameters_point_at_the_verifiers(project: Project, alice: User) -> None:
     config = {"verifiers": [{"name": "regex_format", "params": {"colour": "red"}}]}
     with pytest.raises(InvalidInput) as err:
         experiment_create(project=project, actor=alice, name="x", config=config)
-    assert "unknown parameter" in err.value.fields["config.verifiers"][0]
+    assert list(err.value.fields) == ["config.verifiers.0.params.colour"]
+    assert "unknown parameter; valid parameters are: pattern, match" in err.value.fields["config.verifiers.0.params.colour"][0]
 
 
 def test_a_config_that_is_not_an_object_is_refused(project: Project, alice: User) -> None:

@@ -40,7 +40,9 @@ def test_it_diffs_the_configs_of_the_chosen_runs(
     record_steps(run, range(1, 4))
     response = browser_as("viewer").get(f"/projects/{project.pk}/compare/?runs={run.pk},{second.pk}")
     html = response.content.decode()
-    assert '<tr class="differs"><td class="mono">training.learning_rate</td>' in html
+    assert '<tr class="differs"><th scope="row" class="mono diff-field">training.learning_rate</th>' in html
+    assert 'class="table diff diff-only"' in html  # the differing fields only, until "Show all fields"
+    assert response.context["differing"] == sum(row.differs for row in response.context["diff"]) >= 1
     assert response.context["page_data"]["keys"] == ["actor/pg_loss", "rollout/reward_mean"]
 
 

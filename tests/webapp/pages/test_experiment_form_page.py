@@ -1,39 +1,164 @@
-"""The experiment form is generated from the trainer config's JSON schema."""
+"""The experiment form is generated from the trainer config's JSON schema: the common fields first and open,
+the rest folded by section, one name, and structured editors described by page data."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from html.parser import HTMLParser
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.test import Client
 
+from tests.webapp.helpers import SMALL_CONFIG
 from trainer.methods.token_credit import TOKEN_CREDIT
+from trainer.verifiers import VERIFIERS
+from webapp.datafiles.models import Dataset
 from webapp.experiments.models import Experiment
-from webapp.pages.forms_config import config_sections
+from webapp.pages.forms_config import config_fields, config_sections
 from webapp.teams.models import Project
 
 
-def test_sections_are_the_schemas_top_level_objects() -> None:
-    keys = [section.key for section in config_sections()]
-    assert keys == [
-        "general", "model", "data", "rollout", "verifiers", "algorithm", "training", "checkpoint",
-        "evaluation", "shaping", "budget", "teacher", "rubric",
+def page_data(html: str) -> dict[str, Any]:
+    found = re.search(r'<script id="experiment-form-data" type="application/json">(.*?)</script>', html, re.S)
+    assert found, "the page hands its data to the scripts"
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+class Sections(HTMLParser):
+    """Each section of the form: whether it is folded (a <details>), open, its summary text and its inputs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: dict[str, dict[str, Any]] = {}
+        self._current: str | None = None
+        self._in_summary = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("data-section"):
+            self._current = a["data-section"]
+            self.sections[self._current or ""] = {
+                "folded": tag == "details", "open": "open" in a, "summary": "", "paths": [],
+            }  # fmt: skip
+        elif tag == "summary":
+            self._in_summary = True
+        elif self._current and a.get("data-path"):
+            self.sections[self._current]["paths"].append(a["data-path"])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "summary":
+            self._in_summary = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_summary and self._current:
+            self.sections[self._current]["summary"] += data
+
+
+def sections_of(html: str) -> dict[str, dict[str, Any]]:
+    parser = Sections()
+    parser.feed(html)
+    return parser.sections
+
+
+def test_the_common_fields_come_first_and_open_and_the_rest_are_folded_by_section(
+    browser_as: Callable[[str | None], Client], project: Project
+) -> None:
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    sections = sections_of(html)
+    keys = list(sections)
+    assert keys[0] == "essentials" and not sections["essentials"]["folded"]
+    assert sections["essentials"]["paths"] == [
+        "model.name_or_path",
+        "data.source",
+        "data.path",
+        "verifiers",
+        "training.max_steps",
+        "training.prompts_per_step",
+        "rollout.num_generations",
+        "training.learning_rate",
+        "rollout.max_completion_length",
+        "rollout.temperature",
     ]
+    assert keys[1:] == [
+        "model",
+        "data",
+        "rollout",
+        "algorithm",
+        "training",
+        "checkpoint",
+        "evaluation",
+        "shaping",
+        "budget",
+        "teacher",
+        "rubric",
+    ]
+    for key in keys[1:]:
+        assert sections[key]["folded"] and not sections[key]["open"], key
+    assert "Advanced: rollout" in sections["rollout"]["summary"]
+    assert "seed" in sections["training"]["paths"] and "rollout.top_p" in sections["rollout"]["paths"]
+    every = [p for s in sections.values() for p in s["paths"]]
+    assert len(every) == len(set(every)), "each field once"
 
 
-def test_inputs_follow_the_field_types() -> None:
-    fields = {f.path: f for section in config_sections() for f in section.fields}
-    assert fields["algorithm.loss_type.name"].kind == "select"
-    assert "dapo" in fields["algorithm.loss_type.name"].choices
-    assert fields["algorithm.loss_type.params"].kind == "json"
+def test_the_page_shows_one_name(browser_as: Callable[[str | None], Client], project: Project) -> None:
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    assert 'data-path="name"' not in html and "Experiment name" not in html
+    assert re.findall(r"<label[^>]*>\s*Name\s*</label>", html) == ['<label for="exp-name">Name</label>']
+    assert "name" not in config_fields()
+
+
+def test_a_folded_summary_counts_the_values_that_differ_from_the_defaults(
+    browser_as: Callable[[str | None], Client], project: Project, alice: User
+) -> None:
+    from webapp.experiments.services import experiment_create
+
+    config = {
+        **SMALL_CONFIG,
+        "algorithm": {"beta": 0.04, "token_credit": "top_entropy", "loss_masks": ["answer_span"]},
+    }
+    experiment = experiment_create(project=project, actor=alice, name="counted", config=config)
+    html = browser_as("owner").get(f"/experiments/{experiment.pk}/edit/").content.decode()
+    summaries = {k: " ".join(s["summary"].split()) for k, s in sections_of(html).items()}
+    assert summaries["algorithm"] == "Algorithm 3 changed"  # beta, token_credit and loss_masks
+    assert summaries["rollout"] == "Advanced: rollout 0 changed"  # hidden: SMALL_CONFIG's are all essentials
+    assert 'data-changed-for="rollout" hidden' in html and 'data-changed-for="algorithm">' in html
+    sections = {s.key: s for s in config_sections(config=experiment.config)}
+    assert sections["algorithm"].changed == 3 and sections["data"].changed == 1  # SMALL_CONFIG's data.size
+
+
+def test_inputs_follow_the_field_types(browser_as: Callable[[str | None], Client], project: Project) -> None:
+    fields = config_fields()
     assert fields["data.shuffle"].kind == "checkbox"
     assert fields["training.learning_rate"].kind == "number"
-    assert fields["rollout.num_generations"].kind == "integer"
-    assert fields["rollout.num_generations"].minimum == 2
+    assert (
+        fields["rollout.num_generations"].kind == "integer" and fields["rollout.num_generations"].minimum == 2
+    )
     assert fields["rollout.top_p"].maximum == 1
-    assert fields["verifiers"].kind == "json"
+    assert fields["rollout.engine"].kind == "select" and fields["rollout.engine"].choices == ("hf", "vllm")
     assert fields["algorithm.epsilon_high"].nullable
+    seed_per_prompt = fields[
+        "rollout.seed_per_prompt"
+    ]  # null means "decide for me": three choices, not a checkbox
+    assert seed_per_prompt.kind == "select" and seed_per_prompt.data_kind == "select-json"
+    assert seed_per_prompt.options == [("null", "auto", True), ("true", "yes", False), ("false", "no", False)]
+    for path in (
+        "verifiers",
+        "algorithm.token_credit",
+        "algorithm.loss_masks",
+        "shaping.reward_shaping",
+        "rubric",
+    ):
+        assert fields[path].kind == "editor", path
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    assert '<input type="text" id="cfg-model-name_or_path" data-path="model.name_or_path"' in html
+    assert (
+        'list="model-choices"' in html and '<option value="tiny:chain" label="' in html
+    )  # the built-in models
+    assert '<select id="cfg-rollout-engine" data-path="rollout.engine" data-kind="select">' in html
 
 
 def test_the_new_form_prefills_defaults_and_shows_help(
@@ -46,61 +171,89 @@ def test_the_new_form_prefills_defaults_and_shows_help(
     assert "KL coefficient to the frozen reference model" in html
     assert f'data-url="/api/projects/{project.pk}/experiments/"' in html
     assert "csrfmiddlewaretoken" in html
+    assert 'id="form-errors"' in html and 'id="yaml-toggle"' in html
 
 
-class MethodChoiceMarkup(HTMLParser):
-    """The options of one method select, the textarea it fills in, and the descriptions listed under it."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__()
-        self.path, self.in_select, self.in_field = path, False, False
-        self.select: dict[str, str | None] = {}
-        self.options: dict[str, dict[str, str | None]] = {}
-        self.textareas: dict[str, dict[str, str | None]] = {}
-        self.listed: list[tuple[str, str]] = []
-        self._tag = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = dict(attrs)
-        self._tag = tag
-        if tag == "select" and a.get("data-path") == f"{self.path}.name":
-            self.select, self.in_select, self.in_field = a, True, True
-        elif tag == "option" and self.in_select:
-            self.options[a["value"] or ""] = a
-        elif tag == "textarea":
-            self.textareas[a["id"] or ""] = a
-        elif tag == "select":
-            self.in_field = False
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "select":
-            self.in_select = False
-        if tag == "dl":
-            self.in_field = False
-
-    def handle_data(self, data: str) -> None:
-        if self.in_field and self._tag == "dt":
-            self.listed.append((data, ""))
-        elif self.in_field and self._tag == "dd" and self.listed:
-            self.listed[-1] = (self.listed[-1][0], self.listed[-1][1] + data)
-
-
-def test_a_method_choice_is_a_described_select_that_fills_a_params_area(
+def test_every_method_choice_is_described_for_its_editor(
     browser_as: Callable[[str | None], Client], project: Project
 ) -> None:
     html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
-    page = MethodChoiceMarkup("algorithm.token_credit")
-    page.feed(html)
+    editors = page_data(html)["editors"]
+    token_credit = editors["algorithm.token_credit"]
     offered = [e.name for e in TOKEN_CREDIT.choices()]  # every registered method, the default first
-    assert offered[0] == "uniform" and {"ecr", "top_entropy"} <= set(offered)
-    assert list(page.options) == offered
-    assert "forking" in (page.options["top_entropy"]["title"] or "")
-    assert json.loads(page.options["top_entropy"]["data-params"] or "") == {"quantile": 0.2}
-    assert "selected" in page.options["uniform"]  # the default
-    area = page.textareas[page.select["data-params-target"] or ""]
-    assert area["data-path"] == "algorithm.token_credit.params" and area["data-kind"] == "json"
-    assert [name for name, _ in page.listed] == offered
-    assert dict(page.listed)["top_entropy"] == page.options["top_entropy"]["title"]
+    assert token_credit["kind"] == "method" and [c["name"] for c in token_credit["choices"]] == offered
+    top_entropy = next(c for c in token_credit["choices"] if c["name"] == "top_entropy")
+    assert "forking" in top_entropy["description"] and top_entropy["defaults"] == {"quantile": 0.2}
+    (quantile,) = top_entropy["fields"]
+    assert (quantile["key"], quantile["kind"], quantile["max"], quantile["default"]) == (
+        "quantile",
+        "number",
+        1,
+        0.2,
+    )
+    assert editors["shaping.reward_shaping"]["kind"] == "list"
+    assert "overlong_penalty" in [c["name"] for c in editors["shaping.reward_shaping"]["item"]["choices"]]
+    assert (
+        '<textarea id="cfg-algorithm-token_credit" data-path="algorithm.token_credit" data-kind="json" hidden'
+        in html
+    )
+
+
+def test_the_verifier_editor_offers_every_registered_verifier_with_its_params(
+    browser_as: Callable[[str | None], Client], project: Project
+) -> None:
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    spec = page_data(html)["editors"]["verifiers"]
+    assert spec["kind"] == "list" and spec["item"]["kind"] == "method"
+    choices = {c["name"]: c for c in spec["item"]["choices"]}
+    assert sorted(choices) == VERIFIERS.names()
+    regex = {f["key"]: f for f in choices["regex_format"]["fields"]}
+    assert regex["match"]["kind"] == "select" and [o[0] for o in regex["match"]["options"]] == [
+        "fullmatch",
+        "search",
+    ]
+    assert regex["dotall"]["kind"] == "checkbox" and regex["pattern"]["kind"] == "text"
+    assert [e["key"] for e in spec["item"]["extras"]] == ["label"]
+    rubric = page_data(html)["editors"]["rubric"]
+    criterion = {
+        f["key"]: f for f in next(f for f in rubric["fields"] if f["key"] == "criteria")["item"]["fields"]
+    }
+    assert criterion["rule"]["kind"] == "method" and criterion["rule"]["name_key"] == "type"
+    assert criterion["rule"]["shown_when"] == {"scorer": "rule"} and criterion["judge"]["kind"] == "object"
+
+
+def test_the_data_group_offers_the_projects_datasets_and_preselects_one_from_the_url(
+    browser_as: Callable[[str | None], Client], project: Project
+) -> None:
+    mine = Dataset.objects.create(
+        project=project,
+        name="sums <b>",
+        path="/data/sums.jsonl",
+        format="jsonl",
+        rows=12,
+        prompt_field="question",
+        answer_field="answer",
+    )
+    html = (
+        browser_as("owner").get(f"/projects/{project.pk}/experiments/new/?dataset={mine.pk}").content.decode()
+    )
+    assert f'<option value="{mine.pk}" data-ref="dataset:{mine.pk}">sums &lt;b&gt; (12 rows)</option>' in html
+    assert f'<a href="/projects/{project.pk}/datasets/">Upload a dataset</a>' in html
+    data = page_data(html)
+    assert data["dataset"] == mine.pk
+    assert data["datasets"] == [
+        {
+            "id": mine.pk,
+            "ref": f"dataset:{mine.pk}",
+            "name": "sums <b>",
+            "rows": 12,
+            "prompt_field": "question",
+            "answer_field": "answer",
+        }
+    ]
+    assert mine.path not in html  # the server path never reaches the page
+    bad = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/?dataset=x").content.decode()
+    assert page_data(bad)["dataset"] is None
 
 
 def test_the_edit_form_shows_the_saved_config(
@@ -109,3 +262,6 @@ def test_the_edit_form_shows_the_saved_config(
     html = browser_as("admin").get(f"/experiments/{experiment.pk}/edit/").content.decode()
     assert 'value="0.0001"' in html  # SMALL_CONFIG's learning rate
     assert 'data-method="PATCH"' in html
+    assert 'value="addition"' in html  # the one name
+    stored = re.search(r'<textarea id="cfg-verifiers"[^>]*>(.*?)</textarea>', html, re.S)
+    assert stored and json.loads(stored.group(1).replace("&quot;", '"')) == experiment.config["verifiers"]
