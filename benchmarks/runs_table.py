@@ -3,8 +3,10 @@
 A project of ``--runs`` runs x ``--steps`` steps x ``--keys`` metric keys. Two ways to get each run's
 last / best / smoothed (trailing 10-point mean) figure for every key, checked to agree, then timed:
 
-1. ``metric_summaries``: the one SQL query with window functions the runs table and project page use;
-2. the alternative a script would write against the platform (and what a dashboard that keeps no
+1. ``computed_summaries``: the one SQL query with window functions over every point;
+2. ``metric_summaries`` as the runs table and project page call it, every run finished: after the first
+   call it reads the figures kept per finished run (``StoredMetricSummary``), not the points;
+3. the alternative a script would write against the platform (and what a dashboard that keeps no
    summaries does): read every point of every run (``MetricPoint`` rows ordered by run, key, step) and
    compute the same figures in Python.
 
@@ -13,7 +15,7 @@ Runs in a throw-away database (Django's test-database machinery: ``test_<name>``
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/rlvr .venv/bin/python benchmarks/runs_table.py
     ... benchmarks/runs_table.py --runs 30 --steps 1000 --keys 4 --repeats 5
 
-Prints medians over ``--repeats`` and the ratio (Python / SQL), and writes them to
+Prints medians over ``--repeats`` and the ratios against the Python way, and writes them to
 ``benchmarks/results/runs_table.json`` with the code revision.
 """
 
@@ -102,8 +104,8 @@ def main() -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
-    from webapp.experiments.metric_summaries import metric_summaries
-    from webapp.experiments.models import MetricPoint, Run
+    from webapp.experiments.metric_summaries import computed_summaries, metric_summaries
+    from webapp.experiments.models import MetricPoint, Run, RunStatus, StoredMetricSummary
     from webapp.experiments.services import experiment_create, run_launch
     from webapp.teams.services import project_create
 
@@ -126,14 +128,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with connection_cursor() as cursor:
         cursor.execute("ANALYZE")
     runs = Run.objects.filter(experiment__project=project)
+    runs.update(status=RunStatus.SUCCEEDED, step=args.steps)
 
-    def by_sql() -> dict[tuple[int, str], tuple[float, ...]]:
-        found = metric_summaries(runs=runs, keys=keys, window=WINDOW)
+    def figures(found: dict[int, dict[str, Any]]) -> dict[tuple[int, str], tuple[float, ...]]:
         return {
             (r, k): (s.last, s.max, s.min, s.smooth_last, s.smooth_max, s.smooth_min)
             for r, per_key in found.items()
             for k, s in per_key.items()
         }
+
+    def by_sql() -> dict[tuple[int, str], tuple[float, ...]]:
+        return figures(computed_summaries(runs=runs, keys=keys, window=WINDOW))
+
+    def by_stored() -> dict[tuple[int, str], tuple[float, ...]]:
+        return figures(metric_summaries(runs=runs, keys=keys, window=WINDOW))
 
     def by_python() -> dict[tuple[int, str], tuple[float, ...]]:
         rows = list(
@@ -143,17 +151,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         return python_summaries(rows)
 
-    sql, python = by_sql(), by_python()
-    assert sql.keys() == python.keys(), "the two ways summarise different (run, key) pairs"
-    for pair, figures in sql.items():
-        assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(figures, python[pair], strict=True)), pair
+    StoredMetricSummary.objects.all().delete()
+    start = time.perf_counter()
+    stored_first = by_stored()  # computes and keeps every run's figures
+    first_ms = (time.perf_counter() - start) * 1000
+    sql, python, stored = by_sql(), by_python(), by_stored()
+    for name, answer in (("SQL", sql), ("stored", stored), ("stored (first call)", stored_first)):
+        assert answer.keys() == python.keys(), f"{name} and Python summarise different (run, key) pairs"
+        for pair, values in answer.items():
+            assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(values, python[pair], strict=True)), (name, pair)
     sql_ms = median_ms(by_sql, args.repeats)
     python_ms = median_ms(by_python, args.repeats)
+    stored_ms = median_ms(by_stored, args.repeats)
     return {
         "runs": args.runs, "steps": args.steps, "summarised_keys": args.keys,
         "keys_per_run": len(logged), "points_read": args.runs * args.steps * args.keys,
         "repeats": args.repeats, "sql_median_ms": round(sql_ms, 1), "python_median_ms": round(python_ms, 1),
         "python_over_sql": round(python_ms / sql_ms, 2),
+        "stored_first_call_ms": round(first_ms, 1), "stored_median_ms": round(stored_ms, 1),
+        "python_over_stored": round(python_ms / stored_ms, 1),
     }  # fmt: skip
 
 

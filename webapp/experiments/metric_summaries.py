@@ -19,6 +19,13 @@ What counts:
 
 Both PostgreSQL and SQLite (3.25 or later) run the query: window functions with a ROWS frame, a GROUP BY
 over them, CASE inside the aggregates.
+
+A finished run's figures do not change, so ``metric_summaries`` keeps them (``StoredMetricSummary``, one
+row per run, key and window) and computes only the runs that are still going or not seen yet: ranking a
+project of mostly finished runs reads a row per run instead of every point
+(benchmarks/runs_table.py). A stored row is valid while its run is finished at the step it was computed
+at; the ingest API deletes a run's rows when it stores metrics (``forget_stored_summaries``), since an
+outside run's metrics may arrive after its end.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from django.db import connections
 from django.db.models import QuerySet
 
 from webapp.core.errors import InvalidInput
-from webapp.experiments.models import MetricPoint, Run
+from webapp.experiments.models import FINISHED_STATUSES, MetricPoint, Run, StoredMetricSummary
 
 Direction = Literal["max", "min"]
 
@@ -114,7 +121,72 @@ def check_summary_keys(keys: Sequence[str], *, field: str = "metrics") -> list[s
 def metric_summaries(
     *, runs: QuerySet[Run], keys: Sequence[str], window: int = SMOOTHING_WINDOW
 ) -> dict[int, dict[str, MetricSummary]]:
-    """Run id -> key -> summary, for every run of ``runs`` that reported a number for the key.
+    """Run id -> key -> summary, for every run of ``runs`` that reported a number for the key: finished
+    runs' figures from ``StoredMetricSummary`` where valid, the rest computed (``computed_summaries``) and,
+    for finished runs, stored for the next call."""
+    keys = check_summary_keys(keys)
+    if not keys or window < 1:
+        return {}
+    state = {pk: (step, status in FINISHED_STATUSES) for pk, step, status in runs.values_list("pk", "step", "status")}
+    finished_at = {pk: step for pk, (step, finished) in state.items() if finished}
+    out: dict[int, dict[str, MetricSummary]] = {}
+    have: dict[int, set[str]] = {}
+    stored = StoredMetricSummary.objects.filter(run_id__in=list(finished_at), key__in=keys, window=window)
+    for row in stored:
+        if row.run_step != finished_at[row.run_id]:
+            continue  # computed before a resume: recomputed below
+        have.setdefault(row.run_id, set()).add(row.key)
+        if row.points:
+            out.setdefault(row.run_id, {})[row.key] = _summary_of_row(row)
+    missing = [pk for pk in state if len(have.get(pk, ())) < len(keys)]
+    if not missing:
+        return out
+    computed = computed_summaries(runs=Run.objects.filter(pk__in=missing), keys=keys, window=window)
+    for run_id in missing:
+        for key, summary in computed.get(run_id, {}).items():
+            out.setdefault(run_id, {})[key] = summary
+    _store(computed, {pk: finished_at[pk] for pk in missing if pk in finished_at}, keys, window)
+    return out
+
+
+def forget_stored_summaries(*, run_id: int) -> None:
+    """Drop a run's stored figures: its metrics changed (the ingest API stores them after a run's end too)."""
+    StoredMetricSummary.objects.filter(run_id=run_id).delete()
+
+
+def _summary_of_row(row: StoredMetricSummary) -> MetricSummary:
+    figures = (row.last_step, row.last, row.max, row.min, row.smooth_last, row.smooth_max, row.smooth_min)
+    assert all(f is not None for f in figures)  # points > 0: every figure was stored
+    return MetricSummary(
+        points=row.points, last_step=int(row.last_step or 0), last=float(row.last or 0.0),
+        max=float(row.max or 0.0), min=float(row.min or 0.0), smooth_last=float(row.smooth_last or 0.0),
+        smooth_max=float(row.smooth_max or 0.0), smooth_min=float(row.smooth_min or 0.0),
+    )  # fmt: skip
+
+
+def _store(
+    computed: dict[int, dict[str, MetricSummary]], finished_at: dict[int, int], keys: list[str], window: int
+) -> None:
+    """Keep finished runs' figures, a row with ``points=0`` where the run has no value for a key."""
+    rows = []
+    for run_id, step in finished_at.items():
+        for key in keys:
+            found = computed.get(run_id, {}).get(key)
+            figures = found.as_dict() if found else {"points": 0}
+            rows.append(StoredMetricSummary(run_id=run_id, key=key, window=window, run_step=step, **figures))
+    StoredMetricSummary.objects.bulk_create(
+        rows,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["run", "key", "window"],
+        update_fields=["run_step", "points", "last_step", "last", "max", "min", "smooth_last", "smooth_max", "smooth_min"],
+    )
+
+
+def computed_summaries(
+    *, runs: QuerySet[Run], keys: Sequence[str], window: int = SMOOTHING_WINDOW
+) -> dict[int, dict[str, MetricSummary]]:
+    """Run id -> key -> summary computed from the points, for every run of ``runs`` that reported a number.
 
     Trusts its caller with ``runs`` (already limited to what the user may read). One query: the points
     of those runs and keys, a window pass per (run, key) ordered by step for the trailing mean and the

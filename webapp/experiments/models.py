@@ -145,6 +145,31 @@ class MetricPoint(models.Model):
         constraints = (models.UniqueConstraint(fields=["run", "step", "key"], name="one_metric_value_per_step"),)
 
 
+class StoredMetricSummary(models.Model):
+    """A finished run's figures for one key (webapp/experiments/metric_summaries.py), kept so ranking a
+    project's runs reads one row per run and key instead of every point. Valid while the run is finished at
+    ``run_step``; a run that resumes moves its step, and a metric sent in after the end deletes the run's rows.
+    ``points == 0`` records that the run has no value for the key (the floats are then null)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    window = models.PositiveSmallIntegerField()
+    run_step = models.PositiveIntegerField()
+    points = models.PositiveIntegerField()
+    last_step = models.PositiveIntegerField(null=True)
+    last = models.FloatField(null=True)
+    max = models.FloatField(null=True)
+    min = models.FloatField(null=True)
+    smooth_last = models.FloatField(null=True)
+    smooth_max = models.FloatField(null=True)
+    smooth_min = models.FloatField(null=True)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["run", "key", "window"], name="one_stored_summary_per_run_key"),
+        )
+
+
 class Rollout(models.Model):
     """One completion of one step (trainer.sinks.RolloutRecord)."""
 

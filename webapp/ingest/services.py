@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from trainer.sinks import RolloutRecord
 from webapp.core.errors import ApplicationError, Conflict
+from webapp.experiments.metric_summaries import forget_stored_summaries
 from webapp.experiments.models import (
     FINISHED_STATUSES,
     Checkpoint,
@@ -180,6 +181,7 @@ def _store_metrics(run: Run, batch: BatchIn) -> None:
         for key, value in point.values.items():
             latest[(point.step, clean_text(key))] = finite_or_none(value) if value is not None else None
     rows = [MetricPoint(run=run, step=step, key=key, value=value) for (step, key), value in latest.items()]
+    forget_stored_summaries(run_id=run.pk)  # an outside run's metrics may come after its end
     MetricPoint.objects.bulk_create(
         rows, batch_size=1000, update_conflicts=True, unique_fields=["run", "step", "key"], update_fields=["value"]
     )
