@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -359,3 +359,22 @@ class VerifierRule:
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
         return self.score_batch([completion], [sample])[0]
+
+
+def run_rule(rule: Rule, completions: Sequence[str], samples: Sequence[Sample]) -> list[RuleOutcome]:
+    """One outcome per completion; a rule that raises gives ``detail['error']``, never an exception, so one
+    bad completion does not fail a whole batch (training's rubric scorer and annotation scoring jobs)."""
+    from trainer.verifiers.timeout_pool import describe_error
+
+    if isinstance(rule, VerifierRule):
+        try:
+            return rule.score_batch(list(completions), list(samples))
+        except Exception as err:
+            return [RuleOutcome(0.0, {"error": describe_error(err)}) for _ in completions]
+    outcomes = []
+    for completion, sample in zip(completions, samples, strict=True):
+        try:
+            outcomes.append(rule(completion, sample))
+        except Exception as err:
+            outcomes.append(RuleOutcome(0.0, {"error": describe_error(err)}))
+    return outcomes

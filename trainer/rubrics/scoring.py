@@ -24,10 +24,9 @@ from trainer.jsonable import to_jsonable
 from trainer.rubrics.aggregators import AGGREGATORS
 from trainer.rubrics.config import CriterionSpec, RubricConfig
 from trainer.rubrics.judge import LLMJudge
-from trainer.rubrics.rules import Rule, RuleOutcome, VerifierRule, build_rule
+from trainer.rubrics.rules import Rule, build_rule, run_rule
 from trainer.samples import Sample
 from trainer.verifiers.scoring import ScoreBatch
-from trainer.verifiers.timeout_pool import describe_error
 
 RUBRIC_KEY = "rubric"
 
@@ -65,7 +64,7 @@ class RubricScorer:
         details: dict[str, list[dict[str, Any]]] = {}
         for criterion in self.criteria:
             if criterion.scorer == "rule":
-                outcomes = _run_rule(self.rules[criterion.name], completions, samples)
+                outcomes = run_rule(self.rules[criterion.name], completions, samples)
                 low, high = criterion.bounds
                 scores[criterion.name] = [
                     math.nan if "error" in o.detail else low + o.fraction * (high - low) for o in outcomes
@@ -77,22 +76,6 @@ class RubricScorer:
                 details[name] = [v.detail for v in verdicts]
         matrix = [[scores[c.name][i] for c in self.criteria] for i in range(len(completions))]  # [N, C]
         return RubricScores(scores, details, self.aggregate(matrix, self.criteria, group_ids))
-
-
-def _run_rule(rule: Rule, completions: Sequence[str], samples: Sequence[Sample]) -> list[RuleOutcome]:
-    """One outcome per completion; a rule that raises gives ``detail['error']`` (score nan), never an exception."""
-    if isinstance(rule, VerifierRule):
-        try:
-            return rule.score_batch(list(completions), list(samples))
-        except Exception as err:
-            return [RuleOutcome(0.0, {"error": describe_error(err)}) for _ in completions]
-    outcomes = []
-    for completion, sample in zip(completions, samples, strict=True):
-        try:
-            outcomes.append(rule(completion, sample))
-        except Exception as err:
-            outcomes.append(RuleOutcome(0.0, {"error": describe_error(err)}))
-    return outcomes
 
 
 def _detail(criterion: CriterionSpec, score: float, detail: dict[str, Any]) -> dict[str, Any]:

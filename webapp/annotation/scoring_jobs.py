@@ -26,9 +26,8 @@ from pydantic import ValidationError
 
 from trainer.errors import RLVRError
 from trainer.rubrics.config import CriterionSpec
-from trainer.rubrics.rules import Rule, RuleOutcome, VerifierRule, build_rule
+from trainer.rubrics.rules import Rule, build_rule, run_rule
 from trainer.samples import Sample
-from trainer.verifiers.timeout_pool import describe_error
 from webapp.annotation.dispatch import enqueue_scoring_job
 from webapp.annotation.models import (
     AnnotationItem,
@@ -208,7 +207,7 @@ def _rubric_chunks(job: ScoringJob) -> ChunkScorer:
         rows = []
         for spec in specs:
             low, high = spec.bounds
-            for item, outcome in zip(items, _outcomes(rules[spec.name], completions, samples), strict=True):
+            for item, outcome in zip(items, run_rule(rules[spec.name], completions, samples), strict=True):
                 scored = None if "error" in outcome.detail else low + outcome.fraction * (high - low)
                 rows.append(
                     ItemScore(
@@ -218,23 +217,6 @@ def _rubric_chunks(job: ScoringJob) -> ChunkScorer:
         return rows
 
     return score
-
-
-def _outcomes(rule: Rule, completions: list[str], samples: list[Sample]) -> list[RuleOutcome]:
-    """One outcome per completion, an exception becoming ``detail['error']`` (as training's rubric scorer
-    does, trainer/rubrics/scoring.py), so one bad completion does not fail the job."""
-    if isinstance(rule, VerifierRule):
-        try:
-            return rule.score_batch(completions, samples)
-        except Exception as err:
-            return [RuleOutcome(0.0, {"error": describe_error(err)}) for _ in completions]
-    outcomes = []
-    for completion, sample in zip(completions, samples, strict=True):
-        try:
-            outcomes.append(rule(completion, sample))
-        except Exception as err:
-            outcomes.append(RuleOutcome(0.0, {"error": describe_error(err)}))
-    return outcomes
 
 
 def _safe_detail(detail: dict[str, Any]) -> dict[str, Any]:
