@@ -12,7 +12,6 @@ from rest_framework.views import APIView
 
 from webapp.annotation.exports import csv_lines, jsonl_lines
 from webapp.annotation.machine_scorers import machine_agreement, machine_table
-from webapp.annotation.models import ScoringJob
 from webapp.annotation.scoring_jobs import scoring_job_start
 from webapp.annotation.selectors import (
     assignment_get_for_user,
@@ -21,6 +20,7 @@ from webapp.annotation.selectors import (
     item_get_for_manager,
     queue_for_user,
     scoring_job_get_for_manager,
+    scoring_jobs_for_task,
     task_agreement,
     task_get_for_manager,
     task_get_for_user,
@@ -302,7 +302,7 @@ class TaskScoringJobsApi(APIView):
     )
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_manager(task_id=task_id, user=request.user)
-        return Response(ScoringJobOut(ScoringJob.objects.filter(task=task)[:50], many=True).data)
+        return Response(ScoringJobOut(scoring_jobs_for_task(task=task, limit=50), many=True).data)
 
     @extend_schema(
         request=ScoringJobIn,

@@ -255,3 +255,8 @@ def eligible_annotators(*, project: Project) -> list[User]:
     return list(
         User.objects.filter(memberships__project=project, memberships__role__in=roles).order_by("username")
     )
+
+
+def scoring_jobs_for_task(*, task: AnnotationTask, limit: int) -> list[ScoringJob]:
+    """The task's newest scoring jobs (the model orders them), at most ``limit``."""
+    return list(ScoringJob.objects.filter(task=task)[:limit])

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.annotation.forms import TaskFromRunForm
 from webapp.annotation.machine_scorers import GROUPS, OVERALL, machine_agreement, machine_table
-from webapp.annotation.models import AnnotationTask, ScoringJob
+from webapp.annotation.models import AnnotationTask
 from webapp.annotation.permissions import MANAGE_ANNOTATION
 from webapp.annotation.sampling import describe_sampling
 from webapp.annotation.selectors import (
@@ -29,6 +29,7 @@ from webapp.annotation.selectors import (
     can_manage,
     eligible_annotators,
     queue_for_user,
+    scoring_jobs_for_task,
     task_agreement,
     task_get_for_user,
     task_progress,
@@ -132,7 +133,7 @@ def _machine_panel(task: AnnotationTask, request: HttpRequest) -> dict[str, Any]
             result = machine_agreement(task=task, scorer=chosen, criterion=criterion, table=table)
         except InvalidInput as err:
             error = err.message
-    jobs = list(ScoringJob.objects.filter(task=task)[:10])
+    jobs = scoring_jobs_for_task(task=task, limit=10)
     return {
         "has_scorers": bool(scorers),
         "scorers": [(group, [s for s in scorers if s.group == group]) for group in GROUPS],
