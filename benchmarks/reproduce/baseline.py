@@ -1,9 +1,12 @@
 """The shared plain-GRPO baseline every method is compared against, and how overrides are applied.
 
-Tiny warm-started addition model, 256 two-digit additions, 4 prompts x 8 completions of up to 8 tokens,
-exact first-line reward, GRPO advantages, DAPO token-sum loss, lr 1e-4 constant, no KL: the settings of
-benchmarks/vs_trl.py, where the sampled reward rises slowly (0.21 -> 0.30 in 150 steps); at 3e-4 the tiny
-model collapses. One step takes about 0.05 s on a quiet core.
+The reasoning task: chain arithmetic with a scratchpad (trainer/data/chain_arithmetic.py, mixed levels,
+``"(9+6)*4-5="`` -> ``"15*4-5=60-5=55;#### 55"``), 512 training problems, the built-in ``tiny:chain`` student
+(it answers two problems in three bare, without working, and is right about one time in ten), 8 prompts x 8
+completions of up to 80 tokens at temperature 1, the chain_arithmetic verifier, GRPO advantages, DAPO
+token-sum loss, lr 1e-4 constant, no KL: the demo preset's settings without its teacher (demo preset:
+greedy accuracy 0.09 -> 0.16-0.18 in 200 plain-GRPO steps). The teacher rows use ``tiny:chain-teacher``.
+One step takes about 0.7 s on one quiet core.
 """
 
 from __future__ import annotations
@@ -11,14 +14,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+STUDENT = "tiny:chain"
+TEACHER = "tiny:chain-teacher"
+
 BASELINE: dict[str, Any] = {
     "name": "reproduce-baseline",
-    "model": {"name_or_path": "tiny:addition", "device": "cpu"},
-    "data": {"source": "demo", "size": 256, "data_seed": 0},
-    "rollout": {"num_generations": 8, "max_completion_length": 8, "temperature": 1.0},
-    "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
+    "model": {"name_or_path": STUDENT, "device": "cpu"},
+    "data": {"source": "chain_arithmetic", "task": "mixed", "size": 512, "data_seed": 0},
+    "rollout": {"num_generations": 8, "max_completion_length": 80, "temperature": 1.0},
+    "verifiers": [{"name": "chain_arithmetic"}],
     "algorithm": {"advantage_estimator": "grpo", "loss_type": "dapo", "beta": 0.0},
-    "training": {"prompts_per_step": 4, "micro_batch_size": 64, "learning_rate": 1e-4},
+    "training": {"prompts_per_step": 8, "micro_batch_size": 64, "learning_rate": 1e-4},
 }
 
 

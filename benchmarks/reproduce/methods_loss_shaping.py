@@ -1,15 +1,16 @@
-"""Rows for issue 5 parts 4 and 6: clipping / IS units (HISPO, GAPO, dual-clip) and label-free rewards and
-shaping (majority vote, DAPO soft overlong punishment, length penalty, Cue-GRPO rarity redistribution).
+"""Rows for clipping / IS units (HISPO, GAPO, dual-clip) and label-free rewards and shaping (majority vote,
+DAPO soft overlong punishment, length penalty, Cue-GRPO rarity redistribution; issue 5 parts 4 and 6).
 
 Clip rules only act when the ratio moves off 1, i.e. when rollouts are reused: the clipping rows compare
-against GRPO with the same ``num_iterations: 2`` (both arms), so the baseline there is 2-epoch PPO-style GRPO.
-The few quantities these claims are about that the shared measures lack are registered here.
+against GRPO with the same ``num_iterations: 2`` (both arms), so the comparison arm there is 2-pass
+PPO-style GRPO. The few quantities these claims are about that the shared measures lack are registered here,
+with the rules that say when a method had nothing to act on.
 """
 
 from __future__ import annotations
 
 from benchmarks.reproduce.measures import LAST_STEPS, MEASURES, ArmResult, Measure
-from benchmarks.reproduce.method import Method
+from benchmarks.reproduce.method import ClaimPart, Method
 
 
 def _mean(values: list[float]) -> float:
@@ -65,7 +66,7 @@ _register("majority_correct", "share of groups whose majority answer is right (p
 _register("segments_per_completion", "HISPO segments per completion, mean over the run (1 = sequence level)",
           segments_per_completion, "{:.2f}")
 _register("gapo_scale", "mean GAPO clip-range multiplier per completion over the run (1 = fixed clipping)", gapo_scale)
-_register("truncated_frac", "fraction of completions cut at max_completion_length, mean over the run", truncated_frac)
+_register("truncated_frac", "fraction of completions cut at max_completion_length, mean over the run", truncated_frac, "{:.4f}")
 _register("response_len_last", f"mean completion length (tokens), last {LAST_STEPS} steps", response_len_last, "{:.2f}")
 _register("clip_frac", "share of loss tokens whose ratio was clipped (actor/clip_frac), mean over the run", clip_frac, "{:.4f}")
 _register("train_accuracy_last", f"training accuracy against the reference answers, last {LAST_STEPS} steps",
@@ -73,9 +74,24 @@ _register("train_accuracy_last", f"training accuracy against the reference answe
 _register("rarity_groups", "groups whose positive advantage was actually redistributed (more than one cue "
           "cluster), summed over the run", rarity_groups, "{:.0f}")
 
+
+def _never(measure: str, below: float, what: str):  # type: ignore[no-untyped-def]
+    """An applicability rule: not applicable when ``measure`` of every probe arm is below ``below``."""
+    def rule(method: list[ArmResult], comparison: list[ArmResult]) -> str | None:
+        fn = MEASURES[measure].fn
+        values = [fn(m, c) for m, c in zip(method, comparison, strict=True)]
+        if all(v < below for v in values):
+            shown = ", ".join(MEASURES[measure].fmt.format(v) for v in values)
+            return f"{what} ({measure} {shown} on the probe seeds)"
+        return None
+    return rule
+
+
 REUSE = {"algorithm": {"num_iterations": 2}}  # both arms of the clipping rows: ratios move off 1
 REUSE_NOTE = ("both arms reuse each batch for 2 optimizer passes (num_iterations 2), otherwise every ratio is 1 "
-              "and no clip rule acts; completions are 3-8 tokens, far from the long traces the paper targets.")
+              "and no clip rule acts.")
+HIGHER_GREEDY = ClaimPart("final_accuracy", "higher", "higher held-out accuracy (greedy)")
+HIGHER_SAMPLED = ClaimPart("final_sampled_accuracy", "higher", "higher held-out accuracy (sampled)")
 
 METHODS: list[Method] = [
     Method(
@@ -84,14 +100,15 @@ METHODS: list[Method] = [
         claim="At rollout time, cut the response into contiguous segments at entropy-derived boundaries and give "
         "each segment a soft entropy-based saliency weight. Compute and clip the IS ratio per segment. "
         "AIME25: +3.75 Acc@8 / +3.78 Pass@8 over GRPO.",
-        measure="final_accuracy",
-        direction="higher",
+        parts=(HIGHER_SAMPLED, HIGHER_GREEDY),
         overrides={"algorithm": {"importance_sampling_level": "segment", "segment_min_tokens": 2}},
         baseline_overrides=REUSE,
-        figures=("clip_frac", "segments_per_completion", "train_accuracy_last"),
+        comparison="GRPO with 2 passes per batch",
+        figures=("clip_frac", "segments_per_completion"),
+        applicable=_never("segments_per_completion", 1.5, "completions were hardly ever cut into segments"),
         note="segments open at tokens in the step's top 10% of entropy with at least 2 tokens per segment, "
-        "saliency exp(mean entropy), both our choices (the abstract gives neither); greedy held-out accuracy "
-        "stands in for Acc@8 / Pass@8. " + REUSE_NOTE,
+        "saliency exp(mean entropy), both our choices (the abstract gives neither); sampled accuracy (one sample) "
+        "stands in for Acc@8, greedy for the best single answer; no Pass@8. " + REUSE_NOTE,
     ),
     Method(
         name="gapo_adaptive_clip",
@@ -99,24 +116,26 @@ METHODS: list[Method] = [
         claim="Set the clip boundary per rollout as a function of its advantage, so rare correct rollouts in "
         "low-success groups get more update headroom. Better Pass@1 and Pass@k than fixed clipping where base "
         "pass rates are low.",
-        measure="final_accuracy",
-        direction="higher",
+        parts=(HIGHER_SAMPLED, HIGHER_GREEDY),
         overrides={"algorithm": {"clip_mode": "gapo", "gapo_max_scale": 3.0}},
         baseline_overrides=REUSE,
-        figures=("clip_frac", "gapo_scale", "train_accuracy_last"),
-        note="clip radius x clamp(|A| / rms(A), 1, 3), our form (the abstract gives none); the tiny model's "
-        "base pass rate is ~20%, i.e. the low-pass-rate regime. " + REUSE_NOTE,
+        comparison="GRPO with 2 passes per batch",
+        figures=("clip_frac", "gapo_scale"),
+        note="clip radius x clamp(|A| / rms(A), 1, 3), our form (the abstract gives none); the student's base pass "
+        "rate is about 10%, the low-pass-rate regime; sampled accuracy stands in for Pass@1, no Pass@k. " + REUSE_NOTE,
     ),
     Method(
         name="dual_clip",
         paper="ext:Ye et al. 2020",
         claim="[ext] Dual-clip PPO: for negative advantages, bound the loss at c |A| (c = 3) so a token whose "
         "ratio exploded cannot dominate the update; a stability device, not an accuracy gain.",
-        measure="final_accuracy",
-        direction="same",
+        parts=(ClaimPart("final_sampled_accuracy", "same", "accuracy unchanged (sampled)"),
+               ClaimPart("final_accuracy", "same", "accuracy unchanged (greedy)")),
         overrides={"algorithm": {"dual_clip": True, "dual_clip_c": 3.0}},
         baseline_overrides=REUSE,
-        figures=("clip_frac", "dual_clip_frac", "train_accuracy_last"),
+        comparison="GRPO with 2 passes per batch",
+        figures=("clip_frac", "dual_clip_frac"),
+        applicable=_never("dual_clip_frac", 1e-4, "the dual-clip cap almost never bound a token"),
         note="c = 3 as in verl. " + REUSE_NOTE,
     ),
     Method(
@@ -124,41 +143,42 @@ METHODS: list[Method] = [
         paper="004:L291",
         claim="Sample N answers; the majority answer is the pseudo-label; reward = 1 if a rollout matches it. "
         "Majority-vote reward: +27.1 on MATH-500 vs +29.1 with ground truth (Qwen2.5-Math-7B).",
-        measure="final_accuracy",
-        direction="same",
-        overrides={"shaping": {"label_free_reward": "majority_vote", "answer_extract": "first_line"}},
+        parts=(ClaimPart("final_sampled_accuracy", "same", "close to the ground-truth reward (sampled)"),
+               ClaimPart("final_accuracy", "same", "close to the ground-truth reward (greedy)")),
+        overrides={"shaping": {"label_free_reward": "majority_vote"}},
+        comparison="GRPO with the ground-truth reward",
         figures=("train_accuracy_last", "majority_correct", "final_reward"),
-        note="the vote is over the group's own 8 completions (TTRL votes over 64 and trains on 32); the "
-        "baseline is GRPO with the ground-truth exact-match reward. final_reward is the pseudo-label reward "
-        "for the method arm, so only accuracies compare. Observed: the tiny model is right ~30% of the time, so "
-        "the group's majority is usually wrong (majority_correct ~0.2) and the vote reinforces wrong answers; "
-        "TTRL's claim rests on a base model whose majority is mostly right.",
+        note="the vote is over the group's own 8 completions' final answers (TTRL votes over 64 and trains on 32); "
+        "the comparison arm is GRPO with the verifier's ground-truth reward. final_reward is the pseudo-label "
+        "reward for the method arm, so only accuracies compare. TTRL's claim rests on a base model whose "
+        "majority answer is mostly right (see majority_correct).",
     ),
     Method(
         name="dapo_overlong_penalty",
         paper="ext:DAPO",
         claim="[ext] DAPO soft overlong punishment: a length-aware penalty in the last L_cache tokens before the "
         "limit reduces reward noise from truncated samples and keeps responses inside the budget.",
-        measure="truncated_frac",
-        direction="lower",
-        overrides={"shaping": {"overlong_buffer": 4, "overlong_penalty_factor": 1.0}},
+        parts=(ClaimPart("truncated_frac", "lower", "fewer truncated completions"),
+               ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy")),
+        overrides={"shaping": {"overlong_buffer": 16, "overlong_penalty_factor": 1.0}},
         figures=("response_len_last", "final_accuracy"),
-        note="buffer 4 of 8 tokens (DAPO: 4096 of 20480). Observed: the warm model ends almost every completion "
-        "after 3-4 tokens (none reached 8 at temperature 1; 4.7% at temperature 2 in a separate probe), so the "
-        "penalty practically never fires: the row is vacuous at this scale, not evidence against DAPO.",
+        applicable=_never("truncated_frac", 0.002, "hardly any completion reached the length limit in either arm, so "
+                          "there was nothing to punish"),
+        note="buffer 16 of 80 tokens (DAPO: 4096 of 20480); the longest correct scratchpads (68 tokens) fall in the "
+        "buffer, as long correct answers do in DAPO's setting.",
     ),
     Method(
         name="length_penalty",
         paper="004:L467",
         claim="Truncation is the length penalty, together with batch normalization, higher clipping and dynamic "
         "sampling (DLER); here the plain linear length penalty those methods refine. Output length cut by over 70%.",
-        measure="response_len_last",
-        direction="lower",
+        parts=(ClaimPart("response_len_last", "lower", "shorter outputs (claimed: -70%)"),
+               ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy")),
         overrides={"shaping": {"length_penalty": 0.2}},
-        figures=("truncated_frac", "final_accuracy"),
-        note="reward -= 0.2 x length / 8 on every completion, no batch normalisation or truncation schedule "
-        "(DLER's full recipe is not reproduced). Observed: completions are 3-4 tokens, so the penalty is nearly "
-        "constant within a group and cancels in the group-relative advantage.",
+        figures=("final_accuracy", "truncated_frac"),
+        note="reward -= 0.2 x length / 80 on every completion, no batch normalisation or truncation schedule "
+        "(DLER's full recipe is not reproduced). On this task the shortest completion is the bare answer, which "
+        "is usually wrong: the penalty pulls against the scratchpad.",
     ),
     Method(
         name="cue_grpo_rarity",
@@ -166,12 +186,12 @@ METHODS: list[Method] = [
         claim="Split verified-correct rollouts into clusters using deterministic \"Strategy Cues\"; redistribute "
         "the group's positive advantage mass inversely to cluster size, so rare correct solution forms get more "
         "credit. Largest AIME gains at high sampling budgets.",
-        measure="final_accuracy",
-        direction="higher",
+        parts=(HIGHER_SAMPLED, HIGHER_GREEDY),
         overrides={"shaping": {"rarity_redistribution": True, "rarity_cue": "completion"}},
         figures=("rarity_groups", "train_accuracy_last"),
-        note="the cue is the whole completion (whitespace collapsed): correct answers of an addition differ only "
-        "in what follows the first line, so clusters are rare; greedy accuracy, not pass@k at high budgets. "
-        "Observed: no group ever had two clusters (rarity_groups 0), so the arm equals GRPO: vacuous here.",
+        applicable=_never("rarity_groups", 1.0, "no group ever had two clusters of correct answers, so the arm "
+                          "trained exactly as GRPO"),
+        note="the cue is the whole completion (whitespace collapsed): a correct bare answer and a correct scratchpad "
+        "are two solution forms; held-out accuracy at one sample, not pass@k at high budgets.",
     ),
 ]

@@ -1,34 +1,56 @@
-"""``python -m benchmarks.reproduce.run --methods all --seeds 0 1 2 --steps 100``
+"""``python -m benchmarks.reproduce.run``: the whole reproduction table, resumably.
 
-Trains each selected method and the plain-GRPO baseline (cached per seed and config) on the tiny
-addition model, compares them seed by seed, merges the rows into benchmarks/reproduce/results.json and
-rewrites docs/reproduction.md from all rows there. No Django: trainer.step.loop.train with an in-memory sink.
+Trains each selected method and its comparison arm for every seed on the reasoning task (benchmarks/
+reproduce/baseline.py), two arms at a time by default, storing every finished arm under a key of code revision,
+model hashes and config (arms.py), so an interrupted run resumes where it stopped and a finished one retrains
+nothing. Then compares the arms seed by seed (stats.py, verdict.py), writes the rows to results.json and
+rewrites docs/reproduction.md and the raw curves (report.py). No Django: trainer.step.loop.train with an
+in-memory sink.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import importlib
-import json
+import multiprocessing
 import os
 import pkgutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.reproduce.arms import ArmSpec, arm_key, load_arm, run_arm, stored_path
 from benchmarks.reproduce.baseline import BASELINE, deep_merge
-from benchmarks.reproduce.measures import MEASURES, ArmResult
-from benchmarks.reproduce.method import Method, PrepareContext
-from benchmarks.reproduce.verdict import markdown_table, mean_sd, paired_direction, verdict
+from benchmarks.reproduce.evaluation import EVAL, EvalSpec
+from benchmarks.reproduce.measures import MEASURES
+from benchmarks.reproduce.method import Method
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-RESULTS = HERE / "results.json"
-DOC = ROOT / "docs" / "reproduction.md"
-CACHE = ROOT / ".cache" / "reproduce"
+DEFAULT_SEEDS = list(range(8))
+DEFAULT_STEPS = 60
+DEFAULT_EVAL_EVERY = 20
+PROBE_SEEDS = 2  # seeds trained before a method's applicability rule is read
+
+
+@dataclass(frozen=True)
+class Places:
+    store: Path  # stored arms
+    results: Path  # results.json
+    doc: Path  # the table
+    curves: Path  # the raw per-seed curves (CSV)
+
+    @staticmethod
+    def default() -> Places:
+        return Places(HERE / "arms", HERE / "results.json", ROOT / "docs" / "reproduction.md",
+                      ROOT / "docs" / "reproduction_curves.csv")
+
+    @staticmethod
+    def under(folder: Path) -> Places:
+        return Places(folder / "arms", folder / "results.json", folder / "reproduction.md", folder / "reproduction_curves.csv")
 
 
 def discover_methods() -> dict[str, tuple[str, Method]]:
@@ -42,129 +64,156 @@ def discover_methods() -> dict[str, tuple[str, Method]]:
         for method in getattr(module, "METHODS", []):
             if method.name in found:
                 raise SystemExit(f"method {method.name!r} is defined in both methods_{found[method.name][0]}.py and {info.name}.py")
-            if method.measure not in MEASURES or any(f not in MEASURES for f in method.figures):
-                raise SystemExit(f"method {method.name!r} names an unknown measure; known: {', '.join(MEASURES)}")
+            names = [p.measure for p in method.parts] + list(method.figures)
+            if not method.parts or any(n not in MEASURES for n in names):
+                raise SystemExit(f"method {method.name!r} needs claim parts naming known measures; known: {', '.join(MEASURES)}")
             found[method.name] = (area, method)
     return found
 
 
-def _select(names: str, available: dict[str, tuple[str, Method]]) -> list[tuple[str, Method]]:
+def select(names: str, available: dict[str, tuple[str, Method]]) -> list[tuple[str, Method]]:
     if names == "all":
         return list(available.values())
-    chosen = []
+    chosen: list[tuple[str, Method]] = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in available and name.startswith("area:"):
-            chosen += [am for am in available.values() if am[0] == name.removeprefix("area:")]
-            continue
-        if name not in available:
+        if name.startswith("area:"):
+            area = [am for am in available.values() if am[0] == name.removeprefix("area:")]
+            if not area:
+                raise SystemExit(f"no method in {name!r}; areas: {', '.join(sorted({a for a, _ in available.values()}))}")
+            chosen += area
+        elif name in available:
+            chosen.append(available[name])
+        else:
             raise SystemExit(f"unknown method {name!r}; known: {', '.join(sorted(available))} (or area:<name>, all)")
-        chosen.append(available[name])
     return chosen
 
 
-def evaluate_method(
-    area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, use_cache: bool, log: Any
-) -> dict[str, Any]:
-    """Run the method and its baseline for every seed; return the results.json row."""
-    from benchmarks.reproduce.arms import run_arm
+@dataclass(frozen=True)
+class RowPlan:
+    """The arms of one row: (seed, comparison spec, method spec) per seed."""
 
-    arms: dict[str, list[ArmResult]] = {"method": [], "baseline": []}
-    for seed in seeds:
-        extra: dict[str, Any] = {}
-        if method.prepare is not None:
-            workdir = CACHE / "prepared" / method.name
-            workdir.mkdir(parents=True, exist_ok=True)
-            extra = method.prepare(PrepareContext(workdir, deep_merge(BASELINE, method.baseline_overrides), seed))
-        for arm, overrides in (("baseline", method.baseline_overrides),
-                               ("method", deep_merge(deep_merge(method.baseline_overrides, method.overrides), extra))):
-            t0 = time.perf_counter()
-            arms[arm].append(run_arm(overrides, seed, steps, eval_every, CACHE, use_cache))
-            log(f"  {method.name} seed {seed} {arm}: {time.perf_counter() - t0:.1f}s")
-    figures: list[dict[str, Any]] = []
-    for name in (method.measure, *[f for f in method.figures if f != method.measure]):
-        m = MEASURES[name]
-        values = [m.fn(a, b) for a, b in zip(arms["method"], arms["baseline"], strict=True)]
-        base = [m.fn(b, b) for b in arms["baseline"]]
-        figures.append({"measure": name, "method": mean_sd(values, m.fmt), "baseline": mean_sd(base, m.fmt),
-                        "method_values": values, "baseline_values": base, "direction": paired_direction(values, base)})
-    return {
-        "method": method.name, "area": area, "paper": method.paper, "claim": method.claim, "measure": method.measure,
-        "direction": method.direction, "verdict": verdict(method.direction, figures[0]["direction"]),
-        "figures": figures, "note": method.note, "seeds": list(seeds), "steps": steps, "eval_every": eval_every,
-        "overrides": method.overrides, "baseline_overrides": method.baseline_overrides,
-        "wall_s": sum(a.wall_s for arm in arms.values() for a in arm),
-        "group_sizes_first_steps": arms["method"][0].extra.get("group_sizes_first_steps"),
-    }
+    area: str
+    method: Method
+    pairs: tuple[tuple[int, ArmSpec, ArmSpec], ...]
 
 
-def write_doc(results: dict[str, Any]) -> None:
-    rows = sorted(results["rows"].values(), key=lambda r: (r["area"], r["method"]))
-    notes = [f"- **{r['method']}**: {r['note']}" for r in rows if r.get("note")]
-    measures = "\n".join(f"- `{m.name}`: {m.description}" for m in MEASURES.values())
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    DOC.write_text(f"""# Reproduction table
-
-Generated by `python -m benchmarks.reproduce.run` (benchmarks/reproduce/README.md); do not edit by hand.
-Each method is trained against the same plain-GRPO baseline (benchmarks/reproduce/baseline.py: the tiny
-warm-started addition model, 4 prompts x 8 completions, exact-match reward) with the same seeds and
-step count (given per row); the figures are mean ± sd over seeds, method first, then the comparison
-arm (plain GRPO, or the row's own baseline for composition claims: see the notes), then the paired direction. The paper's claims come from
-much larger models: a claim that does not show here at this scale is reported as such, not tuned.
-
-"Direction measured here" pairs each seed's method value with the same seed's baseline: it is clear when
-every seed moves the same way and the mean difference is at least twice its standard error.
-
-{markdown_table(rows)}
-
-## Measured quantities
-
-{measures}
-
-## How each reproduction differs from its paper
-
-{chr(10).join(notes) or "(none)"}
-""")
+def plan_row(area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec,
+             store: Path) -> RowPlan:
+    if method.not_applicable:
+        return RowPlan(area, method, ())
+    extra: dict[str, Any] = {}
+    cost: dict[str, float] = {}
+    if method.prepare is not None:  # once for every seed; stored, so a resumed run does not pay it again
+        extra, cost = method.prepare(store, deep_merge(BASELINE, method.baseline_overrides))
+    method_overrides = deep_merge(deep_merge(method.baseline_overrides, method.overrides), extra)
+    pairs = tuple(
+        (seed, ArmSpec(method.baseline_overrides, seed, steps, eval_every, spec),
+         ArmSpec(method_overrides, seed, steps, eval_every, spec, prepare_cost=cost))
+        for seed in seeds
+    )
+    return RowPlan(area, method, pairs)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", default="all", help="'all', or comma-separated method names / area:<area>")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--eval-every", type=int, default=10, help="evaluate held-out accuracy every N steps")
-    parser.add_argument("--no-cache", action="store_true", help="retrain arms even when a cached result exists")
-    parser.add_argument("--list", action="store_true", help="list the discovered methods and exit")
-    parser.add_argument("--doc-only", action="store_true", help="rewrite docs/reproduction.md from results.json and exit")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def _train_one(job: tuple[ArmSpec, str]) -> tuple[str, float]:
+    """Pool worker: one arm, one thread."""
+    spec, store = job
+    t0 = time.perf_counter()
+    run_arm(spec, Path(store))
+    return arm_key(spec)[0], time.perf_counter() - t0
+
+
+def _init_worker() -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     from transformers.utils import logging as hf_logging
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def train_missing(specs: list[tuple[str, ArmSpec]], store: Path, jobs: int, log: Any) -> int:
+    """Train every spec not yet stored (each key once), ``jobs`` at a time; returns how many were trained."""
+    todo: dict[str, tuple[str, ArmSpec]] = {}
+    for label, spec in specs:
+        key = arm_key(spec)[0]
+        if key not in todo and not stored_path(store, key).is_file():
+            todo[key] = (label, spec)
+    if not todo:
+        return 0
+    log(f"training {len(todo)} arms ({jobs} at a time); finished arms are kept in {store}")
+    t0, done = time.perf_counter(), 0
+    labels = {key: label for key, (label, _) in todo.items()}
+    work = [(spec, str(store)) for _, spec in todo.values()]
+    if jobs <= 1:
+        _init_worker()
+        results = map(_train_one, work)
+        for key, seconds in results:
+            done += 1
+            log(_progress(done, len(todo), labels[key], seconds, t0))
+    else:
+        with multiprocessing.get_context("spawn").Pool(jobs, initializer=_init_worker, maxtasksperchild=8) as pool:
+            for key, seconds in pool.imap_unordered(_train_one, work):
+                done += 1
+                log(_progress(done, len(todo), labels[key], seconds, t0))
+    return done
+
+
+def _progress(done: int, total: int, label: str, seconds: float, t0: float) -> str:
+    elapsed = time.perf_counter() - t0
+    eta = elapsed / done * (total - done)
+    return f"  [{done}/{total}] {label}: {seconds:.0f}s (elapsed {elapsed / 60:.1f} min, about {eta / 60:.0f} min left)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", default="all", help="'all', or comma-separated method names / area:<area>")
+    parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULT_SEEDS)
+    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
+    parser.add_argument("--eval-every", type=int, default=DEFAULT_EVAL_EVERY, help="held-out curve point every N steps")
+    parser.add_argument("--eval-problems", type=int, default=EVAL.greedy_problems,
+                        help="size of the fixed held-out set (greedy); the sampled and curve subsets scale with it")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="arms trained at a time")
+    parser.add_argument("--out", type=Path, help="write the store, results, table and curves under this folder "
+                        "instead of benchmarks/reproduce/ and docs/")
+    parser.add_argument("--no-train", action="store_true", help="train nothing: rebuild the table from stored arms "
+                        "and list the rows whose arms are missing at this code revision")
+    parser.add_argument("--list", action="store_true", help="list the discovered methods and exit")
+    args = parser.parse_args(argv)
+    from benchmarks.reproduce import report
+
     available = discover_methods()
     if args.list:
         for name, (area, m) in sorted(available.items()):
-            print(f"{area:12s} {name:28s} {m.paper:10s} {m.measure} {m.direction}")
+            print(f"{area:12s} {name:28s} {m.paper:18s} " + "; ".join(f"{p.measure} {p.direction}" for p in m.parts))
         return 0
-    if args.doc_only:
-        write_doc(json.loads(RESULTS.read_text()))
-        return 0
-    if args.steps % args.eval_every:
-        raise SystemExit("--steps must be a multiple of --eval-every")
-    for area, method in _select(args.methods, available):
-        print(f"{method.name} ({area}, {method.paper})", flush=True)
-        row = evaluate_method(area, method, args.seeds, args.steps, args.eval_every, not args.no_cache,
-                              lambda s: print(s, flush=True))
-        row["updated"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        # Re-read just before writing: other engineers may have added their rows meanwhile.
-        results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {"rows": {}}
-        results["rows"][method.name] = row
-        print(f"  -> {row['verdict']}: " + "; ".join(f"{f['measure']} {f['method']} vs {f['baseline']}" for f in row["figures"]))
-        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
-        write_doc(results)
-    print(f"wrote {RESULTS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
-    return 0
+    if args.steps < 1 or args.steps % args.eval_every:
+        raise SystemExit("--steps must be a positive multiple of --eval-every")
+    if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 2:
+        raise SystemExit("--seeds needs at least 2 distinct seeds (the statistics are paired over seeds)")
+    if not 20 <= args.eval_problems <= 20000:
+        raise SystemExit("--eval-problems must be between 20 and 20000")
+    scale = args.eval_problems / EVAL.greedy_problems
+    spec = replace(EVAL, greedy_problems=args.eval_problems, sampled_problems=max(10, round(EVAL.sampled_problems * scale)),
+                   curve_problems=max(10, round(EVAL.curve_problems * scale)))
+    places = Places.under(args.out) if args.out else Places.default()
+    _init_worker()
+    log = lambda s: print(s, flush=True)  # noqa: E731
+    chosen = select(args.methods, available)
+    plans = [plan_row(area, m, args.seeds, args.steps, args.eval_every, spec, places.store) for area, m in chosen]
+    if not args.no_train:
+        probe = [(f"{p.method.name} seed {s} {role}", a) for p in plans if p.method.applicable
+                 for s, c, m in p.pairs[:PROBE_SEEDS] for role, a in (("comparison", c), ("method", m))]
+        train_missing(probe, places.store, args.jobs, log)
+        rest = [(f"{p.method.name} seed {s} {role}", a) for p in plans if report.applicability(p, places.store) is None
+                for s, c, m in p.pairs for role, a in (("comparison", c), ("method", m))]
+        train_missing(rest, places.store, args.jobs, log)
+    rows, missing = report.build_rows(plans, places.store)
+    report.write(places, rows, args)
+    for name, count in missing.items():
+        log(f"  {name}: {count} arms not stored at this code revision: run without --no-train to train them")
+    print(f"wrote {places.results}, {places.doc} and {places.curves}")
+    return 1 if missing and args.no_train else 0
 
 
 if __name__ == "__main__":

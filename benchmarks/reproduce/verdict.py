@@ -1,68 +1,52 @@
-"""Paired comparison over seeds -> the "direction measured here" column, and the markdown table.
+"""Verdicts from paired statistics: one per part of a claim, and the row's from its parts.
 
-Each seed's method value is paired with the same seed's baseline value. A difference is *clear* when every
-seed's difference has the same sign and the mean difference is at least twice its standard error
-(sd / sqrt(n)); otherwise the table says "no clear difference with the seed spread". This is a coarse rule
-for 3 seeds, meant to stop a reader from over-reading noise, not a significance test.
+A part claiming a direction ('higher' / 'lower') is *as claimed* when the 95% confidence interval of the
+paired effect lies on the claimed side of zero, *opposite* when it lies on the other side, and otherwise
+*no detectable difference*, stated together with the minimum detectable effect (a difference smaller than
+that could be there unseen). A part claiming no change ('same') is *as claimed* when the interval holds zero,
+again with the minimum detectable effect, and *opposite* when it excludes zero. With a 5% two-sided test per
+part, about one part in twenty of a method that does nothing reads as a difference.
+
+A row is *not applicable* when the method cannot act on this task (the reason is given); otherwise *as
+claimed* when every part is, *opposite* when no part is and one is opposite, *no detectable difference* when
+no part is either, and *partly as claimed* in between.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from typing import Any
+from benchmarks.reproduce.stats import Paired
+
+AS_CLAIMED, OPPOSITE, UNDETECTED, PARTLY, NOT_APPLICABLE = (
+    "as claimed", "opposite", "no detectable difference", "partly as claimed", "not applicable")
 
 
-def paired_direction(method: list[float], baseline: list[float]) -> str:
-    """'higher', 'lower' or 'unclear' for method vs baseline over paired seeds."""
-    diffs = [m - b for m, b in zip(method, baseline, strict=True)]
-    if len(diffs) < 2 or not all(math.isfinite(d) for d in diffs):
-        return "unclear"
-    mean = statistics.fmean(diffs)
-    se = statistics.stdev(diffs) / math.sqrt(len(diffs))
-    same_sign = all(d > 0 for d in diffs) or all(d < 0 for d in diffs)
-    if same_sign and abs(mean) >= 2 * se:
-        return "higher" if mean > 0 else "lower"
-    return "unclear"
+def part_verdict(direction: str, p: Paired) -> str:
+    """AS_CLAIMED, OPPOSITE or UNDETECTED for one part (``direction``: 'higher', 'lower' or 'same')."""
+    if p.n < 2 or p.mde != p.mde:  # nan: too few seeds to say anything
+        return UNDETECTED
+    if direction == "same":
+        return OPPOSITE if p.significant else AS_CLAIMED
+    if not p.significant:
+        return UNDETECTED
+    measured = "higher" if p.effect > 0 else "lower"
+    return AS_CLAIMED if measured == direction else OPPOSITE
 
 
-def verdict(expected: str, measured: str) -> str:
-    """The table's wording for what was measured against what the paper claims."""
-    if measured == "unclear":
-        return "as claimed (no clear difference)" if expected == "same" else "no clear difference with the seed spread"
-    if expected == "same":
-        return f"opposite (clearly {measured})"
-    return "as claimed" if measured == expected else "opposite"
+def row_verdict(parts: list[str]) -> str:
+    if parts and all(v == AS_CLAIMED for v in parts):
+        return AS_CLAIMED
+    if AS_CLAIMED in parts:
+        return PARTLY
+    return OPPOSITE if OPPOSITE in parts else UNDETECTED
 
 
-def mean_sd(values: list[float], fmt: str) -> str:
-    finite = [v for v in values if math.isfinite(v)]
-    if not finite:
-        return "n/a"
-    if len(finite) == 1:
-        return fmt.format(finite[0])
-    return f"{fmt.format(statistics.fmean(finite))} ± {fmt.format(statistics.stdev(finite))}"
-
-
-_SHORT = {"higher": "clearly higher", "lower": "clearly lower", "unclear": "no clear difference"}
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """One line per method: claim, direction expected and measured, figures (method vs baseline)."""
-    lines = [
-        "| method | paper | claim (METHODS.md) | measured quantity | claimed direction | direction measured here | figures: method vs comparison arm (mean ± sd over seeds; paired direction) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        figures = "; ".join(
-            f"{f['measure']}: {f['method']} vs {f['baseline']} ({_SHORT[f['direction']]})" for f in row["figures"]
-        )
-        seeds = " ".join(str(s) for s in row.get("seeds", []))
-        lines.append("| " + " | ".join(_cell(str(x)) for x in (
-            f"{row['method']} ({row.get('steps', '?')} steps; seeds {seeds})", f"`{row['paper']}`", row["claim"], row["measure"], row["direction"], row["verdict"], figures,
-        )) + " |")
-    return "\n".join(lines)
+def describe(direction: str, verdict: str, p: Paired, fmt: str) -> str:
+    """The part's verdict in words, with the minimum detectable effect where nothing was detected."""
+    mde = fmt.format(p.mde) if p.mde == p.mde else "n/a"
+    if verdict == AS_CLAIMED and direction == "same":
+        return f"as claimed: no detectable difference (minimum detectable {mde})"
+    if verdict == UNDETECTED:
+        return f"no detectable difference (minimum detectable {mde})"
+    if verdict == OPPOSITE and direction == "same":
+        return f"opposite: {'higher' if p.effect > 0 else 'lower'}"
+    return verdict

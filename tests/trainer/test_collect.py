@@ -63,6 +63,7 @@ def test_default_collect_is_exactly_plain_grpo(random_model_dir: Path, tmp_path:
     assert torch.equal(ro.group_ids, torch.arange(len(samples)).repeat_interleave(G))
     assert ro.metrics["budget/rollouts_generated"] == ro.metrics["budget/rollouts_used"] == len(samples) * G
     assert ro.metrics["budget/generation_rounds"] == 1
+    assert ro.metrics["budget/tokens_generated"] == int(batch.lengths.sum()) > 0
 
 
 def test_dynamic_sampling_trains_only_on_informative_groups(warm_model_dir: Path, tmp_path: Path) -> None:
@@ -78,6 +79,8 @@ def test_dynamic_sampling_trains_only_on_informative_groups(warm_model_dir: Path
         assert m["budget/generation_rounds"] > 1  # the warm model leaves many all-wrong groups to refill
         total += m["budget/rollouts_generated"]
         assert m["budget/cumulative_rollouts"] == total
+        # dropped groups' tokens count too: more than the trained batch holds
+        assert m["budget/tokens_generated"] > int(ro.batch.lengths.sum())
 
 
 def test_vigor_spends_the_fixed_budget_unevenly(warm_model_dir: Path, tmp_path: Path) -> None:

@@ -288,7 +288,7 @@ _SUMMED = {
     # rank's value is its share of the step's value
     "actor/loss", "actor/pg_loss", "actor/kl", "actor/entropy", "actor/clip_frac", "actor/dual_clip_frac",
     "budget/rollouts_generated", "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups",
-    "budget/abandoned_groups", "budget/silent_rollouts", "rarity/groups_redistributed",
+    "budget/abandoned_groups", "budget/silent_rollouts", "rarity/groups_redistributed", "budget/tokens_generated",
     "perf/gen_tokens_per_s", "perf/train_tokens_per_s",  # the run's aggregate throughputs
     "perf/step_tokens",  # each rank's rollouts' tokens (trainer/step/progress.py sums them over steps)
 }
@@ -297,7 +297,7 @@ _SUMMED = {
 _SUMMED_WHEN_REPLICATED = {
     "actor/loss", "actor/pg_loss", "actor/kl", "actor/entropy", "actor/clip_frac", "actor/dual_clip_frac",
     "budget/rollouts_generated", "budget/prompts_drawn", "budget/abandoned_groups", "budget/silent_rollouts",
-    "perf/gen_tokens_per_s",
+    "budget/tokens_generated", "perf/gen_tokens_per_s",
 }
 # Equal on every rank (after the gradient all-reduce, or computed from all-gathered state).
 _IDENTICAL = {

@@ -300,6 +300,8 @@ def _assemble(
     metrics = {
         "budget/rollouts_generated": float(sum(len(b) for b, _ in calls.done)),
         "budget/rollouts_used": float(used),
+        # completion tokens of every rollout generated this step, dropped and abandoned ones included
+        "budget/tokens_generated": float(sum(int(b.lengths.sum()) for b, _ in calls.done)),
         "budget/cumulative_rollouts": float(run.sampler.rollouts_observed),
         "budget/generation_rounds": float(rounds),
         "budget/generation_calls": float(calls.count),
