@@ -1,6 +1,7 @@
-"""Reproduction harness: each catalogued method against plain GRPO on the tiny model (issue 5).
+"""Reproduction harness: each catalogued method against its comparison arm on the chain-arithmetic
+reasoning task, 8 paired seeds, with effect, 95% interval and minimum detectable effect per claim part.
 
-``python -m benchmarks.reproduce.run --methods all --seeds 0 1 2 --steps 100`` trains every method and a
-plain-GRPO baseline with the same seeds and budget, then writes results.json and docs/reproduction.md.
-Methods are listed in ``methods_<area>.py`` files, each exposing ``METHODS: list[Method]``.
+``python -m benchmarks.reproduce.run`` trains what is not stored yet (arms keyed by code revision, model hashes
+and config) and rewrites results.json, docs/reproduction.md and docs/reproduction_curves.csv. Methods are
+listed in ``methods_<area>.py`` files, each exposing ``METHODS: list[Method]``; README.md says the rest.
 """

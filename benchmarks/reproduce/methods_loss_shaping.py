@@ -75,14 +75,16 @@ _register("rarity_groups", "groups whose positive advantage was actually redistr
           "cluster), summed over the run", rarity_groups, "{:.0f}")
 
 
-def _never(measure: str, below: float, what: str):  # type: ignore[no-untyped-def]
-    """An applicability rule: not applicable when ``measure`` of every probe arm is below ``below``."""
+def _never(measure: str, below: float, what: str, arm: str = "method"):  # type: ignore[no-untyped-def]
+    """An applicability rule: not applicable when ``measure`` of every probe seed's ``arm`` ('method' or
+    'comparison') is below ``below``."""
     def rule(method: list[ArmResult], comparison: list[ArmResult]) -> str | None:
         fn = MEASURES[measure].fn
-        values = [fn(m, c) for m, c in zip(method, comparison, strict=True)]
+        arms = method if arm == "method" else comparison
+        values = [fn(a, a) for a in arms]
         if all(v < below for v in values):
             shown = ", ".join(MEASURES[measure].fmt.format(v) for v in values)
-            return f"{what} ({measure} {shown} on the probe seeds)"
+            return f"{what} ({measure} of the {arm} arm {shown} on the probe seeds)"
         return None
     return rule
 
@@ -162,8 +164,8 @@ METHODS: list[Method] = [
                ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy")),
         overrides={"shaping": {"overlong_buffer": 16, "overlong_penalty_factor": 1.0}},
         figures=("response_len_last", "final_accuracy"),
-        applicable=_never("truncated_frac", 0.002, "hardly any completion reached the length limit in either arm, so "
-                          "there was nothing to punish"),
+        applicable=_never("truncated_frac", 0.002, "without the penalty hardly any completion reached the length "
+                          "limit, so there were no truncated samples for it to remove", arm="comparison"),
         note="buffer 16 of 80 tokens (DAPO: 4096 of 20480); the longest correct scratchpads (68 tokens) fall in the "
         "buffer, as long correct answers do in DAPO's setting.",
     ),

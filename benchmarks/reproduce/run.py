@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reproduce.arms import ArmSpec, arm_key, load_arm, run_arm, stored_path
+from benchmarks.reproduce.arms import ArmSpec, arm_key, run_arm, stored_path
 from benchmarks.reproduce.baseline import BASELINE, deep_merge
 from benchmarks.reproduce.evaluation import EVAL, EvalSpec
 from benchmarks.reproduce.measures import MEASURES

@@ -1,0 +1,87 @@
+"""A two-row smoke of the reproduction harness (benchmarks/reproduce/run.py), end to end on real training.
+
+The built-in chain models are built for real but cut short (tests/trainer/build_helpers.py) in a fresh model
+cache; each arm trains 2 steps and is scored on 40 held-out problems. What is checked is the machinery the
+table rests on: every row gets paired statistics, the store resumes (a second run trains nothing and rewrites
+the same files), a missing arm is found by ``--no-train`` and retrained alone, and an applicability rule turns
+a row "not applicable" from its probe seeds.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.trainer.build_helpers import quick_builds
+from trainer.models.tiny_model import ensure_tiny_model
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+ROWS = "dapo_dynamic_sampling,cue_grpo_rarity"
+
+
+def _run(home: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "benchmarks.reproduce.run", "--methods", ROWS, "--seeds", "0", "1", "--steps", "2",
+           "--eval-every", "1", "--eval-problems", "40", "--jobs", "1", "--out", str(out), *extra]
+    env = {**os.environ, "RLVR_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_two_rows_train_compare_resume_and_regenerate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = quick_builds(monkeypatch, tmp_path / "rlvr-home")
+    ensure_tiny_model("tiny:chain", log=lambda m: None)  # and its teacher, which it starts from
+    out = tmp_path / "out"
+
+    first = _run(home, out)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "training" in first.stdout
+    results = json.loads((out / "results.json").read_text())["rows"]
+    assert set(results) == {"dapo_dynamic_sampling", "cue_grpo_rarity"}
+    ds = results["dapo_dynamic_sampling"]
+    assert ds["seeds"] == [0, 1] and ds["verdict"] in ("as claimed", "no detectable difference", "opposite", "partly as claimed")
+    part = ds["parts"][0]
+    assert part["measure"] == "zero_std_frac_early" and part["paired"]["n"] == 2
+    assert {"effect", "ci_low", "ci_high", "mde", "relative"} <= set(part["paired"])
+    assert [c["measure"] for c in ds["costs"]] == ["rollouts_total", "tokens_total", "wall_total_s"]
+    assert all(a["code_revision"] and a["models"]["policy"] for a in ds["arms"])
+    # two 2-step arms per seed, plus the cue row's method arms (its comparison is the same plain GRPO)
+    stored = sorted((out / "arms").glob("*.json.gz"))
+    assert len(stored) == 6
+    cue = results["cue_grpo_rarity"]
+    if cue["verdict"] == "not applicable":  # 2 steps rarely see two clusters of correct answers
+        assert "rarity_groups" in cue["reason"] and cue["parts"] == []
+    doc = (out / "reproduction.md").read_text()
+    assert "**dapo_dynamic_sampling**" in doc and "min. detectable" in doc and "--methods dapo_dynamic_sampling" in doc
+    with (out / "reproduction_curves.csv").open() as f:
+        curve = list(csv.DictReader(f))
+    assert {r["step"] for r in curve} == {"0", "1", "2"} and {r["role"] for r in curve} == {"method", "comparison"}
+
+    again = _run(home, out)  # resume: everything is stored, nothing trains, the same files come out
+    assert again.returncode == 0 and "training" not in again.stdout, again.stdout + again.stderr
+    assert (out / "reproduction.md").read_text() == doc
+
+    stored[0].unlink()  # one arm lost: --no-train says so, a normal run retrains that one only
+    missing = _run(home, out, "--no-train")
+    assert missing.returncode == 1 and "arms not stored at this code revision" in missing.stdout
+    resumed = _run(home, out)
+    assert resumed.returncode == 0 and "training 1 arms" in resumed.stdout, resumed.stdout + resumed.stderr
+    retrained = json.loads((out / "results.json").read_text())["rows"]
+    # training is deterministic: the retrained arm gives the same figures (only its seconds differ)
+    for name, row in results.items():
+        assert [p["method_values"] for p in retrained[name]["parts"]] == [p["method_values"] for p in row["parts"]]
+        assert [p["comparison_values"] for p in retrained[name]["parts"]] == [p["comparison_values"] for p in row["parts"]]
+
+
+def test_bad_arguments_are_refused_with_the_fix() -> None:
+    for args, message in ((["--seeds", "0"], "at least 2 distinct seeds"), (["--steps", "5", "--eval-every", "2"],
+                          "multiple of --eval-every"), (["--methods", "nope"], "unknown method 'nope'"),
+                          (["--eval-problems", "5"], "between 20 and 20000")):
+        done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce.run", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
