@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install vllm-env demo test lint typecheck pytest bench clean
+.PHONY: install vllm-env system-packages demo test test-compose lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,23 +39,41 @@ vllm-env: $(if $(filter none,$(VLLM)),,$(VLLM_STAMP))
 
 install: $(STAMP) vllm-env
 
+# System packages (chromium, bubblewrap, ...): installed when root with apt-get, else the one command to run.
+system-packages:
+	bash deploy/system-packages.sh test
+
 demo: $(STAMP)
+	bash deploy/system-packages.sh demo
 	$(BIN)/rlvr stack --demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The tiny model is built (once, ~1 min, cached under $$RLVR_HOME) before pytest so no test pays for it.
-pytest: $(STAMP) vllm-env
+pytest: $(STAMP) vllm-env system-packages
 	$(BIN)/rlvr init-model --model tiny:addition
 	$(BIN)/rlvr init-model --model tiny:addition-teacher
 	$(BIN)/python -m pytest
 
 # Lint, types, then every test (pytest exits 5 when it collects nothing: that fails too).
 test: lint typecheck pytest
+
+# Self-hosting for real (tests/compose/, docs/self_hosting.md): builds the images from Debian's packages
+# (no registry of images), starts docker-compose.yml with Compose v2 on host networking, trains a demo run in
+# the worker container, then down/up, a killed worker and a backup restore. Root with apt-get: installs
+# docker.io and debootstrap and starts dockerd. About 15-20 min cold on 2 cores; the base images are kept.
+test-compose: $(STAMP)
+	bash deploy/system-packages.sh compose
+	bash deploy/compose/engine.sh $(BIN)/python
+	$(BIN)/rlvr init-model --model tiny:chain
+	$(BIN)/rlvr init-model --model tiny:chain-teacher
+	$(BIN)/python -m pytest -m compose tests/compose
+	@cat .cache/compose-figures.json
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -52,7 +52,7 @@ def command_words(service: dict[str, Any]) -> list[str]:
 
 def variables_read_by_code() -> set[str]:
     names: set[str] = set()
-    for package in ("webapp", "workers", "trainer"):
+    for package in ("webapp", "workers", "trainer", "rlvr_client"):
         for path in (REPO / package).rglob("*.py"):
             for match in ENV_READ.finditer(path.read_text(encoding="utf-8")):
                 names.add(match.group(1) or match.group(2))
@@ -80,16 +80,53 @@ def module_file(module: str) -> Path:
 def test_the_stack_has_every_service_from_one_image(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert {"postgres", "redis", *APP_SERVICES} <= set(services)
-    assert {services[name]["image"] for name in APP_SERVICES} == {"rlvr-studio:latest"}
+    assert {services[name]["image"] for name in APP_SERVICES} == {"rlvr-studio:0.1.0"}
     assert all(services[name]["build"]["context"] == "." for name in APP_SERVICES)
-    assert (REPO / "Dockerfile").read_text(encoding="utf-8").startswith("#") and "FROM python:3.11-slim" in (
-        REPO / "Dockerfile"
-    ).read_text(encoding="utf-8")
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    assert dockerfile.startswith("#") and "ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\n" in dockerfile
 
 
-def test_every_service_has_a_healthcheck(compose: dict[str, Any]) -> None:
+def test_every_image_is_pinned_to_a_version(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
+        image = service["image"]
+        assert ":" in image and not image.endswith(":latest"), f"{name}: {image} is not pinned"
+
+
+def test_the_app_image_runs_as_its_own_unprivileged_user() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    assert "useradd --create-home --uid 1000 rlvr" in dockerfile
+    assert dockerfile.rstrip().splitlines()[-1].startswith("CMD") and "\nUSER rlvr\n" in dockerfile
+    assert dockerfile.count("\nUSER ") == 1
+
+
+def test_every_long_running_service_has_a_healthcheck(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        if service.get("restart") == "no":  # one-shot (migrate): waited on by service_completed_successfully
+            continue
         assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
+
+
+def test_migrations_run_once_in_their_own_service_before_web_and_workers(compose: dict[str, Any]) -> None:
+    migrate = compose["services"]["migrate"]
+    assert command_words(migrate) == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["restart"] == "no" and "migrate" not in migrate["depends_on"]
+    for name in (*APP_SERVICES, "worker-cpu"):
+        service = compose["services"][name]
+        assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
+        assert "migrate" not in command_words(service), f"{name} must not migrate itself (two web replicas would race)"
+
+
+def test_the_local_override_names_only_local_images_and_host_networking() -> None:
+    class ComposeLoader(yaml.SafeLoader):  # Compose's own tag: `!reset` drops what the base file set
+        pass
+
+    ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+    text = (REPO / "deploy" / "compose" / "docker-compose.local.yml").read_text(encoding="utf-8")
+    override: dict[str, Any] = yaml.load(text, Loader=ComposeLoader)
+    for name, service in override["services"].items():
+        assert service["network_mode"] == "host", name
+        assert service["image"].startswith(("rlvr-local/", "rlvr-studio:")), name
+    assert override["services"]["web"]["build"]["args"]["TORCH_EXPECT"] == "2.13.0+cpu"
 
 
 def test_the_database_and_runs_live_in_named_volumes(compose: dict[str, Any]) -> None:

@@ -6,10 +6,16 @@ have a maximum length, and free-form JSON (verifier params, task configs) may no
 lone UTF-16 surrogates, non-finite numbers or nesting deeper than ``MAX_DEPTH``. PostgreSQL refuses NUL
 and lone surrogates in text and jsonb, so without this check such a value is a server error on save.
 
-``strict_json_loads`` is the reader the web API parses bodies with: it measures bracket depth in one
-linear pass before ``json.loads`` (which recurses, and raises RecursionError on a 100,000-deep array),
-refuses the ``NaN`` / ``Infinity`` literals Python's json accepts, and then walks the result for the
-characters above. Importable without torch or Django.
+``strict_json_loads`` and ``safe_yaml_load`` are the readers every body and config text is parsed with
+(webapp/api/parsers.py, webapp/experiments/config_text.py, trainer/config/loading.py). Each refuses, in
+time linear in the text and before building deep objects: nesting past ``MAX_DEPTH`` (JSON: one pass over
+the brackets before ``json.loads``, which recurses; YAML: PyYAML's event stream with a depth counter, stopped
+at the first level too deep, since a full parse of nested flow collections is quadratic), the ``NaN`` /
+``Infinity`` literals Python's json accepts, floats that overflow, and integers of more than
+``MAX_INT_DIGITS`` digits (Python refuses to convert those past 4,300 digits with a bare ValueError, and a
+number that large fits no field). Then they walk the result for the characters above. Every refusal is an
+``UnsafeInput`` (a ValueError) or, for YAML, a ``yaml.MarkedYAMLError`` naming the line. No global int
+limit is changed. Importable without torch or Django.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ MAX_NAME_CHARS = 200  # names, labels, paths of a config
 MAX_LIST_ITEMS = 1024  # any config list (verifiers, weights, benchmarks, criteria)
 MAX_NODES = 2_000_000  # values (strings, numbers, containers) in one body or config
 MAX_SEED = 2**32 - 1  # numpy's legacy seeding takes 32 bits; torch.manual_seed and bigint hold it too
+# Integer literals: 300 digits keeps every integer convertible to a finite float (the largest is ~1.8e308), so a
+# number field given an integer never overflows; config integers are far smaller (MAX_SEED has 10 digits).
+MAX_INT_DIGITS = 300
+_MAX_INT = 10**MAX_INT_DIGITS
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -68,6 +78,8 @@ def check_plain_value(value: Any, path: str = "", max_depth: int = MAX_DEPTH, ma
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise UnsafeInput(f"is {item}, but numbers must be finite", where)
+        elif isinstance(item, int) and not -_MAX_INT < item < _MAX_INT:
+            raise UnsafeInput(_too_many_digits(), where)
         elif isinstance(item, dict | list | tuple):
             if depth >= max_depth:
                 raise UnsafeInput(f"is nested more than {max_depth} levels deep: flatten it", where)
@@ -101,46 +113,109 @@ def _refuse_constant(name: str) -> Any:
     raise UnsafeInput(f"JSON holds {name}, but numbers must be finite (NaN and Infinity are not JSON)")
 
 
+def _too_many_digits() -> str:
+    return f"is an integer of more than {MAX_INT_DIGITS} digits, larger than any field accepts: send a smaller number"
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip("-")) > MAX_INT_DIGITS:  # before int(): past 4,300 digits it raises a bare ValueError
+        raise UnsafeInput(f"JSON holds a number that {_too_many_digits()}")
+    return int(literal)
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise UnsafeInput(f"JSON holds the number {literal[:40]}, which overflows a float: numbers must be finite")
+    return value
+
+
 def strict_json_loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
-    """``json.loads`` that refuses deep nesting, NaN/Infinity, NUL and lone surrogates (UnsafeInput), and
-    raises ``json.JSONDecodeError`` / ``UnicodeDecodeError`` for text that is not JSON."""
+    """``json.loads`` that refuses deep nesting, NaN/Infinity, floats that overflow, integers of more than
+    ``MAX_INT_DIGITS`` digits, NUL and lone surrogates (UnsafeInput), and raises ``json.JSONDecodeError`` /
+    ``UnicodeDecodeError`` for text that is not JSON."""
     problem = json_depth_problem(text, max_depth)
     if problem:
         raise UnsafeInput(problem)
-    value = json.loads(text, parse_constant=_refuse_constant)
+    value = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
     check_plain_value(value, max_depth=max_depth)
     return value
 
 
-class _BoundedYamlLoader(yaml.SafeLoader):
-    """PyYAML's safe loader without aliases (``*name`` repeats a node: a few lines can expand to billions of
-    values, the 'billion laughs') and with nesting capped at MAX_DEPTH."""
+# libyaml's parser where PyYAML was built with it (the wheels are): the same events, in C.
+_YamlParser: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_COLLECTION_START = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+_COLLECTION_END = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
-    _depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases (*name) are not accepted: write the value out", mark
+def _yaml_refusal(problem: str, mark: Any) -> yaml.MarkedYAMLError:
+    return yaml.composer.ComposerError(None, None, problem, mark)
+
+
+def check_yaml_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+    """Refuse (a ``yaml.MarkedYAMLError`` with the line) anchors and aliases, nesting deeper than ``max_depth``
+    and more than ``max_nodes`` values, reading YAML's event stream and stopping at the first one.
+
+    Events are linear in the text and hold no objects. The stop matters: PyYAML's scanner keeps each open
+    flow collection as a possible key, so reading all of ``[[[[...`` is quadratic (37 s for 40 KB)."""
+    yaml.reader.Reader(text)  # PyYAML's check for characters YAML does not allow, naming where (libyaml's differs)
+    try:
+        _check_events(yaml.parse(text, Loader=_YamlParser), max_depth, max_nodes)
+    except yaml.scanner.ScannerError as err:
+        if "nesting depth" not in str(err.problem):
+            raise
+        # libyaml stops at its own limit (1,000 levels) while looking ahead, before the events reach ours.
+        raise _yaml_refusal(f"YAML nests more than {max_depth} levels deep: flatten it", err.problem_mark) from None
+
+
+def _check_events(events: Any, max_depth: int, max_nodes: int) -> None:
+    depth = nodes = 0
+    for event in events:
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise _yaml_refusal(
+                "YAML anchors and aliases (&name, *name) are not accepted: write each value out", event.start_mark
             )
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"YAML nests more than {MAX_DEPTH} levels deep", mark)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        if isinstance(event, _COLLECTION_START):
+            depth += 1
+            if depth > max_depth:
+                raise _yaml_refusal(f"YAML nests more than {max_depth} levels deep: flatten it", event.start_mark)
+        elif isinstance(event, _COLLECTION_END):
+            depth -= 1
+        if isinstance(event, (*_COLLECTION_START, yaml.ScalarEvent)):
+            nodes += 1
+            if nodes > max_nodes:
+                raise _yaml_refusal(f"YAML holds more than {max_nodes:,} values: send less data", event.start_mark)
 
 
-def safe_yaml_load(text: str) -> Any:
-    """``yaml.safe_load`` refusing aliases and deep nesting (a ``yaml.YAMLError`` naming the line)."""
+class _BoundedYamlLoader(_YamlParser):  # type: ignore[misc, valid-type]
+    """The safe loader whose integers are bounded: YAML ints may be hexadecimal or base 60 (``1:30``), so
+    both the literal's length and the value's size are checked."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        literal = str(node.value)
+        if len(literal.lstrip("+-")) > MAX_INT_DIGITS + 2:  # room for a 0x / 0b / 0o prefix
+            raise _yaml_refusal(f"this number {_too_many_digits()}", node.start_mark)
+        value = int(yaml.constructor.SafeConstructor.construct_yaml_int(self, node))
+        if not -_MAX_INT < value < _MAX_INT:
+            raise _yaml_refusal(f"this number {_too_many_digits()}", node.start_mark)
+        return value
+
+
+_BoundedYamlLoader.add_constructor("tag:yaml.org,2002:int", _BoundedYamlLoader.construct_yaml_int)
+
+
+def safe_yaml_load(text: str, max_depth: int = MAX_DEPTH) -> Any:
+    """``yaml.safe_load`` that first refuses anchors, aliases, deep nesting and too many values in one bounded
+    pass (``check_yaml_events``), bounds integers (a ``yaml.MarkedYAMLError`` naming the line for each), then
+    refuses NUL, lone surrogates and non-finite numbers in the result (UnsafeInput, with the dotted path)."""
+    check_yaml_events(text, max_depth)
     loader = _BoundedYamlLoader(text)
     try:
-        return loader.get_single_data()
+        value = loader.get_single_data()
     finally:
         loader.dispose()
+    check_plain_value(value, max_depth=max_depth)
+    return value
 
 
 class BoundedModel(BaseModel):

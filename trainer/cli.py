@@ -42,9 +42,11 @@ def _cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _cmd_init_model(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
-    from trainer.models.tiny_model import BuildProgress, ensure_tiny_model, recipe_for, tiny_model_path
+    """Build a built-in model, printing its progress and time left as the run page's build phase words them
+    (the same ``model_build_reporter``): a line rewritten in a terminal, a line every few seconds elsewhere."""
+    from trainer.models.tiny_model import ensure_tiny_model, recipe_for, tiny_model_path
+    from trainer.sinks import PhaseLines
+    from trainer.step.run_setup import model_build_reporter
 
     name = args.model
     if args.teacher and not name.endswith("-teacher"):  # the teacher of --model
@@ -59,19 +61,8 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
         import shutil
 
         shutil.rmtree(tiny_model_path(name), ignore_errors=True)
-    columns = (
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("SFT steps"),
-        TimeRemainingColumn(), TextColumn("loss {task.fields[loss]}"),
-    )
-    with Progress(*columns, transient=True) as progress:
-        tasks: dict[str, TaskID] = {}
-
-        def show(p: BuildProgress) -> None:
-            if p.model not in tasks:
-                tasks[p.model] = progress.add_task(f"building {p.model}", total=p.total, loss="-")
-            progress.update(tasks[p.model], completed=p.done, total=p.total, loss=f"{p.loss:.3f}")
-
-        path = ensure_tiny_model(name, sft_steps=args.sft_steps, on_progress=show, log=progress.console.print)
+    report = model_build_reporter(PhaseLines(sys.stderr))  # progress on stderr; the notes and the folder on stdout
+    path = ensure_tiny_model(name, sft_steps=args.sft_steps, on_progress=report, log=lambda m: print(m, flush=True))
     print(path)
     return 0
 
@@ -137,25 +128,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if args.steps:
         data["training"]["max_steps"] = args.steps
     code = _run_training(data, args, source="preset demo")
-    _report_demo_accuracy(data["model"]["name_or_path"], data["checkpoint"]["output_dir"])
+    _report_demo_accuracy(data["evaluation"]["benchmarks"][0], data["checkpoint"]["output_dir"])
     return code
 
 
-def _report_demo_accuracy(base_model: str, output_dir: str) -> None:
-    """Greedy accuracy on 500 held-out problems before and after: the demo's headline number."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def _report_demo_accuracy(benchmark: str, output_dir: str) -> None:
+    """The demo's headline from the run's own evaluations (its metrics.jsonl): greedy accuracy on the held-out
+    problems before training (step 0) and after the last step."""
+    from trainer.evaluation.config import GREEDY_ACCURACY
+    from trainer.evaluation.suite import builtin_benchmark
 
-    from trainer.models.checkpoint import latest_checkpoint
-    from trainer.models.tiny_model import greedy_accuracy, resolve_model_path
-
-    final = latest_checkpoint(output_dir)
-    if final is None:
+    bench = builtin_benchmark(benchmark)
+    key = f"eval/{bench.name}/{GREEDY_ACCURACY}"
+    path = Path(output_dir) / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.exists() else []
+    points = [(row["step"], row[key]) for row in rows if key in row]
+    if len(points) < 2:
         return
-    accuracy = [
-        greedy_accuracy(AutoModelForCausalLM.from_pretrained(d), AutoTokenizer.from_pretrained(d), base_model, n=500)
-        for d in (resolve_model_path(base_model), str(final))
-    ]
-    print(f"greedy accuracy on 500 held-out problems: {accuracy[0]:.3f} before training -> {accuracy[1]:.3f} after")
+    (first_step, first), (last_step, last) = points[0], points[-1]
+    print(f"greedy accuracy on {bench.data.size} held-out problems: {first:.3f} at step {first_step} -> "
+          f"{last:.3f} at step {last_step}")
 
 
 def _add_training_flags(p: argparse.ArgumentParser) -> None:

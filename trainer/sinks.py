@@ -115,7 +115,7 @@ def unpack_token_arrays(blob: bytes) -> tuple[list[int], dict[str, list[float]]]
 class StepReport:
     """What one training step produced."""
 
-    step: int  # 1-based
+    step: int  # 1-based; 0 for the evaluation before the first update (evaluation.eval_at_start), which has no rollouts
     max_steps: int
     metrics: dict[str, float]  # stable namespaced keys, e.g. rollout/reward_mean, actor/pg_loss
     rollouts: list[RolloutRecord]
@@ -174,6 +174,58 @@ def throttle_phases(
             on_phase(report)
 
     return forward
+
+
+def format_duration(seconds: float) -> str:
+    """Like ``window.rlvr.formatDuration`` (static/js/common.js): "45s", "3m 5s", "1h 2m"."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60}s"
+    minutes = round(s / 60)
+    return f"{minutes // 60}h {minutes % 60}m"
+
+
+def time_left_text(seconds: float | None, *, finished: bool) -> str:
+    """The words after a phase's count on the run page (webapp/experiments/phases.py; mirrored by
+    phaseTimeLeft in static/js/run.js) and in ``rlvr init-model``."""
+    if finished:
+        return "done, loading"
+    if seconds is None:
+        return "estimating time left"
+    return f"about {format_duration(seconds)} left"
+
+
+def phase_line(phase: PhaseReport) -> str:
+    """A phase as the run page words it: "Building the built-in model tiny:chain (warm-start SFT, once): 120 / 800
+    steps · about 3m 2s left"; a finished one says how long it took."""
+    if phase.finished:
+        return f"{phase.label}: {phase.done} / {phase.total} steps · done in {format_duration(phase.elapsed_s)}"
+    return f"{phase.label}: {phase.done} / {phase.total} steps · {time_left_text(phase.eta_s, finished=False)}"
+
+
+class PhaseLines:
+    """A ``PhaseCallback`` that prints ``phase_line``: in a terminal one line rewritten in place; elsewhere (a
+    log file, a pipe, ``make``) a new line for a phase's first and last report and at most one per
+    ``interval_s`` in between, so a build of minutes is never silent and never floods a log."""
+
+    def __init__(
+        self, stream: IO[str] | None = None, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.interval_s = interval_s
+        self.clock = clock
+        self._last: tuple[tuple[str, str], float] | None = None  # (phase, subject), when its last line was printed
+
+    def __call__(self, phase: PhaseReport) -> None:
+        key, now = (phase.name, phase.subject), self.clock()
+        if self.stream.isatty():
+            self.stream.write(f"\r\033[K{phase_line(phase)}" + ("\n" if phase.finished else ""))
+        elif self._last is None or self._last[0] != key or phase.finished or now - self._last[1] >= self.interval_s:
+            self.stream.write(phase_line(phase) + "\n")
+            self._last = (key, now)
+        self.stream.flush()
 
 
 class EventSink(Protocol):
@@ -300,6 +352,17 @@ class JsonlSink:
         self._append("events.jsonl", [{"step": 10**12, "event": "error", "message": message}])
 
 
+def eval_summary(metrics: dict[str, float]) -> str:
+    """``eval/<benchmark>/<metric>`` values of a step as one line ("chain_arithmetic accuracy (greedy) 0.086"),
+    timings left out; "" when the step was not evaluated."""
+    parts = [
+        f"{key.removeprefix('eval/').replace('/', ' ', 1)} {value:.3f}"
+        for key, value in metrics.items()
+        if key.startswith("eval/") and not key.endswith(("/eval_s", "/response_len_mean", "/truncated"))
+    ]
+    return "  ".join(parts)
+
+
 class ConsoleSink:
     """A rich progress bar with the live reward, plus a one-line summary every ``log_every`` steps."""
 
@@ -312,12 +375,16 @@ class ConsoleSink:
         self._task: Any = None
         self._phase_progress: Any = None
         self._phase_tasks: dict[tuple[str, str], Any] = {}
+        self._phase_lines = PhaseLines(self.console.file)
 
     def on_phase(self, phase: PhaseReport) -> None:
         """A progress bar with the time left while a phase runs (one bar per model built), then one
         line saying how long it took; rich redraws at its own rate, so frequent updates cost little."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+        if not self.console.is_terminal:  # rich draws no bar there: plain lines, as ``rlvr init-model`` prints
+            self._phase_lines(phase)
+            return
         if self._phase_progress is None:
             self._phase_progress = Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -361,12 +428,15 @@ class ConsoleSink:
         )
         if self._progress is not None:
             self._progress.update(self._task, completed=report.step, status=status)
-        if report.step % self.log_every == 0 or report.step == report.max_steps:
+        if report.step and (report.step % self.log_every == 0 or report.step == report.max_steps):
             self.console.print(
                 f"step {report.step:>5}  reward {m.get('rollout/reward_mean', 0):.3f}  "
                 f"acc {m.get('rollout/accuracy', 0):.3f}  loss {m.get('actor/pg_loss', 0):+.4f}  "
                 f"len {m.get('rollout/response_len_mean', 0):.1f}  zero_std {m.get('rollout/zero_std_frac', 0):.2f}"
             )
+        evaluated = eval_summary(m)
+        if evaluated:  # periodic evaluation (and step 0, before training): every time, it is the headline
+            self.console.print(f"step {report.step:>5}  eval {evaluated}")
 
     def on_checkpoint(self, step: int, path: str) -> None:
         self.console.print(f"[dim]checkpoint step {step} -> {path}[/dim]")

@@ -4,8 +4,8 @@
   (torch, no Django);
 - stack commands (``stack``/``serve``, ``createuser``) -> ``webapp.stack`` (Django, no torch in this
   process: training happens in the worker it starts);
-- API client commands (``login``, ``runs``, ``launch``, ``tail``) -> ``webapp.client`` (HTTP only:
-  neither Django nor torch); ingest commands (``sync``, ``import``) -> ``webapp.ingest_client`` (same).
+- API client commands (``login``, ``logout``, ``runs``, ``launch``, ``tail``, ``sync``, ``import``) ->
+  ``rlvr_client.cli`` (the top-level client package, HTTP only: neither Django nor torch).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
+from rlvr_client.cli import COMMAND_HELP
+
 TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema", "methods"})
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
-CLIENT_COMMANDS = frozenset({"login", "logout", "runs", "launch", "tail"})
-INGEST_COMMANDS = {"sync": "webapp.ingest_client.sync_cli", "import": "webapp.ingest_client.import_cli"}
 
 USAGE = """usage: rlvr <command> [options]     (rlvr <command> --help for its options)
 
@@ -35,14 +35,7 @@ the platform (this machine):
   createuser NAME     create a user (and optionally add them to a project)
 
 API client (a running server):
-  login               get an API token and store it in ~/.config/rlvr-studio/credentials.json
-  logout              revoke the stored token and forget it
-  runs                list runs
-  launch FILE         create an experiment from a YAML/JSON file and launch a run of it
-  tail RUN_ID         print a run's metrics as they arrive
-  sync                send the runs an ingest client left in its spool (server was unreachable)
-  import PATH         send a finished run: an ingest .jsonl file, `rlvr train`'s run dir, verl's rollout dump
-"""
+""" + COMMAND_HELP
 
 
 def _layer(command: str) -> Callable[[Sequence[str]], int] | None:
@@ -54,17 +47,9 @@ def _layer(command: str) -> Callable[[Sequence[str]], int] | None:
         from webapp.stack import main as stack_main
 
         return stack_main
-    if command in CLIENT_COMMANDS:
-        from webapp.client import main as client_main
+    from rlvr_client.cli import command_main
 
-        return client_main
-    if command in INGEST_COMMANDS:
-        import importlib
-
-        module = importlib.import_module(INGEST_COMMANDS[command])
-        ingest_main: Callable[[Sequence[str]], int] = module.main
-        return ingest_main
-    return None
+    return command_main(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

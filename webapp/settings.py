@@ -172,8 +172,14 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env_int("RLVR_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("RLVR_LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-# Either one locks: many usernames tried from one address, or one username tried from many addresses.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# A username locks after AXES_FAILURE_LIMIT failures from anywhere (rotating addresses or X-Forwarded-For gains
+# nothing), and so does a username at one address. An address alone is never locked at that limit: behind a
+# proxy or NAT every user can share one, so five guesses would lock them all out. It has its own, much looser
+# limit (failures for any usernames within the cool-off), as a brake on guessing many usernames.
+AXES_LOCKOUT_PARAMETERS = [["username"], ["username", "ip_address"]]
+RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = 20 * AXES_FAILURE_LIMIT
+AXES_HANDLER = "webapp.accounts.lockout.LockoutHandler"
+AXES_USERNAME_CALLABLE = "webapp.accounts.lockout.lockout_username"  # ALICE and ' alice' count as alice
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "webapp.accounts.lockout.client_ip"
 AXES_LOCKOUT_CALLABLE = "webapp.accounts.lockout.lockout_response"
@@ -245,6 +251,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 
 # False: launching a run stores it as queued but sends nothing to Celery (tests, a web-only process).
 RLVR_ENQUEUE = env_bool("RLVR_ENQUEUE", True)
+# Worker reliability (workers/db_retry.py, workers/sweep.py): how long a worker retries its writes while the
+# database is unreachable; how often one worker looks for stranded runs; attempts before the sweep fails a run.
+RLVR_DB_RETRY_S = env_int("RLVR_DB_RETRY_S", 90, minimum=1)
+RLVR_SWEEP_S = env_int("RLVR_SWEEP_S", 30, minimum=1)
+RLVR_MAX_ATTEMPTS = env_int("RLVR_MAX_ATTEMPTS", 3, minimum=1)
 RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
 # Every other request body (JSON, forms): Django's own 2.5 MB default, answered 413 (webapp/core/limits.py).
 RLVR_MAX_BODY_KB = env_int("RLVR_MAX_BODY_KB", 2560, minimum=64)
@@ -342,6 +353,9 @@ ENV_VARIABLES = (
     "RLVR_CHANNEL_LAYER",
     "RLVR_TASK_VISIBILITY_TIMEOUT_S",
     "RLVR_ENQUEUE",
+    "RLVR_DB_RETRY_S",
+    "RLVR_SWEEP_S",
+    "RLVR_MAX_ATTEMPTS",
     "RLVR_MAX_UPLOAD_MB",
     "RLVR_MAX_BODY_KB",
     "RLVR_MAX_INGEST_MB",

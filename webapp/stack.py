@@ -6,7 +6,10 @@ localhost port, with its data under the data directory) unless ``REDIS_URL`` is 
 database (unless ``DATABASE_URL`` is set: a shared database is migrated on purpose, ``--migrate``);
 starts daphne and two Celery workers as child processes, one for the ``training`` queue and one for the
 ``eval`` and ``default`` queues (each concurrency 1, so an evaluation or an audit never waits behind a
-training run), with their logs under ``<data dir>/logs``; waits until the web server answers; with ``--demo`` creates the
+training run), with their logs under ``<data dir>/logs``; the two workers are the stack's torch processes
+(a model build runs inside the worker that needs it), so each gets its share of the cores this process may
+use as its torch threads (``RLVR_TORCH_THREADS``, trainer/models/threads.py; one each on 2 cores, where two
+processes with a thread per core ran training about 14 times slower); waits until the web server answers; with ``--demo`` creates the
 demo user and project and launches the demo experiment; then prints a one-line progress summary until
 Ctrl-C, which stops the children (terminate, wait, kill) and Redis.
 
@@ -30,6 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
+
+from trainer.models.threads import (
+    THREADS_ENV,
+    available_cpus,
+    thread_env,
+    threads_from_env,
+    torch_thread_shares,
+)
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 # Stable node names: a restarted stack re-queues the run (the evaluations) its worker was busy with
@@ -91,13 +102,15 @@ def _die_with_parent() -> None:
 
 @dataclass
 class Child:
-    """A process of the stack, in its own session so Ctrl-C reaches only the stack, which stops it in order."""
+    """A process of the stack, in its own session so Ctrl-C reaches only the stack, which stops it in order.
+    ``own_env``: what this child gets on top of the stack's environment (a worker's torch threads)."""
 
     name: str
     argv: list[str]
     log_path: Path
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     process: subprocess.Popen[bytes] | None = None
+    own_env: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,23 +164,36 @@ def web_server(directory: Path, host: str, port: int) -> Child:
 
 
 def worker(directory: Path, queues: Sequence[str] = ("training",), nodename: str = WORKER_NODENAME,
-           name: str = "worker") -> Child:
+           name: str = "worker", torch_threads: int | None = None) -> Child:
     argv = [
         sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", ",".join(queues),
         "-c", "1", "--pool", "prefork", "-n", nodename, "--loglevel", "INFO",
     ]
-    return Child(name, argv, directory / "logs" / f"{name}.log")
+    own_env = thread_env(torch_threads) if torch_threads else {}
+    return Child(name, argv, directory / "logs" / f"{name}.log", own_env=own_env)
 
 
-def workers(directory: Path) -> list[Child]:
+def torch_threads_per_worker(workers: int, cpus: int | None = None) -> list[int]:
+    """Each torch worker's threads: ``RLVR_TORCH_THREADS`` when set (the same for every worker), else the
+    cores this process may use (``cpus``, default its affinity mask) split among them."""
+    try:
+        chosen = threads_from_env()
+    except ValueError as err:
+        raise StackError(str(err)) from None
+    return [chosen] * workers if chosen else torch_thread_shares(cpus or available_cpus(), workers)
+
+
+def workers(directory: Path, cpus: int | None = None) -> list[Child]:
     """One worker for training (one run at a time holds the GPU) and one for every other queue, so an
-    evaluation or a verifier audit starts while a run trains (workers/celery_app.py routes tasks to queues)."""
+    evaluation or a verifier audit starts while a run trains (workers/celery_app.py routes tasks to queues).
+    Both run torch: they share the cores (``torch_threads_per_worker``)."""
     from webapp.core.tasks_by_name import QUEUES, RUN_TRAINING
 
     others = [queue for queue in QUEUES if queue != RUN_TRAINING.queue]
+    training, jobs = torch_threads_per_worker(2, cpus)
     return [
-        worker(directory, (RUN_TRAINING.queue,)),
-        worker(directory, others, JOBS_WORKER_NODENAME, name="jobs-worker"),
+        worker(directory, (RUN_TRAINING.queue,), torch_threads=training),
+        worker(directory, others, JOBS_WORKER_NODENAME, name="jobs-worker", torch_threads=jobs),
     ]
 
 
@@ -184,6 +210,12 @@ def wait_until_serving(url: str, child: Child, timeout_s: float = 60.0) -> None:
                 return
         time.sleep(0.3)
     raise StackError(f"{url} did not answer within {timeout_s:.0f}s; see {child.log_path}")
+
+
+def threads_summary(children: Sequence[Child]) -> str:
+    """E.g. "worker 1, jobs-worker 1 (2 cores shared; RLVR_TORCH_THREADS overrides)"."""
+    shares = [f"{c.name} {c.own_env[THREADS_ENV]}" for c in children if THREADS_ENV in c.own_env]
+    return f"{', '.join(shares)} ({available_cpus()} cores shared; {THREADS_ENV} overrides)"
 
 
 class StackError(Exception):
@@ -254,6 +286,7 @@ def launch_demo(user: Any, project: Any) -> int:
 
 def progress_line(run_id: int) -> tuple[str, bool]:
     """One line about the run, and whether it has finished."""
+    from webapp.experiments.headline import run_headlines
     from webapp.experiments.models import FINISHED_STATUSES
     from webapp.experiments.phases import phase_line
     from webapp.experiments.selectors import metrics_for_run, run_get
@@ -274,6 +307,10 @@ def progress_line(run_id: int) -> tuple[str, bool]:
         for key, label in (("rollout/reward_mean", "reward"), ("rollout/accuracy", "acc"), ("perf/step_s", "s/step")):
             if values.get(key) is not None:
                 line += f"  {label} {values[key]:.3f}"
+    for headline in run_headlines(run=run):  # the demo's headline: greedy accuracy on held-out problems
+        first, last = headline["first"], headline["last"]
+        if first is not None and last is not None and first["value"] is not None and last["value"] is not None:
+            line += f"  greedy {first['value']:.3f}" + (f"->{last['value']:.3f}" if last["step"] != first["step"] else "")
     if run.error_message:
         line += f"  error: {run.error_message.splitlines()[0][:120]}"
     return line, run.status in FINISHED_STATUSES
@@ -327,6 +364,7 @@ class Stack:
         base = f"http://{'127.0.0.1' if self.host == '0.0.0.0' else self.host}:{self.port}"
         wait_until_serving(f"{base}/healthz", web)
         self.say(f"RLVR Studio is up: {base}/   (API {base}/api/, logs in {directory / 'logs'})")
+        self.say(f"torch threads: {threads_summary(self.children)}")
         if login is None:
             return self._watch(None)
         user, project, password = login
@@ -344,7 +382,7 @@ class Stack:
         return user, ensure_project(DEMO_PROJECT, user), password
 
     def _start(self, child: Child) -> None:
-        child.env = dict(os.environ)
+        child.env = {**os.environ, **child.own_env}  # the environment as it is now (REDIS_URL set above)
         child.env.setdefault("PYTHONUNBUFFERED", "1")
         child.start()
         self.children.append(child)

@@ -9,7 +9,9 @@ so a settings edit cannot silently break it.
 Worker loss (workers/recovery.py): a run's message stays unacknowledged in Redis while it trains. A worker
 restarting under the same node name re-queues the runs it owned at once; when a host never comes back,
 Redis re-delivers the message to another worker after ``RLVR_TASK_VISIBILITY_TIMEOUT_S``. Either way
-``run_training`` resumes from the last checkpoint.
+``run_training`` resumes from the last checkpoint. Runs stranded otherwise (a task that ended without an outcome,
+a worker that never came back, a queued run whose task was lost) are found by the periodic sweep every worker
+runs (workers/sweep.py; docs/recovery.md).
 
 Started with ``celery -A workers.celery_app worker``. The web process never imports it: it sends tasks by
 name through the same app object (webapp/core/tasks_by_name.py).
@@ -27,6 +29,7 @@ app.conf.update(
     include=[
         "workers.tasks",
         "workers.recovery",
+        "workers.sweep",
         "workers.tasks_eval",
         "workers.tasks_verification",
         "workers.tasks_annotation",

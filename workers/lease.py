@@ -18,6 +18,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from webapp.experiments.run_lease import lease_client, lease_key
+
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
@@ -25,15 +27,8 @@ TTL_S = 20
 POLL_S = 0.5
 
 
-def lease_key(run_id: int) -> str:
-    return f"rlvr:run-lease:{run_id}"
-
-
 def redis_client() -> Any:
-    import redis
-    from django.conf import settings
-
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=3, socket_connect_timeout=3)
+    return lease_client()
 
 
 def holder_alive(

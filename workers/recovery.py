@@ -41,7 +41,7 @@ class StartPlan:
     resume_from: str | None
     step: int  # steps kept: the checkpoint's step (0 when fresh); stored rows after it are deleted
     truncate: bool  # an earlier attempt (or a resume) may have stored rows past ``step``
-    note: str  # for the run's event log
+    note: str  # for the run's event log, after "Attempt 2 on <worker>: "
 
 
 def complete_checkpoint_step(path: str) -> int | None:
@@ -70,14 +70,16 @@ def plan_start(
     if resume_from:
         step = complete_checkpoint_step(resume_from)
         if step is not None:
-            return StartPlan(resume_from, step, True, f"Resuming from the checkpoint of step {step} ({resume_from}).")
+            return StartPlan(resume_from, step, True, f"resuming from the checkpoint at step {step} ({resume_from}).")
     if not (resume_from or earlier_attempt):
-        return StartPlan(None, 0, False, "Starting from step 0.")
+        return StartPlan(None, 0, False, "starting from step 0.")
     for step, path in sorted(checkpoints, reverse=True):
         if step <= stored_step and complete_checkpoint_step(path) == step:
-            return StartPlan(path, step, True, f"Resuming from the checkpoint of step {step} ({path}) after an interrupted attempt.")
+            return StartPlan(
+                path, step, True, f"resuming from the checkpoint at step {step} ({path}) after an interrupted attempt."
+            )
     missing = f" ({resume_from} is gone)" if resume_from else ""
-    return StartPlan(None, 0, True, f"Restarting from step 0: no usable checkpoint{missing}.")
+    return StartPlan(None, 0, True, f"starting again from step 0: no usable checkpoint{missing}.")
 
 
 def runs_running_on(nodename: str) -> list[int]:

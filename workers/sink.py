@@ -9,6 +9,11 @@ stored. A checkpoint, the end and a failure are recorded only after every step b
 and a step that failed to store fails the run at the trainer's next call. Publishing problems (Redis
 down) only warn inside the publish helper, so the database keeps everything even while browsers hear
 nothing; they catch up through the REST API.
+
+A database outage (a restart, a failover) is ridden through: every write here is retried on connection
+errors for ``RLVR_DB_RETRY_S`` (workers/db_retry.py). Meanwhile the steps wait in the writer in order and
+the trainer waits behind them (backpressure); a retried step replaces itself, so none is stored twice.
+Past the window the run stops as failed and resumable.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from django.db import DatabaseError, connection
 from trainer.sinks import PhaseReport, RunInfo, StepReport
 from webapp.experiments import selectors, services
 from webapp.experiments.retention import Pruner, prune_run
+from workers.db_retry import DatabaseUnavailable, with_db_retry
 from workers.step_writer import StepWriter
 
 logger = logging.getLogger(__name__)
@@ -38,6 +44,7 @@ class DjangoRunSink:
         self.finished = False
         self.writer = writer or StepWriter(f"run-{run_id}-step-writer")
         self._pruner = Pruner(run_id)
+        self._database_lost: DatabaseUnavailable | None = None
 
     def on_phase(self, phase: PhaseReport) -> None:
         """The trainer throttles these (about two a second while a built-in model is built). They only
@@ -53,10 +60,14 @@ class DjangoRunSink:
 
     def on_start(self, info: RunInfo) -> None:
         first = info.start_step + 1
-        services.run_log_event(
-            run_id=self.run_id, level="info", kind="start", step=info.start_step,
-            message=f"training steps {first}..{info.max_steps} of {info.name} "
-            f"({info.num_parameters / 1e6:.2f}M parameters on {info.device})",
+        message = (
+            f"training steps {first}..{info.max_steps} of {info.name} "
+            f"({info.num_parameters / 1e6:.2f}M parameters on {info.device})"
+        )
+        self._write(
+            lambda: services.run_log_event(
+                run_id=self.run_id, level="info", kind="start", step=info.start_step, message=message
+            ), "recording the start",
         )
 
     def on_step(self, report: StepReport) -> None:
@@ -65,16 +76,23 @@ class DjangoRunSink:
         metrics, rollouts = dict(report.metrics), list(report.rollouts)
 
         def store() -> None:
-            services.run_record_step(
-                run_id=self.run_id, step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=rollouts,
+            self._write(
+                lambda: services.run_record_step(
+                    run_id=self.run_id, step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=rollouts,
+                ), f"storing step {report.step}",
             )
+            # One line per step in the worker's log (`docker compose logs worker-cpu`), once it is stored.
+            logger.info("run %s: step %s/%s stored", self.run_id, report.step, report.max_steps)
             self._prune(lambda: self._pruner.after_step(report.step))
 
         self.writer.submit(store)
 
     def on_checkpoint(self, step: int, path: str) -> None:
         self.writer.flush()  # the steps up to the checkpoint are stored before the checkpoint is
-        services.run_record_checkpoint(run_id=self.run_id, step=step, path=path)
+        self._write(
+            lambda: services.run_record_checkpoint(run_id=self.run_id, step=step, path=path),
+            f"recording checkpoint {step}",
+        )
 
     def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
         """Store what is pending and prune the whole run, then record the outcome. A step that failed to
@@ -84,14 +102,22 @@ class DjangoRunSink:
             self.writer.flush()
         finally:
             self.close()
-        services.run_finish(run_id=self.run_id, status=status, final_metrics=final_metrics)
+        self._write(
+            lambda: services.run_finish(run_id=self.run_id, status=status, final_metrics=final_metrics),
+            "recording the outcome",
+        )
         self.finished = True
 
     def on_error(self, message: str, traceback_text: str) -> None:
         unraised = self.close()  # what is pending is stored first; the run is failing anyway
-        if unraised is not None:
+        if self._database_lost is not None:  # the cause, said plainly; its traceback helps nobody
+            message, traceback_text = database_lost_message(self._database_lost), ""
+        elif unraised is not None:
             message = f"{message} (storing a step had failed too: {type(unraised).__name__}: {unraised})"
-        services.run_fail(run_id=self.run_id, message=message, traceback_text=traceback_text)
+        self._write(
+            lambda: services.run_fail(run_id=self.run_id, message=message, traceback_text=traceback_text),
+            "recording the failure",
+        )
         self.finished = True
 
     def flush(self) -> None:
@@ -102,6 +128,15 @@ class DjangoRunSink:
         """Store what is pending and stop the writer's thread; returns a storing failure not raised yet."""
         return self.writer.close()
 
+    def _write(self, write: Callable[[], object], what: str) -> None:
+        """``write()`` retried through a database outage; the first DatabaseUnavailable is kept for the
+        failure message."""
+        try:
+            with_db_retry(write, f"{what} of run {self.run_id}")
+        except DatabaseUnavailable as err:
+            self._database_lost = self._database_lost or err
+            raise
+
     def _prune(self, prune: Callable[[], int]) -> None:
         """Retention is housekeeping: a failure is logged and retried after the next step, never fatal."""
         try:
@@ -109,6 +144,12 @@ class DjangoRunSink:
         except Exception:
             logger.exception("run %s: pruning rollouts by its retention policy failed; retrying later", self.run_id)
             connection.close()
+
+
+def database_lost_message(err: DatabaseUnavailable) -> str:
+    """What a run stopped by a database outage longer than the retry window says."""
+    text = str(err)
+    return f"{text[:1].upper()}{text[1:]}. The run stopped; resume it to continue from its last checkpoint."
 
 
 class StopPoller:

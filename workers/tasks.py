@@ -24,10 +24,12 @@ def run_training(self: Task[Any, Any], run_id: int) -> str:
     """
     from webapp.experiments.models import FINISHED_STATUSES
     from webapp.experiments.selectors import run_get
+    from workers.db_retry import with_db_retry
     from workers.lease import Heartbeat, claim, redis_client
 
     me = str(self.request.hostname or "")
-    status = run_get(run_id=run_id).status
+    # A message that arrives while the database restarts waits for it (acks_late would not send it again).
+    status = with_db_retry(lambda: run_get(run_id=run_id).status, f"reading run {run_id}")
     if status in FINISHED_STATUSES:  # a requeue and a re-delivery of the same run both arrived
         logger.info("run %s: dropping a second delivery: the run is already %s", run_id, status)
         return "skipped"
@@ -70,7 +72,8 @@ def _start_and_train(run_id: int, me: str) -> str:
         return _fail(run_id, err)
     if plan.truncate:
         services.run_truncate_after(run_id=run_id, step=plan.step)
-        services.run_log_event(run_id=run_id, level="info", kind="resume", message=plan.note, step=plan.step)
+    # Written now, not when the run was marked started: the checkpoints decide where this attempt begins.
+    services.run_log_attempt(run_id=run_id, plan=plan.note, step=plan.step, resumed=plan.truncate)
     try:
         config_data = run_config_for_worker(run=run)  # checked again here, references resolved to server paths
     except Exception as err:
@@ -83,8 +86,10 @@ def _train(
 ) -> str:
     """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages."""
     from trainer.config import config_from_dict
+    from trainer.sinks import MultiSink
     from trainer.step.loop import train
     from webapp.experiments import services
+    from workers.shared_cores import SharedCoresWatch
     from workers.sink import DjangoRunSink, StopPoller
 
     sink = DjangoRunSink(run_id)
@@ -99,8 +104,8 @@ def _train(
 
     try:
         config = config_from_dict(config_data, source=f"run {run_id}")
-        result = train(
-            config, sink=sink, should_stop=StopPoller(run_id), resume_from=resume_from,
+        result = train(  # SharedCoresWatch: a warning event when a model build shares this machine's cores
+            config, sink=MultiSink([sink, SharedCoresWatch(run_id)]), should_stop=StopPoller(run_id), resume_from=resume_from,
             log=log, overwrite_output_dir=resume_from is None,
         )
     except Exception as err:
@@ -113,13 +118,30 @@ def _train(
 
 
 def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -> str:
-    """Record an error the sink did not see (raised before training began). A trainer ``RLVRError`` is
-    meant for the user and shown as it is; anything else is a bug and keeps its traceback. Server paths
-    the config resolved (an upload's file) are shown as the user named them (``dataset:<id>``)."""
-    from webapp.experiments import services
+    """Record an error the sink did not see (raised before training began, or the sink's own failure
+    record). A trainer ``RLVRError`` is meant for the user and shown as it is; anything else is a bug and
+    keeps its traceback. Server paths the config resolved (an upload's file) are shown as the user named
+    them (``dataset:<id>``).
 
-    message, trace = describe_failure(err, f"run {run_id}")
+    The write rides through a database outage; after one that already outlasted the retry window
+    (DatabaseUnavailable) it is tried once more only, and if that fails too the run is left ``running``:
+    the task ends, its lease is released, and the sweep (workers/sweep.py) recovers the run."""
+    from webapp.experiments import services
+    from workers.db_retry import DatabaseUnavailable, with_db_retry
+    from workers.sink import database_lost_message
+
+    if isinstance(err, DatabaseUnavailable):
+        message, trace = database_lost_message(err), ""
+    else:
+        message, trace = describe_failure(err, f"run {run_id}")
     for path, reference in (shown_as or {}).items():
         message, trace = message.replace(path, reference), trace.replace(path, reference)
-    services.run_fail(run_id=run_id, message=message, traceback_text=trace)
+    window = 0.0 if isinstance(err, DatabaseUnavailable) else None
+    try:
+        with_db_retry(
+            lambda: services.run_fail(run_id=run_id, message=message, traceback_text=trace),
+            f"recording the failure of run {run_id}", window_s=window,
+        )
+    except DatabaseUnavailable:
+        logger.error("run %s: could not record its failure; the sweep will recover it once the database is back", run_id)
     return "failed"

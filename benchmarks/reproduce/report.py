@@ -13,21 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.reproduce.arms import arm_key, load_arm, stored_path
 from benchmarks.reproduce.measures import COSTS, MEASURES, ArmResult
+from benchmarks.reproduce.plan import COMMAND, PROBE_SEEDS
 from benchmarks.reproduce.stats import paired, paired_eval_se
 from benchmarks.reproduce.verdict import NOT_APPLICABLE, describe, part_verdict, row_verdict
 
 if TYPE_CHECKING:
     import argparse
 
-    from benchmarks.reproduce.run import Places, RowPlan
-
-COMMAND = ".venv/bin/python -m benchmarks.reproduce.run"
+    from benchmarks.reproduce.plan import Places, RowPlan
 
 
 def applicability(plan: RowPlan, store: Path) -> str | None:
     """Why the row's method cannot act here (static, or read from the stored probe seeds), or None."""
-    from benchmarks.reproduce.run import PROBE_SEEDS
-
     method = plan.method
     if method.not_applicable:
         return method.not_applicable

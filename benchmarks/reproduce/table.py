@@ -9,7 +9,7 @@ from typing import Any
 from benchmarks.reproduce.baseline import BASELINE, STUDENT, TEACHER
 from benchmarks.reproduce.evaluation import EVAL
 from benchmarks.reproduce.measures import MEASURES
-from benchmarks.reproduce.report import COMMAND
+from benchmarks.reproduce.plan import COMMAND, discover_methods
 from benchmarks.reproduce.stats import CONFIDENCE, POWER
 from benchmarks.reproduce.verdict import AS_CLAIMED, NOT_APPLICABLE, OPPOSITE, PARTLY, UNDETECTED
 
@@ -153,8 +153,6 @@ def _details(rows: list[dict[str, Any]]) -> str:
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    from benchmarks.reproduce.run import discover_methods
-
     discover_methods()  # the methods files register the measures only they use
     measures = "\n".join(f"- `{m.name}`: {m.description}" for m in MEASURES.values())
     data, rollout, training = BASELINE["data"], BASELINE["rollout"], BASELINE["training"]

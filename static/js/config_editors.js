@@ -21,6 +21,28 @@ window.rlvr.configEditors = (function () {
   const errorSlot = (path) => el("p", { class: "error", "data-error-for": "config." + path, hidden: "" });
   const changed = (node) => node.dispatchEvent(new Event("change", { bubbles: true }));
 
+  /* A long help text shows its first HELP_SHOWN characters, cut after a whole word with an ellipsis, and a
+     "more" button that unfolds the whole text (a CSS line clamp cut words in half). Short ones show whole. */
+  const HELP_SHOWN = 150;
+  function foldHelp(p) {
+    const full = p.textContent.trim();
+    const cut = full.lastIndexOf(" ", HELP_SHOWN);
+    if (full.length <= HELP_SHOWN + 30 || p.children.length || cut < HELP_SHOWN / 2) return p;
+    const short = full.slice(0, cut).replace(/[\s,;:(\u2014-]+$/, "") + "\u2026";
+    const text = el("span", { class: "help-text" }, short);
+    const more = el("button", { type: "button", class: "link help-more", "aria-expanded": "false" }, "more");
+    more.addEventListener("click", () => {
+      const open = more.getAttribute("aria-expanded") !== "true";
+      text.textContent = open ? full : short;
+      more.textContent = open ? "less" : "more";
+      more.setAttribute("aria-expanded", String(open));
+    });
+    p.title = full;
+    p.replaceChildren(text, " ", more);
+    return p;
+  }
+  const helpNode = (text) => foldHelp(el("p", { class: "help" }, text));
+
   /* The value a new entry starts with: each field's default; a required list starts with one entry. */
   function defaultOf(spec) {
     if (spec.kind === "object") {
@@ -113,7 +135,7 @@ window.rlvr.configEditors = (function () {
       box.appendChild(el("label", { for: id }, spec.label, spec.nullable && spec.kind !== "select" ? el("span", { class: "muted small" }, " (optional)") : null));
       box.appendChild(control);
     }
-    if (spec.help) box.appendChild(el("p", { class: "help", title: spec.help }, spec.help));
+    if (spec.help) box.appendChild(helpNode(spec.help));
     box.appendChild(errorSlot(path));
     return box;
   }
@@ -170,7 +192,7 @@ window.rlvr.configEditors = (function () {
     const id = domId(path) + "-label";
     const box = el("div", { class: "field nested field-" + spec.kind, "data-field": path, role: "group", "aria-labelledby": id },
       el("span", { class: "label", id: id }, spec.label), editor.node);
-    if (spec.help) box.appendChild(el("p", { class: "help", title: spec.help }, spec.help));
+    if (spec.help) box.appendChild(helpNode(spec.help));
     return box;
   }
 
@@ -270,6 +292,7 @@ window.rlvr.configEditors = (function () {
     function drawParams(name, values) {
       const c = choice(name);
       about.textContent = c ? c.description : "Not a registered name: choose one of the list.";
+      foldHelp(about);
       paramsBox.replaceChildren();
       if (!c || c.free) {
         const box = { kind: "json", key: "params", label: "Parameters (JSON)", nullable: false,
@@ -344,6 +367,7 @@ window.rlvr.configEditors = (function () {
     try { return build(spec, clone(value), path, true).read(); } catch (e) { return value; }
   }
 
+  document.querySelectorAll("#experiment-form p.help").forEach(foldHelp);  // the server-drawn fields' help
   document.querySelectorAll("[data-editor]").forEach(mount);
-  return { normalize: normalize };
+  return { normalize: normalize, foldHelp: foldHelp };
 })();

@@ -20,6 +20,12 @@
   let file = null;
   let latest = 0; // only the newest preview request may update the page
   let nameTouched = false;
+  let answerChosen = false; // the user picked the answer column (or label-free), or confirmed the guess
+  let current = null; // the latest preview answer
+  const guessBox = document.getElementById("answer-guess");
+  const guessed = document.getElementById("answer-guessed");
+  const noneFound = document.getElementById("answer-none");
+  const confirmBox = document.getElementById("answer-confirm");
 
   function say(text, kind) {
     status.textContent = text;
@@ -52,6 +58,7 @@
     }
     file = candidate;
     nameTouched = false;
+    answerChosen = false;
     runPreview(null);
   }
 
@@ -60,7 +67,7 @@
     form.append("file", file, file.name);
     if (mapping) {
       form.append("prompt_field", mapping.prompt);
-      form.append("answer_field", mapping.answer);
+      if (answerChosen) form.append("answer_field", mapping.answer); // else the server guesses it again
     }
     return form;
   }
@@ -102,9 +109,35 @@
     showNameNote(p.name_taken && nameInput.value === p.name ? "A dataset named " + p.name + " exists: pick another name." : "");
     showProblems(p.problems, p.problem_count, p.rows);
     showHead(p.columns, p.head, p.prompt_field, p.answer_field, new Set(p.problems.map((pr) => pr.row)));
+    current = p;
+    showGuess(p);
+    updateSave();
+  }
+
+  /* A guessed answer column is a proposal the user confirms; label-free by default only when no column
+     looks like an answer, and then the page says so. */
+  function showGuess(p) {
+    const unconfirmed = p.answer_guess === "guessed" && !answerChosen;
+    guessed.hidden = !unconfirmed;
+    noneFound.hidden = !(p.answer_guess === "none_found" && !answerChosen);
+    guessBox.hidden = guessed.hidden && noneFound.hidden;
+    confirmBox.checked = false;
+    if (unconfirmed) {
+      document.getElementById("answer-guessed-name").textContent = p.answer_field;
+      const others = p.answer_candidates.filter((c) => c !== p.answer_field);
+      document.getElementById("answer-others").textContent = others.length ? " (other candidates: " + others.join(", ") + ")" : "";
+    }
+  }
+
+  function updateSave() {
+    const p = current;
+    if (!p) return;
     const ok = p.problem_count === 0;
-    saveButton.disabled = !ok;
-    saveHint.textContent = ok ? "All " + p.rows + " rows are valid." : "Fix the rows above (or pick other columns) to save.";
+    const waiting = p.answer_guess === "guessed" && !answerChosen;
+    saveButton.disabled = !ok || waiting;
+    saveHint.textContent = !ok ? "Fix the rows above (or pick other columns) to save."
+      : waiting ? "Confirm the answer column (or pick another) to save."
+      : "All " + p.rows + " rows are valid.";
   }
 
   function showNameNote(text) {
@@ -178,7 +211,14 @@
     choose(files[0]);
   });
   promptSelect.addEventListener("change", () => file && runPreview(mapping()));
-  answerSelect.addEventListener("change", () => file && runPreview(mapping()));
+  answerSelect.addEventListener("change", () => {
+    answerChosen = true;
+    if (file) runPreview(mapping());
+  });
+  confirmBox.addEventListener("change", () => {
+    answerChosen = confirmBox.checked;
+    updateSave();
+  });
   nameInput.addEventListener("input", () => { nameTouched = true; showNameNote(""); });
   saveButton.addEventListener("click", save);
 })();

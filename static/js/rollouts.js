@@ -92,19 +92,28 @@
     for (const [k, v] of Object.entries(rewards || {})) ul.appendChild(el("li", `${k}: ${num(v)}`));
     return ul;
   }
+  // What each section of a rollout's details shows: a verifier's answer and reason, or how many rollouts the
+  // allocator gave the prompt (trainer/step/reporting.py stores that under "allocation").
+  const DETAIL_KEYS = { allocation: ["group_size", "round", "abandoned"] };
+  const VERIFIER_KEYS = ["extracted", "expected", "reason", "error"];
+  const absent = (key, v) => v === undefined || v === null || v === "" || (key === "abandoned" && v === false);
   function details(det) {
     const box = el("div", null, "rb-details");
-    for (const [verifier, d] of Object.entries(det || {})) {
-      const dl = el("dl");
-      dl.appendChild(el("dt", verifier, "rb-verifier"));
-      if (d && typeof d === "object") {
-        for (const key of ["extracted", "expected", "reason", "error"]) {
-          if (d[key] === undefined || d[key] === null || d[key] === "") continue;
-          dl.appendChild(el("dt", key));
-          dl.appendChild(el("dd", typeof d[key] === "string" ? d[key] : JSON.stringify(d[key]), key === "error" ? "err" : ""));
+    for (const [section, d] of Object.entries(det || {})) {
+      const rows = [];
+      if (d && typeof d === "object" && !Array.isArray(d)) {
+        for (const key of DETAIL_KEYS[section] || VERIFIER_KEYS) {
+          if (!absent(key, d[key])) rows.push([key, typeof d[key] === "string" ? d[key] : JSON.stringify(d[key])]);
         }
-      } else {
-        dl.appendChild(el("dd", JSON.stringify(d)));
+      } else if (!absent(null, d)) {
+        rows.push([null, JSON.stringify(d)]);
+      }
+      if (!rows.length) continue;  // nothing to say: no heading either
+      const dl = el("dl");
+      dl.appendChild(el("dt", section, "rb-verifier"));
+      for (const [key, text] of rows) {
+        if (key !== null) dl.appendChild(el("dt", key.replace(/_/g, " ")));
+        dl.appendChild(el("dd", text, key === "error" ? "err" : ""));
       }
       box.appendChild(dl);
     }
@@ -135,7 +144,7 @@
       if (r.correct !== null) rw.appendChild(el("span", r.correct ? " ✓" : " ✗", verdictClass(r.correct)));
       rw.appendChild(breakdown(r.rewards));
       tr.appendChild(rw);
-      const dt = el("td");
+      const dt = el("td", null, "rb-detail-cell");
       dt.appendChild(details(r.details));
       tr.appendChild(dt);
       tr.appendChild(el("td", num(r.advantage)));

@@ -4,7 +4,8 @@
  * its min/max band; each run.step appends one point to every trace with Plotly.extendTraces. Pins, custom
  * panels, the x-axis, smoothing and the log scale come from the member's chart layout and search filters
  * the charts (static/js/charts.js, docs/charts.md). An asynchronous run's staleness and idle times also
- * show beside the step count (showAsync). */
+ * show beside the step count (showAsync). A greedy benchmark's accuracy (eval/<name>/accuracy (greedy)) heads
+ * the page, first and latest value with its chart (showHeadline; webapp/experiments/headline.py). */
 "use strict";
 (function () {
   const C = window.rlvr.charts;
@@ -12,6 +13,9 @@
   const data = window.rlvr.pageData();
   const runId = data.run_id;
   const GROUPS = ["rollout", "reward", "actor", "async", "perf", "eval"];
+  const FINISHED = ["succeeded", "failed", "cancelled"];
+  const HEADLINE_SUFFIX = "/accuracy (greedy)";
+  const headlines = {};  // key -> {box, grid, schedule}: the greedy-accuracy tiles at the top of the page
   const AXIS_KEYS = [C.AXES.time.key, C.AXES.tokens.key];
   const series = {};  // key -> {steps, values, mins, maxs, smoothed, band}
   const charts = {};  // key -> {box, div, button}
@@ -109,6 +113,9 @@
       grid = pinnedGrid;
       const later = spec.pinned.slice(at + 1).find((k) => charts[k] && charts[k].box.parentNode === pinnedGrid);
       before = later ? charts[later].box : null;
+    } else if (isHeadline(key)) {
+      grid = headlineFor(key).grid;
+      before = null;
     } else {
       grid = groupContainer(groupOf(key));
       before = Array.from(grid.children).find((b) => b.dataset.key > key) || null;
@@ -163,6 +170,44 @@
     if (created) { refreshAxisOptions(); applySearch(); }
     schedulePanels(keys);
     showAsync();
+    keys.filter(isHeadline).forEach(showHeadline);
+  }
+
+  // --- the headline: greedy accuracy on held-out problems, before training and now -------------------
+
+  function isHeadline(key) { return key.startsWith("eval/") && key.endsWith(HEADLINE_SUFFIX); }
+
+  /* The tile of ``key``: rendered by the server for the config's greedy benchmarks, made here for another. */
+  function headlineFor(key) {
+    if (headlines[key]) return headlines[key];
+    const card = document.getElementById("run-headline");
+    let box = Array.from(card.querySelectorAll(".headline")).find((b) => b.dataset.key === key);
+    if (!box) {
+      const name = key.slice("eval/".length, key.length - HEADLINE_SUFFIX.length);
+      box = el("div", { class: "headline", "data-key": key },
+        el("p", { class: "headline-text" }, el("strong", {}, "Greedy accuracy"), " on held-out problems ",
+          el("span", { class: "muted" }, "(" + name + ")"), ": ", el("span", { class: "headline-values" })),
+        el("div", { class: "chart-grid headline-grid" }));
+      card.appendChild(box);
+    }
+    card.hidden = false;
+    const planned = (data.headlines || []).find((h) => h.key === key);
+    headlines[key] = { box: box, grid: box.querySelector(".headline-grid"), schedule: planned ? planned.schedule : "" };
+    return headlines[key];
+  }
+
+  /* Mirrors headline_summary (webapp/experiments/headline.py): "0.086 → 0.268 (step 0 → 200)". */
+  function headlineSummary(s, schedule) {
+    if (!s || !s.steps.length) return schedule ? "not measured yet (" + schedule + ")" : "not measured yet";
+    const value = (v) => (v === null || v === undefined || !isFinite(v) ? "—" : v.toFixed(3));
+    const last = s.steps.length - 1;
+    if (s.steps[0] === s.steps[last]) return value(s.values[0]) + " at step " + s.steps[0];
+    return value(s.values[0]) + " → " + value(s.values[last]) + " (step " + s.steps[0] + " → " + s.steps[last] + ")";
+  }
+
+  function showHeadline(key) {
+    const h = headlineFor(key);
+    h.box.querySelector(".headline-values").textContent = headlineSummary(series[key], h.schedule);
   }
 
   // --- custom panels ---------------------------------------------------------------------------------
@@ -233,10 +278,21 @@
     if (queueAgain) queueAgain.style.display = newStatus === "not_queued" ? "" : "none";
     const position = document.getElementById("queue-position");  // recounted by refreshStatus
     if (position && newStatus !== "queued") position.remove();
+    document.getElementById("live-part").hidden = FINISHED.includes(newStatus);  // nothing more will stream in
     if (!["queued", "running"].includes(newStatus)) {
       // A finished run cannot be cancelled: drop the button rendered when the page loaded.
       document.querySelectorAll("form[action$='/cancel/']").forEach((form) => form.remove());
     }
+  }
+
+  // Rollouts an outside run's client could not deliver: the count beside the status, never a silent success.
+  function showDropped(count) {
+    if (!count) return;
+    document.getElementById("run-dropped-count").textContent = String(count);
+    document.getElementById("run-dropped").hidden = false;
+    const badge = document.getElementById("run-dropped-badge");
+    badge.textContent = count + (count === 1 ? " rollout missing" : " rollouts missing");
+    badge.hidden = false;
   }
 
   function showError(message) {
@@ -264,8 +320,9 @@
     bar.setAttribute("aria-valuenow", String(step));
     bar.setAttribute("aria-valuemax", String(maxSteps));
     const eta = document.getElementById("eta");
+    document.getElementById("eta-part").hidden = status !== "running";  // no "step 200 / 200 ·  · " once it ended
     const perf = series["perf/step_s"];
-    if (status !== "running" || !perf || !perf.values.length) { eta.textContent = status === "running" ? "ETA —" : ""; return; }
+    if (status !== "running" || !perf || !perf.values.length) { eta.textContent = "ETA —"; return; }
     const recent = perf.values.slice(-20).filter((v) => v !== null && isFinite(v));
     const mean = recent.reduce((a, b) => a + b, 0) / Math.max(1, recent.length);
     const seconds = Math.max(0, maxSteps - step) * mean;
@@ -315,6 +372,7 @@
       setStatus(resp.body.status, resp.body.error_message);
       setProgress(resp.body.step, resp.body.max_steps);
       showPhase(resp.body.phase);
+      showDropped(resp.body.rollouts_dropped);
       const position = document.getElementById("queue-position");
       if (position && resp.body.queue_position) position.textContent = "Queued: " + resp.body.queue_position.text + ".";
     }
@@ -344,6 +402,7 @@
         // On every (re)connect: where the run stands now, final status and its message included, even
         // when the run.status event that ended it was sent while this page was disconnected.
         setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps); showPhase(ev.phase);
+        showDropped(ev.rollouts_dropped);
         if (ev.step > lastStep) catchUp();
       } else if (ev.type === "run.step") {
         if (ev.step <= lastStep) return;
@@ -358,13 +417,18 @@
         showPhase(ev.phase);
       } else if (ev.type === "run.status") {
         setStatus(ev.status, ev.error_message); setProgress(ev.step, ev.max_steps); showPhase(ev.phase);
+        showDropped(ev.rollouts_dropped);
       } else if (ev.type === "run.log") {
         addEvent(ev);
+      } else if (ev.type === "live.paused") {
+        document.getElementById("live").title = ev.message;  // the server cannot reach Redis; 4503 follows
       }
     };
     socket.onclose = (e) => {
       if (e.code === 4401 || e.code === 4404) { setLive("not allowed"); return; }
-      setLive("reconnecting in " + Math.round(backoff / 1000) + "s…");
+      if (e.code === 4503) backoff = Math.max(backoff, 15000);  // Redis is down: retry slowly
+      const paused = e.code === 4503 ? "live updates paused; " : "";
+      setLive(paused + "reconnecting in " + Math.round(backoff / 1000) + "s…");
       catchUp();  // steps and the final status that were sent while the socket was down
       setTimeout(connect, backoff);
       backoff = Math.min(30000, backoff * 2);

@@ -285,9 +285,12 @@
     node.classList.toggle("error", Boolean(isError));
   }
 
+  const MAX_URL_CHARS = 15000;
   async function fetchTable(keys) {
     const wanted = keys.slice(0, page.max_metric_keys);
     const url = `${page.table_url}?metrics=${encodeURIComponent(wanted.join(","))}`;
+    // daphne (Twisted) drops a request line past 16 KB without answering: say so instead of waiting.
+    if (url.length > MAX_URL_CHARS) { say("These metric keys make the request too long: remove some metric columns.", true); return false; }
     const resp = await api(url);
     if (!resp.ok) {
       say((resp.body && resp.body.message) || `Could not load the runs (HTTP ${resp.status}).`, true);

@@ -5,6 +5,8 @@
 // Scales to 8k+ tokens: spans are built into a DocumentFragment in batches (one batch per animation
 // frame), one delegated mouseover/focusin handler serves every token, and recolouring is one tight loop
 // over a cached array of spans writing style.backgroundColor (a scale is built once per channel switch).
+// Text stays readable on every background: each painted token (and legend stop) gets black or white text,
+// whichever contrasts more with its colour over the white token box (WCAG 2 contrast, at least 4.5:1).
 "use strict";
 
 (function () {
@@ -14,7 +16,10 @@
   const HOT = [204, 85, 0];     // orange: uncertain positions on an entropy scale
   const MASKED = [110, 110, 110];  // grey: tokens the loss leaves out
   const IN_LOSS = [27, 122, 47];   // green: tokens in the loss
-  const FULL = 0.85;  // alpha at full strength: black text stays readable on the darkest colour
+  const FULL = 0.85;  // alpha at full strength: the darkest colours get white text (inkOn)
+  // Black text on a background of relative luminance L contrasts (L + 0.05) / 0.05, white 1.05 / (L + 0.05):
+  // they are equal (4.58:1) at L = 0.179, so below it white contrasts more.
+  const WHITE_INK_BELOW = 0.179;
 
   // Logprob floor: one very unlikely token must not wash the rest out, so the full-colour end of the scale
   // is the rollout's 2nd-percentile logprob (its min when there are fewer than 51 tokens).
@@ -87,6 +92,20 @@
     const a = FULL * Math.min(1, Math.max(0, t));
     return a < 0.0005 ? "" : `rgba(${rgb[0]},${rgb[1]},${rgb[2]},${a.toFixed(3)})`;
   }
+  // The text colour for a background paint() made: white where it contrasts more than black, else black.
+  const inks = new Map();
+  function inkOn(bg) {
+    if (!bg) return "";
+    let ink = inks.get(bg);
+    if (ink === undefined) {
+      const [r, g, b, a] = bg.match(/[\d.]+/g).map(Number);
+      const linear = (c) => { const x = (a * c + (1 - a) * 255) / 255; return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+      const luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);  // over the white box
+      ink = luminance < WHITE_INK_BELOW ? "#fff" : "#000";
+      inks.set(bg, ink);
+    }
+    return ink;
+  }
   // The same colour as a gradient stop: "" would not parse there, so zero strength is a clear rgba.
   const stop = (rgb, t) => paint(rgb, t) || `rgba(${rgb[0]},${rgb[1]},${rgb[2]},0)`;
 
@@ -130,10 +149,17 @@
         note: top > 0 ? `sequential 0 … max ${fmt(top)}: higher = stronger orange` : "every token has entropy 0: uncoloured",
       };
     },
-    // advantages, gaps and unknown channels: red below 0, blue above, noise around 0 uncoloured
+    // advantages, gaps and unknown channels: red below 0, blue above, noise around 0 uncoloured; a flat
+    // rollout (every token one value, as uniform token credit gives) is uncoloured: no token stands out
     diverging(values, lo, hi) {
       const largest = Math.max(Math.abs(lo), Math.abs(hi));
       const noise = NOISE_RELATIVE * Math.max(1, largest);
+      if (hi - lo <= noise) {
+        return {
+          kind: "diverging", flat: true, colour: () => "",
+          note: `flat: every token has ${fmt(hi)} (no spread between tokens), so none is coloured`,
+        };
+      }
       const span = Math.max(largest, DIVERGING_MIN_SPAN);
       const colour = (v) => (Math.abs(v) <= noise ? "" : paint(v < 0 ? NEG : POS, Math.abs(v) / span));
       return {
@@ -271,13 +297,16 @@
       for (let i = 0; i < n; i++) {
         const s = this.spans[i];
         const v = values[i];
-        s.style.backgroundColor = v === null ? "" : colour(v);
+        const bg = v === null ? "" : colour(v);
+        s.style.backgroundColor = bg;
+        s.style.color = inkOn(bg);
         if (v === null) s.classList.add("na"); else s.classList.remove("na");
       }
       this.values = values;
       this.channel = name;
       this.el.dataset.channel = name;
       this.el.dataset.scale = scale ? scale.kind : "";
+      this.el.dataset.flat = scale && scale.flat ? "1" : "0";
       this.drawLegend(spec, scale, lo, hi);
     }
 
@@ -288,6 +317,7 @@
       if (!L) return;
       L.textContent = "";
       L.dataset.scale = scale ? scale.kind : "";
+      L.dataset.flat = scale && scale.flat ? "1" : "0";
       if (!scale) {
         L.textContent = `${spec.label}: not recorded for this rollout`;
         return;
@@ -295,11 +325,15 @@
       const item = (cls, text, bg) => {
         const e = document.createElement("span");
         e.className = cls;
-        if (bg) e.style.backgroundColor = bg;
+        if (bg) { e.style.backgroundColor = bg; e.style.color = inkOn(bg); }
         e.textContent = text;
         L.appendChild(e);
         return e;
       };
+      if (scale.flat) {  // nothing to draw a scale for: the sentence alone
+        item("tv-leg-note", `${spec.label} is ${scale.note}; hatched: no value`);
+        return;
+      }
       item("tv-leg-label", `${spec.label}:`);
       if (scale.swatches) {
         for (const [text, bg] of scale.swatches) item("tv-leg-stop", text, bg);

@@ -59,9 +59,11 @@ def test_a_dataset_is_previewed_fixed_by_dropping_a_good_file_and_saved(
     assert page.locator("#preview-facts").inner_text() == "math_bad.jsonl · JSONL · 6 rows · 3 columns"
     assert page.input_value("#prompt-field") == "question"  # guessed from the usual names
     assert page.input_value("#answer-field") == ""  # "result" is not one: label-free until mapped
+    assert page.locator("#answer-none").is_visible()  # ... and the page says so
     assert page.input_value("#dataset-name") == "math_bad"
     page.select_option("#answer-field", "result")
     page.wait_for_selector("#preview:not([data-loading])")
+    assert not page.locator("#answer-none").is_visible()  # chosen: nothing left to say
     assert page.locator("#row-errors").is_visible()
     assert page.locator("#row-errors-title").inner_text() == "1 of 6 rows is invalid"
     error = page.locator("#row-error-table tbody tr")
@@ -107,4 +109,47 @@ def test_a_dataset_is_previewed_fixed_by_dropping_a_good_file_and_saved(
     link = page.locator("#saved-notice a", has_text="Use in a new experiment")
     assert link.get_attribute("href") == f"/projects/{project.pk}/experiments/new/?dataset={dataset.pk}"
     screenshot(page, "02-list-after-save")
+    assert not page.js_errors, page.js_errors
+
+
+GUESSED = [{"question": f"{i}+1=", "final_answer": str(i + 1)} for i in range(4)]
+EMPTY_ANSWER = [GUESSED[0], {"question": "1+1=", "final_answer": ""}, *GUESSED[2:]]
+
+
+def test_a_guessed_answer_column_flags_empty_answers_and_is_confirmed_before_saving(
+    page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path], tmp_path: Path
+) -> None:
+    from tests.workers.helpers import make_project, make_user
+    from webapp.datafiles.models import Dataset
+
+    project = make_project(make_user("alice"), "Lab")
+    empty = tmp_path / "gsm_empty.jsonl"
+    empty.write_text(jsonl(EMPTY_ANSWER))
+    sign_in("alice", PASSWORD)
+    page.goto(f"/projects/{project.pk}/datasets/")
+
+    page.set_input_files("#file-input", str(empty))
+    page.wait_for_selector("#preview:not([hidden]):not([data-loading])")
+    assert page.input_value("#answer-field") == "final_answer"  # guessed from its name, not label-free
+    assert page.locator("#answer-guessed").is_visible()
+    assert page.locator("#answer-guessed-name").inner_text() == "final_answer"
+    assert not page.locator("#answer-none").is_visible()
+    error = page.locator("#row-error-table tbody tr")
+    assert error.count() == 1  # the row with an empty answer is flagged
+    assert [error.locator("td").nth(i).inner_text() for i in (0, 2)] == ["2", "final_answer"]
+    screenshot(page, "01-guessed-answer-with-an-empty-one")
+
+    page.evaluate(DROP_JS, ["gsm.jsonl", jsonl(GUESSED)])
+    page.wait_for_selector("#preview-facts:has-text('gsm.jsonl')")
+    page.wait_for_selector("#preview:not([data-loading])")
+    assert not page.locator("#row-errors").is_visible()
+    assert page.locator("#save-button").is_disabled()  # the guess is a proposal until confirmed
+    assert page.locator("#save-hint").inner_text() == "Confirm the answer column (or pick another) to save."
+    page.check("#answer-confirm")
+    assert page.locator("#save-button").is_enabled()
+    page.click("#save-button")
+
+    page.wait_for_url(re.compile(r"/datasets/\?saved=\d+"))
+    dataset = Dataset.objects.get()
+    assert (dataset.prompt_field, dataset.answer_field) == ("question", "final_answer")
     assert not page.js_errors, page.js_errors

@@ -34,7 +34,7 @@ def test_the_run_page_shows_staleness_and_idle_times_of_an_async_run(
     page.goto(f"/runs/{run.pk}/")
     page.wait_for_function("() => document.getElementById('live').textContent === 'live'")
     page.wait_for_function("() => document.getElementById('async-part').style.display === ''")
-    assert page.inner_text("#live + #async-part").strip() == "· staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
+    assert page.inner_text("#live-part + #async-part").strip() == "· staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
     assert page.text_content("#async-summary") == "staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
     charts = page.eval_on_selector_all("#group-async .chart", "els => els.map(e => e.dataset.key)")
     assert set(charts) == {"async/staleness", "async/trainer_idle_s", "async/generator_idle_s", "async/is_weight_mean"}

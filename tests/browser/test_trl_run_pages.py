@@ -1,4 +1,4 @@
-"""A run trained by TRL's GRPOTrainer (for real, on the tiny model, through webapp/ingest_client/trl.py) is a
+"""A run trained by TRL's GRPOTrainer (for real, on the tiny model, through rlvr_client/trl.py) is a
 first-class run in a real browser: the compare page overlays it with a native run of the same project, and
 the token view colours a TRL completion's tokens by its advantage.
 
@@ -39,9 +39,9 @@ def keep_screenshot(page: Any, name: str) -> None:
 
 def native_and_trl_runs(live_server_url: str, model_dir: Path, work: Path) -> tuple[Any, Any]:
     """alice's project with a native run (3 steps of metrics, seeded) and a TRL run trained here, 3 steps."""
+    from rlvr_client.trl import instrument
     from webapp.accounts.tokens import issue_token
     from webapp.experiments.models import Run
-    from webapp.ingest_client.trl import instrument
 
     native = seed_run()
     for step in (1, 2, 3):

@@ -46,6 +46,6 @@ class Studio:
         return detail
 
     def import_(self, *args: str) -> int:
-        from webapp.ingest_client.import_cli import main as import_main
+        from rlvr_client.import_cli import main as import_main
 
         return import_main(["import", *args, "--project", self.project.slug])

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from rlvr_client import jsonl_import
+from rlvr_client.import_cli import main as import_main
+from rlvr_client.jsonl_import import ImportFileError, Limits, Metrics, Rollout
 from tests.integrations.live_studio import Studio
-from webapp.ingest_client import jsonl_import
-from webapp.ingest_client.import_cli import main as import_main
-from webapp.ingest_client.jsonl_import import ImportFileError, Limits, Metrics, Rollout
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "ingest"

@@ -1,4 +1,4 @@
-"""TRL's GRPOTrainer with RLVR Studio's one line (webapp/ingest_client/trl.py): the tiny model trains for real
+"""TRL's GRPOTrainer with RLVR Studio's one line (rlvr_client/trl.py): the tiny model trains for real
 on the CPU against a live server, and the run arrives as a TRL run with TRL's metrics under the stable keys
 and every completion, per-token arrays included, under the step it was trained in."""
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from rlvr_client import IngestError
+from rlvr_client.trl import changed_settings, completion_lengths, instrument, map_metrics
 from tests.integrations import trl_helpers
 from tests.integrations.live_studio import Studio
 from tests.integrations.trl_helpers import REWARD_FUNCS, has_digit, tiny_grpo_trainer
-from webapp.ingest_client import IngestError
-from webapp.ingest_client.trl import changed_settings, completion_lengths, instrument, map_metrics
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

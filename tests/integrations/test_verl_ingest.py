@@ -1,4 +1,4 @@
-"""verl to RLVR Studio (webapp/ingest_client/verl.py): verl's metric names map onto the stable keys, its
+"""verl to RLVR Studio (rlvr_client/verl.py): verl's metric names map onto the stable keys, its
 rollout dump (tests/data/ingest/verl/, written from verl's source) becomes rollouts grouped by prompt, and
 both the ``rlvr`` tracking backend and ``rlvr import --format verl`` deliver a verl run to a live server.
 
@@ -19,11 +19,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from rlvr_client import jsonl_import
+from rlvr_client import verl as rlvr_verl
+from rlvr_client.import_cli import main as import_main
+from rlvr_client.jsonl_import import ImportFileError, Metrics, Rollout
 from tests.integrations.live_studio import Studio
-from webapp.ingest_client import jsonl_import
-from webapp.ingest_client import verl as rlvr_verl
-from webapp.ingest_client.import_cli import main as import_main
-from webapp.ingest_client.jsonl_import import ImportFileError, Metrics, Rollout
 
 REPO = Path(__file__).resolve().parents[2]
 VERL_DATA = REPO / "tests" / "data" / "ingest" / "verl"

@@ -54,7 +54,7 @@ def main() -> None:
 
     import torch
 
-    from webapp.ingest_client.trl import instrument
+    from rlvr_client.trl import instrument
 
     torch.set_num_threads(1)
     model_dir, output_dir, project = sys.argv[1:4]

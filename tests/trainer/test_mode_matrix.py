@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ class Case:
     sections: dict[str, Any]
     fsdp: bool  # also run with training.fsdp (else: fsdp must be refused, with why)
     warm: bool = False  # the warm model with WARM's reward (else the random tiny model, a digit reward)
-    # what the 1-process run must show for the case to test what it is meant to (else: pick another seed)
+    # what the 1-process run must show for the case to test what it is meant to (else the test tries other seeds)
     expect: Callable[[Reports], bool] = lambda reports: True
 
 
@@ -325,23 +325,47 @@ def _weights(run_dir: Path) -> dict[str, torch.Tensor]:
     return load_file(ckpt / "model.safetensors")
 
 
+# How many seeds a case may try before it is declared broken (see _one_process_run).
+SEEDS_TO_TRY = 8
+
+
+@dataclass(frozen=True)
+class _OneProcess:
+    case: Case  # the case at the seed its run exercises
+    out: Path
+    reports: Reports
+
+
+def _one_process_run(name: str, case: Case, models: dict[bool, Path], work: Path) -> _OneProcess:
+    """The case's 1-process run at the first seed (its own first) whose run shows what the case is there for.
+    Which seeds do depends on the tiny model's exact weights, and a model built on another processor differs
+    in its last bits, so the seed is found here rather than fixed; no seed of the first few is a failure."""
+    from trainer.step.loop import train
+
+    own = int(case.sections.get("seed", 0))
+    for seed in [own, *(s for s in range(SEEDS_TO_TRY) if s != own)]:
+        seeded = replace(case, sections={**case.sections, "seed": seed})
+        out = work / f"{name}-one-seed{seed}"
+        sink = _Reports()
+        train(_build(seeded, models, out), sink, log=lambda m: None)
+        if case.expect(sink.reports):
+            return _OneProcess(seeded, out, sink.reports)
+    raise AssertionError(f"{name}: no seed of 0..{SEEDS_TO_TRY - 1} exercises what it is there for (see CONFIGS)")
+
+
 @pytest.mark.slow
 def test_every_method_gives_the_one_process_result_in_data_parallel_and_fsdp(
     random_model_dir: Path, warm_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from trainer.step.loop import train
-
     started = time.monotonic()
     models = {False: random_model_dir, True: warm_model_dir}
-    launched = [(name, mode, _build(case, models, tmp_path / f"{name}-{mode}", 2, mode == "fsdp"))
-                for name, case in CONFIGS.items() for mode in ("dp", "fsdp") if mode == "dp" or case.fsdp]
+    ones = {name: _one_process_run(name, case, models, tmp_path) for name, case in CONFIGS.items()}
+    launched = [(name, mode, _build(one.case, models, tmp_path / f"{name}-{mode}", 2, mode == "fsdp"))
+                for name, one in ones.items() for mode in ("dp", "fsdp") if mode == "dp" or one.case.fsdp]
     launch_s = _launch([config for _, _, config in launched], tmp_path)
     rows = []
-    for name, case in CONFIGS.items():
-        one_dir = tmp_path / f"{name}-one"
-        one = _Reports()
-        train(_build(case, models, one_dir), one, log=lambda m: None)
-        assert case.expect(one.reports), f"{name} no longer exercises what it is there for (see CONFIGS): change its seed"
+    for name, found in ones.items():
+        one_dir, case = found.out, found.case
         want, start = _weights(one_dir), load_file(models[case.warm] / "model.safetensors")
         moved = max(float((want[k] - start[k]).abs().max()) for k in want)
         assert moved > 1e-3, f"{name}: training did not move the weights"
@@ -351,8 +375,8 @@ def test_every_method_gives_the_one_process_result_in_data_parallel_and_fsdp(
             out = Path(config.checkpoint.output_dir)
             label = f"{name} ({mode})"
             many = json.loads((out / "reports.json").read_text())
-            diffs = _compare_records(one.reports, many, label)
-            _compare_metrics(one.reports, many, label)
+            diffs = _compare_records(found.reports, many, label)
+            _compare_metrics(found.reports, many, label)
             assert diffs["reward"] <= 1e-5 and diffs["advantage"] <= 1e-4 and diffs["token_advantage"] <= 1e-4, (label, diffs)
             weight, off = _compare_weights(_weights(out), want, label)
             rows.append(f"{label:28s} " + "  ".join(f"{k} {v:.1e}" for k, v in diffs.items())

@@ -19,6 +19,7 @@ from trainer.step.loop import train
 from trainer.step.optimize import UpdateStats
 from trainer.step.progress import ELAPSED_KEY, STEP_TOKENS_KEY, TOKENS_KEY, RunProgress
 from trainer.step.reporting import step_metrics
+from trainer.step.state import StepTimings
 from trainer.verifiers.scoring import ScoreBatch
 
 
@@ -93,7 +94,7 @@ def test_the_step_tokens_are_prompt_and_completion_tokens_once_whatever_the_pass
         torch.tensor([0.7, -0.7]),
         torch.tensor([0, 0]),
         [update, update],
-        timings={"gen": 1.0, "verify": 0.5, "train": 2.0},
+        timings=StepTimings(gen_s=1.0, verify_s=0.5, train_s=2.0),
         lr=1e-4,
     )
     assert metrics[STEP_TOKENS_KEY] == 11.0

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from rlvr_client import start_run
+from rlvr_client.spool import RunSpool
 from tests.workers.helpers import REPO, make_project, make_user, wait_for, worker_env
 from webapp.accounts.tokens import issue_token
 from webapp.experiments.models import MetricPoint, Rollout, Run, RunStatus
-from webapp.ingest_client import start_run
-from webapp.ingest_client.spool import RunSpool
 from webapp.stack import free_port, port_open
 
 

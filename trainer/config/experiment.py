@@ -221,9 +221,10 @@ class ExperimentConfig(_Section):
     def _check_evaluation(self) -> ExperimentConfig:
         """Every periodic-evaluation benchmark must resolve now, not at the first eval step."""
         ev = self.evaluation
-        if ev.eval_every and not ev.benchmarks:
-            raise ValueError("evaluation.eval_every is set but evaluation.benchmarks is empty: add e.g. 'builtin:addition'")
-        if ev.eval_every:
+        if ev.enabled and not ev.benchmarks:
+            which = "eval_every" if ev.eval_every else "eval_at_start" if ev.eval_at_start else "eval_at_end"
+            raise ValueError(f"evaluation.{which} is set but evaluation.benchmarks is empty: add e.g. 'builtin:addition'")
+        if ev.enabled:
             try:
                 resolve_training_benchmarks(ev)  # unknown names, missing files, bad fields: at submit time
             except RLVRError as err:

@@ -177,3 +177,30 @@ def _targets(data: dict[str, Any], field: str, names: tuple[str, ...]) -> list[d
         return [c for c in items if isinstance(c, dict) and c.get("name") in names]
     data[field] = choice = _choice(value)
     return [choice] if isinstance(choice, dict) and choice.get("name") in names else []
+
+
+# The names TRL's GRPOConfig gives these knobs (trainer/config/outside_names.py reads them in TRL runs' configs).
+_TRL_NAMES = frozenset({"scale_rewards", "top_entropy_quantile"})
+
+
+def aliases(section: str) -> dict[str, dict[str, Any]]:
+    """``x-aliases`` of a section's schema: each flat name it still accepts, the method param it is moved to,
+    and whether it is TRL's name, so a TRL user searching the schema for ``top_entropy_quantile`` finds
+    where it went."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, (field, method, param, default) in _PARAMS.get(section, {}).items():
+        wanted = "a label-free reward ('majority_vote' or 'soft_consensus')" if method == "*label_free" else repr(method)
+        origin = "TRL's GRPOConfig name" if key in _TRL_NAMES else "a flat name of earlier versions"
+        out[key] = {
+            "to": f"{field}.params.{param}", "method": method.lstrip("*"), "trl": key in _TRL_NAMES,
+            "description": f"{origin}: accepted here and moved into {field}'s params as {param} when {field} is "
+            f"{wanted}; without that choice only its no-op value {default!r} is accepted (nothing is switched "
+            "on behind your back).",
+        }
+    for key, (field, _to_method, switch_param) in _SWITCHES.get(section, {}).items():
+        out[key] = {
+            "to": field, "method": None, "trl": False,
+            "description": f"A flat switch of earlier versions: adds its method to {field}"
+            + (f" with the value as {switch_param}." if switch_param else "."),
+        }
+    return out

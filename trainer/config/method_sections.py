@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 import trainer.methods  # noqa: F401  -- registers every method before the choice models are built
 from trainer.bounds import MAX_LIST_ITEMS, BoundedModel
 from trainer.config.choice import MethodChoice, choice_field, choice_model
-from trainer.config.legacy import upgrade_section
+from trainer.config.legacy import aliases, upgrade_section
 from trainer.methods.advantages import ADVANTAGES
 from trainer.methods.aggregation import AGGREGATIONS
 from trainer.methods.allocation import ALLOCATORS
@@ -58,8 +58,17 @@ else:
     FusionChoice = choice_model(FUSIONS)
 
 
+def _aliases_in_schema(schema: dict[str, Any], cls: type[Any]) -> None:
+    found = aliases(cls.__name__)
+    if found:
+        schema["x-aliases"] = found
+
+
 class _MethodSection(BoundedModel):
-    """A section with method choices: flat legacy names are moved into their method's params first."""
+    """A section with method choices: flat legacy names are moved into their method's params first (listed
+    in the section's schema as ``x-aliases``)."""
+
+    model_config = ConfigDict(json_schema_extra=_aliases_in_schema)
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +83,9 @@ class AlgorithmConfig(_MethodSection):
         ADVANTAGES, "How rewards become one advantage per completion. 'grpo' takes scale_rewards (TRL name) in its params."
     )
     token_credit: TokenCreditChoice = choice_field(
-        TOKEN_CREDIT, "How a completion's advantage becomes per-token advantages (what the token view colours)."
+        TOKEN_CREDIT, "How a completion's advantage becomes per-token advantages (what the token view colours). "
+        "TRL's top_entropy_quantile is accepted in this section as an alias of 'top_entropy''s quantile "
+        "(Wang et al. 2025, 'Beyond the 80/20 Rule'; see x-aliases).",
     )
     loss_type: AggregationChoice = choice_field(
         AGGREGATIONS, "Loss normalisation (TRL name): how per-token losses become the scalar that is back-propagated."

@@ -238,5 +238,18 @@ class EvaluationConfig(_Section):
     max_problems: int | None = Field(
         None, ge=1, le=10_000_000, description="Evaluate only the first N problems of each benchmark during training."
     )
+    eval_at_start: bool = Field(
+        False,
+        description="Also evaluate the policy before its first update, reported at step 0, so the curve starts "
+        "from the model the run began with (a fresh run only; a resumed run keeps the one it has).",
+    )
+    eval_at_end: bool = Field(
+        False, description="Also evaluate after the last step (training.max_steps), whether or not eval_every divides it.",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the run evaluates at all."""
+        return bool(self.eval_every or self.eval_at_start or self.eval_at_end)
 
 

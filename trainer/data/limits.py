@@ -1,12 +1,15 @@
 """Caps on a data file, checked while it is read, so a hostile file is refused early in bounded memory.
 
 A million-column CSV used to reach ``datasets`` (one Arrow column each: minutes and gigabytes) and come
-back as an error message of megabytes. These checks run in the pre-scan of files.py / row_check.py,
-before any parser sees more than one line: every line (a JSONL record, a CSV row) is read with a bounded
-``readline``, so an over-long line is refused after ``max_line_chars`` characters; the column count and
-names, the row count, JSON nesting (measured in one pass, before ``json.loads`` recurses) and, for
-Parquet, the footer's column/row counts and uncompressed size are checked against ``FileLimits``.
-Messages are short: they give the limit and where it was passed, never the offending text.
+back as an error message of megabytes; a 13 KB Parquet file holding one zstd-compressed 400 MB cell used
+to be decompressed whole. These checks run in the one reader of every format (trainer/data/reader.py),
+before any parser sees more than one line or record: every line (a JSONL record, a CSV row) is read with
+a bounded ``readline``, so an over-long line is refused after ``max_line_chars`` characters; the column
+count and names, the row count and JSON nesting (measured in one pass, before ``json.loads`` recurses)
+are checked as they appear, and every row's *decoded* size (per cell, per row, and added up per file) as
+it is decoded. Parquet's footer gives each column chunk's uncompressed size, which is checked before a
+data page is read (reader.py says what that bounds). Messages are short: they give the limit and where
+it was passed, never the offending text.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from trainer.errors import DataError
 
 @dataclass(frozen=True)
 class FileLimits:
-    max_bytes: int = 1 << 30  # any data file (the web app refuses uploads over RLVR_MAX_UPLOAD_MB first)
-    max_document_bytes: int = 256 << 20  # a .json array, which is parsed whole (JSON Lines is streamed)
-    max_uncompressed_bytes: int = 4 << 30  # a Parquet file's data once decompressed (its footer says)
-    max_line_chars: int = 1 << 20  # one JSON Lines record or one CSV line
+    max_bytes: int = 1 << 30  # any data file on disk (the web app refuses uploads over RLVR_MAX_UPLOAD_MB first)
+    max_decoded_bytes: int = 1 << 30  # every cell of the file added up, once decoded (the web app: the upload cap)
+    max_cell_bytes: int = 1 << 20  # one cell (a prompt, an answer, any value), UTF-8 bytes once decoded
+    max_row_bytes: int = 4 << 20  # one row's cells added up (a 1 MiB line of 4-byte characters fits)
+    max_row_group_bytes: int = 128 << 20  # one Parquet row group once decompressed (read one at a time)
+    max_line_chars: int = 1 << 20  # one JSON Lines record, one CSV line, one element of a JSON array
     max_columns: int = 256
     max_column_name_chars: int = 200
     max_rows: int = 1_000_000
@@ -38,12 +43,76 @@ DEFAULT_LIMITS = FileLimits()
 
 def check_file_size(p: Path, fmt: str, limits: FileLimits = DEFAULT_LIMITS) -> None:
     size = p.stat().st_size
-    cap, what = (limits.max_document_bytes, "a .json file (parsed whole; JSON Lines is streamed)") if fmt == "json" \
-        else (limits.max_bytes, "a data file")
-    if size > cap:
+    if size > limits.max_bytes:
         raise DataError(
-            f"{p} is {size / 2**20:,.1f} MB; the limit for {what} is {cap / 2**20:,.0f} MB: split the file"
-            + (" or save it as JSON Lines" if fmt == "json" else "")
+            f"{p} is {size / 2**20:,.1f} MB; the limit for a data file is {limits.max_bytes / 2**20:,.0f} MB: "
+            "split the file"
+        )
+
+
+def size_text(size: int) -> str:
+    """A byte count as people read it in a message: '400.0 MB', '1 MiB', '812 bytes'."""
+    if size >= 1 << 20 and size % (1 << 20) == 0:
+        return f"{size >> 20:,} MiB"
+    return f"{size / 2**20:,.1f} MB" if size >= 1 << 20 else f"{size:,} bytes"
+
+
+def value_bytes(value: object) -> int:
+    """The decoded size of one cell: UTF-8 bytes of text, bytes of binary, 8 per number, and the sum of the
+    parts (plus 2 each) of a list or object. Iterative, so a deep value never exhausts the stack."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) if item.isascii() else len(item.encode("utf-8", "surrogatepass"))
+        elif isinstance(item, bytes | bytearray):
+            total += len(item)
+        elif item is None or isinstance(item, bool | int | float):
+            total += 8
+        elif isinstance(item, dict):
+            total += 2 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            total += 2 * len(item)
+            stack.extend(item)
+        else:  # dates, decimals and other typed Parquet values
+            total += len(str(item))
+    return total
+
+
+def check_row_bytes(
+    p: Path, where: str, record: dict[str, object], limits: FileLimits = DEFAULT_LIMITS, *, quotable: bool = True
+) -> int:
+    """The decoded size of one row; DataError naming the row and column when a cell or the row passes its
+    limit. Column names are quoted only when the file may be quoted (files.py's module docstring)."""
+    row = 0
+    for index, (name, value) in enumerate(record.items(), start=1):
+        size = value_bytes(value)
+        if size > limits.max_cell_bytes:
+            raise DataError(cell_too_big(p, where, name if quotable else index, size, limits))
+        row += size
+    if row > limits.max_row_bytes:
+        raise DataError(
+            f"{p}, {where}: {size_text(row)} decoded, the limit is {size_text(limits.max_row_bytes)} per row; "
+            "shorten its values or drop columns"
+        )
+    return row
+
+
+def cell_too_big(p: Path, where: str, column: str | int, size: int, limits: FileLimits, note: str = "") -> str:
+    named = f"column {column!r}" if isinstance(column, str) else f"column {column}"
+    return (
+        f"{p}, {where}, {named}: {size_text(size)} decoded{note}, the limit is "
+        f"{size_text(limits.max_cell_bytes)} per cell; shorten the value or drop the column"
+    )
+
+
+def check_decoded_total(p: Path, where: str, total: int, limits: FileLimits = DEFAULT_LIMITS) -> None:
+    if total > limits.max_decoded_bytes:
+        raise DataError(
+            f"{p}: more than {size_text(limits.max_decoded_bytes)} of data once decoded (passed at {where}), the "
+            "limit for one data file; split the file"
         )
 
 
@@ -126,21 +195,3 @@ def check_json_depth(p: Path, where: str, text: str, limits: FileLimits = DEFAUL
     problem = json_depth_problem(text, limits.max_depth)
     if problem:
         raise DataError(f"{p}, {where}: {problem}")
-
-
-def check_parquet(p: Path, limits: FileLimits = DEFAULT_LIMITS) -> None:
-    """Columns, rows and decompressed size from the Parquet footer, before any data page is read."""
-    import pyarrow.parquet as pq  # datasets depends on pyarrow
-
-    try:
-        meta = pq.ParquetFile(p).metadata
-    except Exception as err:  # pyarrow raises ArrowInvalid / OSError for a file that is not Parquet
-        raise DataError(f"{p} could not be read as PARQUET: {str(err)[:200]}") from None
-    check_columns(p, "schema", (meta.schema.column(i).name for i in range(meta.num_columns)), limits)
-    check_row_count(p, meta.num_rows, limits)
-    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if size > limits.max_uncompressed_bytes:
-        raise DataError(
-            f"{p} holds {size / 2**20:,.0f} MB once decompressed; the limit is "
-            f"{limits.max_uncompressed_bytes / 2**20:,.0f} MB: split the file"
-        )

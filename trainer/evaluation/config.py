@@ -17,6 +17,9 @@ from trainer.data.config import DataConfig
 from trainer.errors import ConfigError
 from trainer.verifiers.spec import VerifierSpec
 
+# The one metric of a greedy benchmark (``greedy: true``): named with its decoding, as "pass@4 (n=8)" is with its n.
+GREEDY_ACCURACY = "accuracy (greedy)"
+
 
 def _default_eval_data() -> DataConfig:
     return DataConfig(source="demo", size=100, data_seed=1, shuffle=False)
@@ -87,10 +90,19 @@ class BenchmarkConfig(BoundedModel):
     max_problems: int | None = Field(
         None, ge=1, le=10_000_000, description="Evaluate only the first N problems (quick looks, periodic evaluation)."
     )
+    greedy: bool = Field(
+        False,
+        description="Greedy decoding (the most likely token at every position) instead of sampling: one completion "
+        "per problem, reported as 'accuracy (greedy)', the share of problems answered correctly (the figure RLVR "
+        "papers quote before and after training). Needs n_samples 1; temperature, top_p, top_k, pass_k and maj_k "
+        "do not apply.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> BenchmarkConfig:
         n = self.n_samples
+        if self.greedy and n != 1:
+            raise ValueError(f"greedy decoding gives one completion per problem, but n_samples is {n}: set n_samples to 1")
         # Resolved here (not hidden in the engine) so model_dump() shows exactly what will be reported.
         object.__setattr__(self, "pass_k", sorted(set(self.pass_k or [1, n])))
         object.__setattr__(self, "maj_k", sorted(set(self.maj_k or [n])))
@@ -101,8 +113,16 @@ class BenchmarkConfig(BoundedModel):
                     f"{field} has {bad}, but every k must be between 1 and n_samples={n}: raise n_samples "
                     f"or drop those k"
                 )
+        if self.greedy:  # pass@1 and maj@1 of one greedy completion are its accuracy: reported once, by that name
+            object.__setattr__(self, "pass_k", [])
+            object.__setattr__(self, "maj_k", [])
         _check_verifiers(self.verifiers)
         return self
+
+    def sampling(self) -> tuple[float, float, int]:
+        """(temperature, top_p, top_k) the engine samples with; greedy is top-k 1, which leaves the engine's
+        sampling step only the most likely token (the completions of ``generate(do_sample=False)``)."""
+        return (1.0, 1.0, 1) if self.greedy else (self.temperature, self.top_p, self.top_k)
 
     @property
     def reward_weights(self) -> list[float]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from trainer.errors import ConfigError, DataError
-from trainer.evaluation.config import BenchmarkConfig
+from trainer.evaluation.config import GREEDY_ACCURACY, BenchmarkConfig
 from trainer.evaluation.metrics import avg_at_n, bootstrap_ci, maj_at_k, normalise_answer, pass_at_k
 from trainer.samples import Sample
 
@@ -308,7 +308,7 @@ def _evaluate_batch(
     from trainer.verifiers.scoring import score_batch
 
     n = config.n_samples
-    params = SamplingParams(config.max_tokens, config.temperature, config.top_p, config.top_k, config.batch_size)
+    params = SamplingParams(config.max_tokens, *config.sampling(), config.batch_size)
     t0 = time.perf_counter()
     batch = engine.generate([p for p in prompts for _ in range(n)], params, generator)  # N = len(problems) * n
     t1 = time.perf_counter()
@@ -365,6 +365,9 @@ def _token_strings(tokenizer: Any, distinct: set[int]) -> dict[int, str]:
 def problem_values(config: BenchmarkConfig, problem: ProblemResult) -> dict[str, float]:
     """The per-problem value of every metric; a benchmark's metric is their mean over problems (and seeds)."""
     n = problem.n
+    lengths = {"response_len_mean": float(np.mean([s.length for s in problem.samples]))}
+    if config.greedy:  # one greedy completion (n = 1)
+        return {GREEDY_ACCURACY: float(problem.c > 0), **lengths}
     answers = [s.extracted_answer for s in problem.samples]
     correct = [s.correct for s in problem.samples]
     values = {f"avg@{n}": avg_at_n([s.reward for s in problem.samples])}
@@ -372,8 +375,7 @@ def problem_values(config: BenchmarkConfig, problem: ProblemResult) -> dict[str,
         values[f"pass@{k} (n={n})"] = pass_at_k(n, problem.c, k)
     for k in config.maj_k:
         values[f"maj@{k}"] = maj_at_k(answers, correct, k)
-    values["response_len_mean"] = float(np.mean([s.length for s in problem.samples]))
-    return values
+    return {**values, **lengths}
 
 
 def benchmark_metrics(
@@ -412,7 +414,9 @@ def _rates(timings: dict[str, float]) -> dict[str, float]:
 
 
 class PeriodicEvaluation:
-    """Evaluation inside ``train()``: every ``eval_every`` steps, each benchmark on the live policy.
+    """Evaluation inside ``train()``: every ``eval_every`` steps, each benchmark on the live policy; with
+    ``eval_at_start`` also before the first update (the loop reports it as step 0), with ``eval_at_end`` also
+    after the last step.
 
     Problems are loaded once; each evaluation samples with its own generators, so the training RNG stream
     (and therefore the run) is the same with or without periodic evaluation.
@@ -422,11 +426,14 @@ class PeriodicEvaluation:
         from trainer.evaluation.suite import resolve_training_benchmarks
 
         self.every = evaluation.eval_every
-        self.benchmarks = resolve_training_benchmarks(evaluation) if self.every else []
+        self.at_start, self.at_end = evaluation.eval_at_start, evaluation.eval_at_end
+        self.benchmarks = resolve_training_benchmarks(evaluation) if evaluation.enabled else []
         self._samples: dict[str, list[Sample]] = {}
 
-    def due(self, step: int) -> bool:
-        return bool(self.every) and step % self.every == 0
+    def due(self, step: int, max_steps: int | None = None) -> bool:
+        """Whether to evaluate after ``step``: a multiple of ``eval_every``, or the last step with ``eval_at_end``."""
+        every = bool(self.every) and step % self.every == 0
+        return every or (self.at_end and step == max_steps)
 
     def metrics(self, model: Any, tokenizer: Any) -> dict[str, float]:
         """``eval/<benchmark>/<metric>`` for every benchmark, evaluated on ``(model, tokenizer)`` as is."""

@@ -6,6 +6,10 @@ tiny:addition --benchmark builtin:addition`):
 - ``builtin:addition``: the demo task (2-digit addition, ``"37+58="``), 100 problems generated with a
   data seed the demo run does not train on (seed 1; the run uses 0; with 10^4 possible problems some
   overlap remains), scored by ``exact`` on the first line.
+- ``builtin:chain_arithmetic``: the demo's task (``"(9+6)*4-5="``, trainer/data/chain_arithmetic.py, mixed
+  levels), 500 problems of data seed 1234 (the demo trains on seed 0; the held-out problems that
+  ``benchmarks/chain_demo.py`` and the tiny models' recipes read greedy accuracy on), decoded greedily and
+  scored by the ``chain_arithmetic`` verifier: the demo's headline "accuracy (greedy)".
 - ``builtin:chain_sum-easy`` / ``-hard`` and ``builtin:basic_arithmetic-easy`` / ``-hard``: reasoning-gym
   tasks (Stojanovski et al. 2025) generated locally at two difficulties. Easy: two 1-2 digit terms;
   hard: three or four 2-3 digit terms. Scored by ``numeric`` on the last number of the completion, not by
@@ -48,6 +52,15 @@ def _addition() -> BenchmarkConfig:
     )
 
 
+def _chain_arithmetic() -> BenchmarkConfig:
+    return BenchmarkConfig(
+        name="chain_arithmetic",
+        data=DataConfig(source="chain_arithmetic", task="mixed", size=500, data_seed=1234, shuffle=False),
+        verifiers=[VerifierSpec(name="chain_arithmetic")],
+        n_samples=1, greedy=True, max_tokens=96,
+    )
+
+
 def _reasoning_gym(task: str, level: str, task_config: dict[str, Any]) -> Callable[[], BenchmarkConfig]:
     def build() -> BenchmarkConfig:
         return BenchmarkConfig(
@@ -81,6 +94,7 @@ BUILTIN_BENCHMARKS: dict[str, Callable[[], BenchmarkConfig]] = {
         {"min_terms": 3, "max_terms": 4, "min_digits": 2, "max_digits": 3, "operators": ["+", "-", "*"],
          "allow_parentheses": True, "allow_negation": False},
     ),
+    "chain_arithmetic": _chain_arithmetic,
 }
 
 

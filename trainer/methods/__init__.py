@@ -12,7 +12,7 @@ for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
 
 from trainer.methods.advantages import ADVANTAGES, compute_advantages  # noqa: E402
 from trainer.methods.aggregation import AGGREGATIONS, AggregationContext  # noqa: E402
-from trainer.methods.axes import AXES, STAGES, ActiveMethod, Axis  # noqa: E402
+from trainer.methods.axes import AXES, HOOK_POINTS, ActiveMethod, Axis  # noqa: E402
 from trainer.methods.policy_losses import POLICY_LOSSES, PolicyLossOutput  # noqa: E402
 from trainer.methods.regularizers import KL_ESTIMATORS  # noqa: E402
 from trainer.methods.token_credit import TOKEN_CREDIT, CreditInputs  # noqa: E402
@@ -21,9 +21,9 @@ __all__ = [
     "ADVANTAGES",
     "AGGREGATIONS",
     "AXES",
+    "HOOK_POINTS",
     "KL_ESTIMATORS",
     "POLICY_LOSSES",
-    "STAGES",
     "TOKEN_CREDIT",
     "ActiveMethod",
     "AggregationContext",

@@ -1,6 +1,6 @@
 """Advantage estimators: a step's rewards -> one scalar advantage per completion.
 
-Axis ``algorithm.advantage_estimator``, stage ``advantage``. Hook signature: ``(rewards [N], group_ids [N]
+Axis ``algorithm.advantage_estimator``, hook point ``advantage``. Hook signature: ``(rewards [N], group_ids [N]
 long, params, lengths=None) -> advantages [N]``. Completions of the same prompt share a group id; a group whose rewards are all equal gets
 advantage 0 (no gradient: the "silent" groups that dynamic sampling later removes). ``lengths`` [N] are
 the completions' token counts; only the token-weighted ``reinforce_pp`` reads them (None: equal weights).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import Field
 
 from trainer.bounds import BoundedModel
-from trainer.methods.axes import Axis
+from trainer.methods.axes import Axis, the_hook
 from trainer.methods.group_stats import group_mean, group_sizes, group_std
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
@@ -121,8 +121,9 @@ def compute_advantages(
     rewards: Tensor, group_ids: Tensor, cfg: ChoosesAdvantage, lengths: Tensor | None = None
 ) -> Tensor:
     """Apply ``cfg.advantage_estimator`` with its params; ``lengths`` [N] are the completions' token counts."""
-    choice = cfg.advantage_estimator
-    return ADVANTAGES.get(choice.name)(rewards, group_ids, choice.params, lengths)
+    estimate, params = the_hook("advantage", cfg.advantage_estimator.active())
+    advantages: Tensor = estimate(rewards, group_ids, params, lengths)  # [N]
+    return advantages
 
 
 @ADVANTAGES.check("rloo")

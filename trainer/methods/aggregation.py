@@ -1,6 +1,6 @@
 """Aggregation: per-token loss + mask -> the scalar back-propagated for one micro-batch.
 
-Axis ``algorithm.loss_type``, stage ``aggregation``. Hook signature: ``(per_token_loss [n, T], mask [n, T], ctx) -> scalar``. Micro-batch losses are *summed*
+Axis ``algorithm.loss_type``, hook point ``aggregation``. Hook signature: ``(per_token_loss [n, T], mask [n, T], ctx) -> scalar``. Micro-batch losses are *summed*
 over the step (gradient accumulation), so each rule divides by step-level counts from ``ctx``. With
 equal micro-batches the four rules equal TRL's ``loss_type`` values exactly (tests check the formulas).
 """

@@ -1,6 +1,6 @@
 """Rollout allocators: how many completions each prompt of a generation round gets (DESIGN.md registries).
 
-Axis ``budget.allocator``, stage ``allocator``. Hook signature: ``(groups, generate, params, group_size) -> None``. ``groups`` are
+Axis ``budget.allocator``, hook point ``allocator``. Hook signature: ``(groups, generate, params, group_size) -> None``. ``groups`` are
 the round's prompts, empty; ``generate(groups, counts)`` samples ``counts[i]`` more completions for
 ``groups[i]`` in one engine call and scores them, appending to each group's rewards; the allocator calls
 it once or several times (refinement rounds) and may mark groups ``abandoned``. Group sizes may therefore

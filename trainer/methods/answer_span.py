@@ -4,7 +4,7 @@ OM-GRPO observes that when the same answer-level signal both sets the reward and
 label-free RL collapses into reinforcing the answer itself; it masks the gradient on the answer span and
 keeps the answer-level reward on the reasoning tokens.
 
-Axis ``algorithm.loss_masks`` (a list), stage ``loss_mask``; hook signature ``(batch, tokenizer, params) ->
+Axis ``algorithm.loss_masks`` (a list), hook point ``loss_mask``; hook signature ``(batch, tokenizer, params) ->
 keep mask [N, T]`` (1 keeps a token in the loss).
 
 How the span is found: the LAST match of the ``pattern`` parameter in the decoded completion text

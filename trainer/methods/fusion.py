@@ -3,8 +3,8 @@ reward (METHODS.md section 5). A fusion method has up to two hooks:
   reward_fusion   ``(rewards [N], signals, params, step) -> [N]``, BEFORE group normalisation (PUU reorders here)
   token_fusion    ``(token_advantages [N, T], loss_mask [N, T], signals, params, step) -> [N, T]`` (OPD, additive,
                   modulated)
-and may say at which steps it acts (``schedule``: OPD-then-RL's OPD stops after ``until_step``); a stage a
-method has no hook for is the identity, as is every stage without teacher signals.
+and may say at which steps it acts (``schedule``: OPD-then-RL's OPD stops after ``until_step``); a hook point a
+method has no hook at is the identity, as is every hook point without teacher signals.
 ``gap`` is ``log pi_teacher(y_t) - log pi_old(y_t)`` on the student's sampled tokens (trainer/step/teacher.py),
 the per-token reverse-KL estimate on-policy distillation maximises.
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from trainer.bounds import BoundedModel
-from trainer.methods.axes import Axis
+from trainer.methods.axes import Axis, hooks_at
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
     from torch import Tensor
@@ -35,7 +35,7 @@ def sequence_teacher_score(signals: TeacherSignalsView) -> Tensor:
     return (signals.gap * signals.mask).sum(-1) / tokens
 
 
-@FUSIONS.method("none", stage="schedule")
+@FUSIONS.method("none", point="schedule")
 def verifier_only(params: Any, step: int) -> bool:
     """Verifier only; the teacher, if any, is recorded for the dashboard (and read by token credit 'ecr')."""
     return False
@@ -64,13 +64,13 @@ def opd_advantages(
     return params.coef * signals.gap * loss_mask.to(signals.gap.dtype)  # [N, T]
 
 
-@FUSIONS.method("opd", stage="schedule")
+@FUSIONS.method("opd", point="schedule")
 def opd_schedule(params: OPDParams, step: int) -> bool:
     """OPD-then-RL: OPD acts up to ``until_step``, then the verifier reward alone trains."""
     return params.until_step is None or step <= params.until_step
 
 
-FUSIONS.method("opd", stage="needs_teacher")(opd_schedule)
+FUSIONS.method("opd", point="needs_teacher")(opd_schedule)
 
 
 class AdditiveParams(BoundedModel):
@@ -129,7 +129,7 @@ class PUUParams(BoundedModel):
     )
 
 
-@FUSIONS.method("puu", params=PUUParams, stage="reward_fusion")
+@FUSIONS.method("puu", params=PUUParams, point="reward_fusion")
 def puu_rewards(rewards: Tensor, signals: TeacherSignalsView, params: PUUParams, step: int) -> Tensor:
     """PUU (UECR-GRPO): reward + length-normalised teacher score before group normalisation; pair with 'ecr'.
 
@@ -140,7 +140,7 @@ def puu_rewards(rewards: Tensor, signals: TeacherSignalsView, params: PUUParams,
 
 
 for _name in ("additive", "modulated", "puu"):
-    FUSIONS.method(_name, stage="needs_teacher")(lambda params, step: True)
+    FUSIONS.method(_name, point="needs_teacher")(lambda params, step: True)
 
 for _name in ("opd", "additive", "modulated", "puu"):
     @FUSIONS.check(_name)
@@ -170,24 +170,24 @@ def _opd_replaces_credit(config: Any, params: OPDParams) -> None:
 def fusion_acts(cfg: ChoosesFusion, step: int) -> bool:
     """Whether the configured fusion changes anything at ``step`` (OPD-then-RL: not after the switch)."""
     method = cfg.fusion.active()
-    return bool({"reward_fusion", "token_fusion"} & set(method.entry.hooks)) and method.acts_at(step)
+    return (method.has_hook("reward_fusion") or method.has_hook("token_fusion")) and method.acts_at(step)
 
 
 def fuse_rewards(rewards: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int) -> Tensor:
-    """The rewards the advantage estimator sees at ``step``. [N] -> [N]."""
-    hook = FUSIONS.entry(cfg.fusion.name).hooks.get("reward_fusion")
-    if signals is None or hook is None or not fusion_acts(cfg, step):
+    """The rewards the advantage estimator sees at ``step`` (the ``reward_fusion`` hook point). [N] -> [N]."""
+    if signals is None:
         return rewards
-    out: Tensor = hook(rewards, signals, cfg.fusion.params, step)
-    return out
+    for hook, params in hooks_at("reward_fusion", [cfg.fusion.active()], step):
+        rewards = hook(rewards, signals, params, step)
+    return rewards
 
 
 def fuse_token_advantages(
     token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int
 ) -> Tensor:
-    """The per-token advantages the policy loss sees at ``step``. [N, T] -> [N, T]."""
-    hook = FUSIONS.entry(cfg.fusion.name).hooks.get("token_fusion")
-    if signals is None or hook is None or not fusion_acts(cfg, step):
+    """The per-token advantages the policy loss sees at ``step`` (the ``token_fusion`` hook point). [N, T] -> [N, T]."""
+    if signals is None:
         return token_advantages
-    out: Tensor = hook(token_advantages, loss_mask, signals, cfg.fusion.params, step)
-    return out
+    for hook, params in hooks_at("token_fusion", [cfg.fusion.active()], step):
+        token_advantages = hook(token_advantages, loss_mask, signals, params, step)
+    return token_advantages

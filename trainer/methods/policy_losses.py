@@ -1,7 +1,7 @@
 """Policy losses: the per-token surrogate objective (axis ``algorithm.importance_sampling_level``), and the
 clip range (axis ``algorithm.clip_mode``).
 
-Policy-loss hook (stage ``policy_loss``): ``(logp [n, T], old_logp [n, T], adv [n, T], mask [n, T], algorithm,
+Policy-loss hook (hook point ``policy_loss``): ``(logp [n, T], old_logp [n, T], adv [n, T], mask [n, T], algorithm,
 extras=None) -> PolicyLossOutput``; ``algorithm`` is the algorithm section (its clip knobs: trainer/methods/views.py ClipSettings).
 Methods that need more than the advantages add a ``loss_inputs`` hook ``(inputs: LossInputs, params) -> None``
 that runs once per step before the update (HISPO's segments, GAPO's clip scales).
@@ -24,7 +24,7 @@ from pydantic import Field
 
 from trainer.bounds import BoundedModel
 from trainer.errors import ConfigError
-from trainer.methods.axes import ActiveMethod, Axis
+from trainer.methods.axes import ActiveMethod, Axis, hooks_at
 from trainer.methods.segments import SegmentParams, entropy_segments, segment_metrics
 
 if TYPE_CHECKING:  # torch stays out of module scope: the web process validates configs
@@ -249,22 +249,21 @@ class LossInputs:
 
 
 def prepare_loss_inputs(
-    advantages: Tensor, token_advantages: Tensor, entropy: Tensor, loss_mask: Tensor, methods: Sequence[ActiveMethod]
+    advantages: Tensor, token_advantages: Tensor, entropy: Tensor, loss_mask: Tensor, methods: Sequence[ActiveMethod],
+    step: int | None = None,
 ) -> LossInputs:
-    """Run the ``loss_inputs`` hook of every chosen method, in config order, for one step.
+    """Run the ``loss_inputs`` hook of every chosen method that acts at ``step``, in config order.
 
     ``advantages`` [N] are the scalar ones, ``token_advantages`` [N, T] the output of token credit,
-    ``entropy`` [N, T] the sampling-time entropies.
+    ``entropy`` [N, T] the sampling-time entropies; ``step`` None: outside a training step (every method acts).
     """
     inputs = LossInputs(advantages, token_advantages, entropy, loss_mask)
-    for method in methods:
-        hook = method.hook("loss_inputs")
-        if hook is not None:
-            hook(inputs, method.params)
+    for hook, params in hooks_at("loss_inputs", methods, step):
+        hook(inputs, params)
     return inputs
 
 
-@POLICY_LOSSES.method("segment", stage="loss_inputs")
+@POLICY_LOSSES.method("segment", point="loss_inputs")
 def hispo_segments(inputs: LossInputs, params: SegmentParams) -> None:
     """HISPO's segments and saliency: the segment ids go to the loss, the saliency into the token advantages."""
     segments = entropy_segments(inputs.entropy, inputs.loss_mask, params)

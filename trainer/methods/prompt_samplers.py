@@ -1,4 +1,4 @@
-"""Prompt samplers (axis ``budget.prompt_sampler``, stage ``prompt_sampler``): which prompts a step draws.
+"""Prompt samplers (axis ``budget.prompt_sampler``, hook point ``prompt_sampler``): which prompts a step draws.
 
 Hook signature: ``(samples, config, params) -> PromptSource``. ``build_prompt_sampler`` is what run_setup calls.
 
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from trainer.bounds import MAX_NAME_CHARS, BoundedModel
 from trainer.data.sampler import PromptSampler, PromptSource
-from trainer.methods.axes import Axis
+from trainer.methods.axes import Axis, the_hook
 from trainer.methods.beta_sampler import BetaPromptSampler, load_pass_rates
 from trainer.samples import Sample
 
@@ -72,5 +72,6 @@ def beta_learnability(samples: Sequence[Sample], config: RunConfig, params: Beta
 
 def build_prompt_sampler(samples: Sequence[Sample], config: RunConfig) -> PromptSource:
     """The sampler named by ``budget.prompt_sampler``, with its params."""
-    choice = config.budget.prompt_sampler
-    return PROMPT_SAMPLERS.get(choice.name)(samples, config, choice.params)
+    build, params = the_hook("prompt_sampler", config.budget.prompt_sampler.active())
+    source: PromptSource = build(samples, config, params)
+    return source

@@ -119,7 +119,7 @@ def rarity_advantages(
     """Cue-GRPO rarity-aware credit redistribution: a group's positive advantage mass is split equally over the
     clusters of its correct completions, so rare solution forms get more credit.
 
-    Hook signature (stage ``advantage_shaping``): ``(advantages [N], texts, correct [N], group_ids [N], params)
+    Hook signature (hook point ``advantage_shaping``): ``(advantages [N], texts, correct [N], group_ids [N], params)
     -> (advantages [N], metrics)``.
     """
     cues = strategy_cues(texts, params)

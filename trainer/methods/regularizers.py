@@ -1,6 +1,6 @@
 """Per-token KL estimators to the frozen reference model (Schulman 2020, "Approximating KL Divergence").
 
-Axis ``algorithm.kl_estimator``, stage ``regularizer``. Hook signature: ``(logp [n, T], ref_logp [n, T]) -> per-token KL [n, T]``; the loop adds ``beta * kl`` to the
+Axis ``algorithm.kl_estimator``, hook point ``regularizer``. Hook signature: ``(logp [n, T], ref_logp [n, T]) -> per-token KL [n, T]``; the loop adds ``beta * kl`` to the
 per-token loss before aggregation, as TRL and the GRPO paper do.
 """
 

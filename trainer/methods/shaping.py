@@ -1,6 +1,6 @@
 """Rewards without labels and reward shaping, applied to a step's ScoreBatch right after the verifiers.
 
-Axis ``shaping.reward_shaping`` (a list, applied in order), stage ``reward_shaping``; hook signature
+Axis ``shaping.reward_shaping`` (a list, applied in order), hook point ``reward_shaping``; hook signature
 ``(scores: ShapingState, params) -> None`` (it edits the state in place):
 - label-free group rewards: ``majority_vote`` (test-time RL, TTRL-style; shared/METHODS.md RWD-S) and
   ``soft_consensus`` (the soft consensus share of OM-GRPO, shared/seeds 001:L73);
@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 
 from trainer.bounds import BoundedModel
 from trainer.errors import VerifierError
-from trainer.methods.axes import Axis
+from trainer.methods.axes import Axis, hooks_at
 from trainer.registry import Registry
 from trainer.samples import Sample
 from trainer.verifiers.extract import Extractor
@@ -306,18 +306,20 @@ def shape_scores(
     group_ids: Sequence[int],
     samples: Sequence[Sample],
     cfg: RunConfig,
+    step: int | None = None,
 ) -> ShapedScores:
     """Apply ``cfg.shaping.reward_shaping`` to a scored step, in order. All sequences are per completion ([N]);
     ``samples`` are the completions' prompts (one per completion). ``pseudo_correct`` is the verifier's
     ``correct`` unless a label-free reward *replaces* the reward, where the pseudo-label agreement plays the
-    verified-correct role (for rarity redistribution).
+    verified-correct role (for rarity redistribution). ``step``: the training step whose methods' schedules are
+    asked (None outside a step: every method acts).
     """
     state = ShapingState(
         total=list(scores.total), per_verifier=dict(scores.per_verifier), details=[dict(d) for d in scores.details],
         pseudo_correct=list(scores.correct), correct=scores.correct, texts=texts, lengths=lengths,
         group_ids=group_ids, samples=samples, max_completion_length=cfg.rollout.max_completion_length, metrics={},
     )
-    for choice in cfg.shaping.reward_shaping:
-        REWARD_SHAPING.get(choice.name)(state, choice.params)
+    for hook, params in hooks_at("reward_shaping", [c.active() for c in cfg.shaping.reward_shaping], step):
+        hook(state, params)
     shaped = replace(scores, total=state.total, per_verifier=state.per_verifier, details=state.details)
     return ShapedScores(scores=shaped, pseudo_correct=state.pseudo_correct, metrics=state.metrics)

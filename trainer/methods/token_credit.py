@@ -1,6 +1,6 @@
 """Token credit: one advantage per completion -> one advantage per token.
 
-Axis ``algorithm.token_credit``, stage ``token_credit``. Hook signature: ``(advantages [N], inputs:
+Axis ``algorithm.token_credit``, hook point ``token_credit``. Hook signature: ``(advantages [N], inputs:
 CreditInputs, params) -> per-token advantages [N, T]``. The result is
 what the dashboard colours each token by. Tokens outside ``inputs.mask`` get 0.
 
@@ -160,7 +160,7 @@ def entropy_calibrated_redistribution(advantages: Tensor, inputs: CreditInputs, 
     return advantages[:, None] * weights
 
 
-@TOKEN_CREDIT.method("ecr", stage="needs_teacher")
+@TOKEN_CREDIT.method("ecr", point="needs_teacher")
 def _ecr_reads_the_teacher(params: ECRParams, step: int) -> bool:
     return True
 

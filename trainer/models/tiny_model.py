@@ -223,6 +223,36 @@ def sft_warm_start(
     return greedy_accuracy(model, tok, recipe.name)
 
 
+BUILD_PREFIX = ".build-"  # a model being built: <models>/.build-XXXX, renamed into place when done
+BUILDER_FILE = "BUILDER"  # in it while it is built: "<pid> <model name>"
+
+
+def builds_in_progress(exclude_pid: int | None = None) -> list[tuple[str, int]]:
+    """(model name, process id) of every built-in model being built on this machine now, by any process (a
+    run's first use, an evaluation, ``rlvr init-model``); a build whose process has died is left out. The
+    worker warns a training run with it (workers/shared_cores.py): a build beside training shares its cores."""
+    found = []
+    for marker in sorted((rlvr_home() / "models").glob(f"{BUILD_PREFIX}*/{BUILDER_FILE}")):
+        try:
+            pid_text, _, name = marker.read_text(encoding="utf-8").strip().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):  # finished (renamed) meanwhile, or being written
+            continue
+        if pid != exclude_pid and _alive(pid):
+            found.append((name, pid))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def tiny_model_path(name: str = DEFAULT_MODEL) -> Path:
     """Where the cached tiny model ``name`` lives (it may not be built yet)."""
     return rlvr_home() / "models" / recipe_for(name).cache_name
@@ -249,8 +279,9 @@ def ensure_tiny_model(
     final.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     log(f"building the built-in model {name} (once: {recipe.summary}) in {final} ...")
-    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
     try:
+        (tmp / BUILDER_FILE).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")  # builds_in_progress reads it
         if origin is not None:  # trained on from another built-in model's weights
             shutil.copytree(origin, tmp, dirs_exist_ok=True)
         else:
@@ -261,6 +292,7 @@ def ensure_tiny_model(
             f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={acc:.3f}\nrecipe_version={recipe.version}\n"
             f"build_seconds={time.perf_counter() - t0:.1f}\n"
         )
+        (tmp / BUILDER_FILE).unlink()
         try:
             tmp.rename(final)
         except OSError:  # another process finished first: keep theirs

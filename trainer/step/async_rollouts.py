@@ -12,8 +12,13 @@ depends on timing, so a seeded asynchronous run is reproducible and resumes exac
 staleness the same way); the off-policy difference is corrected by truncated importance weights
 (trainer/step/policy_scoring.py).
 
-Everything the generator touches it owns while the run lasts: the prompt sampler, the sampling generator,
-its own tokenizer copy, the verifiers and the rubric judge. The training thread never touches them.
+Ownership is in the types: the generator collects through ``GeneratorParts`` (trainer/step/collect.py
+``CollectionParts``), which it holds while the run lasts: the prompt sampler, the sampling generator, the
+verifiers and the rubric judge (handed over by the run: the training thread no longer uses them), and its own
+tokenizer copy, engine and, with the ``hf`` engine, policy copy. The training thread keeps the policy, the
+optimizer, the reference and the teacher, and reaches the generator only through ``RolloutProducer``'s
+training-thread side: ``publish`` (weights), ``take`` (a step's rollouts) and ``checkpoint_state`` (the sampler's
+and sampling generator's state, as snapshots the generator made).
 
 Checkpoints (``checkpoint_state``): at the end of step s the buffer holds, or is about to hold, the rollouts
 of steps s+1..s+k, sampled with versions up to s-1, which a resumed run cannot reproduce (only version s is
@@ -32,7 +37,7 @@ import dataclasses
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
@@ -43,9 +48,39 @@ from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
 from trainer.step.collect import StepRollouts, batch_to_device, collect_rollouts
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from trainer.config import ExperimentConfig
+    from trainer.data.sampler import PromptSource
+    from trainer.distributed.context import DistContext
+    from trainer.rollout import RolloutEngine
+    from trainer.rubrics.scoring import RubricScorer
     from trainer.step.run_setup import Run
+    from trainer.verifiers.base import Verifier
+
+
+@dataclass(frozen=True)
+class GeneratorParts:
+    """What the background generator collects with (a ``CollectionParts``), held by its thread alone.
+
+    Handed over by the run when the generator starts (the training thread does not use them again): ``sampler``,
+    ``generator``, ``verifiers``, ``rubric``. Its own: ``tokenizer`` (a copy: fast tokenizers are not shared
+    between threads), ``engine`` (the ``hf`` engine over ``model``, its own policy copy; ``vllm``: the run's
+    engine, whose weight files the training thread only writes through ``publish``). Read-only and shared:
+    ``config``, ``sampling``, ``device``, ``dist``.
+    """
+
+    config: ExperimentConfig
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    engine: RolloutEngine
+    sampler: PromptSource
+    generator: torch.Generator
+    sampling: SamplingParams
+    verifiers: list[tuple[str, Verifier]]
+    rubric: RubricScorer | None
+    device: torch.device
+    dist: DistContext | None
 
 
 class GeneratorStalled(RLVRError):
@@ -108,8 +143,11 @@ class RolloutProducer:
         else:
             self._model = copy.deepcopy(run.model).eval().requires_grad_(False)
             engine = _StaleSampler(HFRolloutEngine(self._model, tokenizer))
-        self._run = dataclasses.replace(run, engine=engine, tokenizer=tokenizer, producer=None,
-                                        model=self._model if self._model is not None else run.model)
+        self._parts = GeneratorParts(
+            config=cfg, model=self._model if self._model is not None else run.model, tokenizer=tokenizer,
+            engine=cast("RolloutEngine", engine), sampler=run.sampler, generator=run.generator, sampling=run.sampling,
+            verifiers=run.verifiers, rubric=run.rubric, device=run.device, dist=run.dist,
+        )
         self._loaded = -1  # the version the generator's copy holds
         self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)
         self._ready: dict[int, Produced] = {b.step: b for b in buffered or []}
@@ -126,7 +164,7 @@ class RolloutProducer:
 
     def publish(self, version: int, model: torch.nn.Module) -> None:
         """Make the policy after optimizer step ``version`` available to the generator."""
-        weights = self._run.engine.weights.write(model, version) if self.vllm else _state_copy(model)  # type: ignore[attr-defined]
+        weights = self._parts.engine.weights.write(model, version) if self.vllm else _state_copy(model)  # type: ignore[attr-defined]
         with self._cond:
             self._versions[version] = weights
             oldest_needed = version_for(self._next, self.k)
@@ -211,9 +249,9 @@ class RolloutProducer:
                 wait_s = time.perf_counter() - t0
                 self._load(version, weights)
                 t1 = time.perf_counter()
-                rollouts = collect_rollouts(self._run, step)
-                produced = Produced(step, version, rollouts, copy.deepcopy(self._run.sampler.state_dict()),
-                                    capture_rng(self._run.generator)["sampling"], time.perf_counter() - t1, wait_s)
+                rollouts = collect_rollouts(self._parts, step)
+                produced = Produced(step, version, rollouts, copy.deepcopy(self._parts.sampler.state_dict()),
+                                    capture_rng(self._parts.generator)["sampling"], time.perf_counter() - t1, wait_s)
                 with self._cond:
                     self._ready[step] = produced
                     self._snapshots[step] = produced
@@ -236,7 +274,7 @@ class RolloutProducer:
         if version == self._loaded:
             return
         if self.vllm:
-            self._run.engine.load_version(weights)  # type: ignore[attr-defined]
+            self._parts.engine.load_version(weights)  # type: ignore[attr-defined]
         else:
             assert self._model is not None
             self._model.load_state_dict(weights)

@@ -23,6 +23,10 @@ would train on: each process takes its contiguous share of them, and where they 
 fewer groups than processes (dynamic sampling found only that many) is *replicated*: every process trains
 on all of them, which gives the same update, since each loss is normalised by counts summed over the
 processes (trainer/distributed/context.py ``set_step_replicated``).
+
+Collection reads and advances the parts named by ``CollectionParts``: a synchronous run's ``Run`` (the training
+thread owns them all), or the background generator's ``GeneratorParts`` (trainer/step/async_rollouts.py), which
+owns the mutable ones (prompt sampler, sampling generator, engine, verifiers, rubric) for as long as the run lasts.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import Tensor
@@ -39,7 +43,8 @@ from torch import Tensor
 from trainer.data import render_prompt
 from trainer.distributed.context import balanced_share, set_step_replicated
 from trainer.distributed.fsdp import gathered
-from trainer.methods.allocation import ALLOCATORS, Group
+from trainer.methods.allocation import Group
+from trainer.methods.axes import the_hook
 from trainer.rollout import RolloutBatch
 from trainer.rubrics.scoring import reaggregate_rubric, score_rubric
 from trainer.samples import Sample
@@ -48,11 +53,56 @@ from trainer.verifiers.scoring import ScoreBatch, score_batch
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from trainer.config import ExperimentConfig
+    from trainer.data.sampler import PromptSource
     from trainer.distributed.context import DistContext
-    from trainer.step.run_setup import Run
+    from trainer.rollout import RolloutEngine, SamplingParams
+    from trainer.rubrics.scoring import RubricScorer
+    from trainer.verifiers.base import Verifier
 
 
-@dataclass
+class CollectionParts(Protocol):
+    """What collecting a step's rollouts uses. ``sampler``, ``generator``, ``engine``, ``verifiers`` and ``rubric``
+    change as it runs, so exactly one thread may hold them: the training thread in a synchronous run (``Run``),
+    the background generator in an asynchronous one (``GeneratorParts``)."""
+
+    @property
+    def config(self) -> ExperimentConfig: ...
+
+    @property
+    def model(self) -> PreTrainedModel: ...  # the sampling policy (all-gathered once when sharded)
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase: ...
+
+    @property
+    def engine(self) -> RolloutEngine: ...
+
+    @property
+    def sampler(self) -> PromptSource: ...
+
+    @property
+    def generator(self) -> torch.Generator: ...  # the sampling random numbers
+
+    @property
+    def sampling(self) -> SamplingParams: ...
+
+    @property
+    def verifiers(self) -> list[tuple[str, Verifier]]: ...
+
+    @property
+    def rubric(self) -> RubricScorer | None: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def dist(self) -> DistContext | None: ...
+
+
+@dataclass(frozen=True)
 class StepRollouts:
     """What a step trains on: P groups of completions, flat, each group contiguous."""
 
@@ -64,11 +114,12 @@ class StepRollouts:
     scores: ScoreBatch  # [N]
     rewards: Tensor  # [N] float32, scores.total
     allocation: list[dict[str, Any]]  # [N] group_size, round (generation call) and abandoned, for the rollout browser
-    timings: dict[str, float]  # seconds: "gen" (engine) and "verify" (scoring)
+    gen_s: float  # seconds in the engine
+    verify_s: float  # seconds in the verifiers and the rubric
     metrics: dict[str, float]  # budget/* (stable names, DESIGN.md)
 
 
-def _score(run: Run, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]) -> ScoreBatch:
+def _score(run: CollectionParts, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]) -> ScoreBatch:
     """Verifiers, then the rubric when configured. ``group_ids`` number the groups within this call only:
     under 'vigor' or 'early_abandon' a group's completions arrive over several calls."""
     scores = score_batch(run.verifiers, run.config.reward_weights, completions, samples)
@@ -80,7 +131,7 @@ def _score(run: Run, completions: Sequence[str], samples: Sequence[Sample], grou
 class _Calls:
     """Generation calls of one step; ``generate`` is the callback allocators use."""
 
-    def __init__(self, run: Run, step: int) -> None:
+    def __init__(self, run: CollectionParts, step: int) -> None:
         self.run = run
         self.step = step
         self.done: list[tuple[RolloutBatch, ScoreBatch]] = []
@@ -151,7 +202,7 @@ class _Draws:
     last_round: list[int] = field(default_factory=list)  # step-wide indices of the last round's groups
 
 
-def collect_rollouts(run: Run, step: int) -> StepRollouts:
+def collect_rollouts(run: CollectionParts, step: int) -> StepRollouts:
     """Sample prompts, allocate and generate completions, score them; see the module docstring.
 
     ``step`` (1-based) is part of the stage signature for schedules; no allocator uses it yet.
@@ -180,12 +231,12 @@ def collect_rollouts(run: Run, step: int) -> StepRollouts:
     return _assemble(run, groups, batch, scores, call_of_row, calls, rounds, draws, chosen, replicated)
 
 
-def _generate(run: Run, step: int) -> tuple[_Draws, _Calls, int]:
+def _generate(run: CollectionParts, step: int) -> tuple[_Draws, _Calls, int]:
     """The step's generation rounds: one without dynamic sampling, else until prompts_per_step informative
     groups (every process's) or max_generation_rounds. Returns the groups, the calls and the rounds."""
     cfg, budget = run.config, run.config.budget
     P, G = cfg.training.prompts_per_step, cfg.rollout.num_generations
-    allocate = ALLOCATORS.get(budget.allocator.name)
+    allocate, params = the_hook("allocator", budget.allocator.active())
     rank = run.dist.rank if run.dist is not None else 0
     calls = _Calls(run, step)
     draws = _Draws()
@@ -199,7 +250,7 @@ def _generate(run: Run, step: int) -> tuple[_Draws, _Calls, int]:
         fresh = [Group(s, render_prompt(s, cfg.data, run.tokenizer), prior=posterior(s.id) if posterior else (1.0, 1.0))
                  for s in drawn[share]]
         calls.group_index.update({id(g): first + i for i, g in enumerate(fresh)})
-        allocate(fresh, calls.generate, budget.allocator.params, G)
+        allocate(fresh, calls.generate, params, G)
         draws.mine.update({first + i: g for i, g in enumerate(fresh)})
         outcomes = [_Outcome(g.sample.id, sum(g.correct), g.size, g.silent, rank) for g in fresh]
         if run.dist is not None:  # every process learns every group's outcome, in the 1-process order
@@ -240,7 +291,7 @@ class _Trained:
     calls: list[int]  # [size] the step-wide generation call of each completion
 
 
-def _everything(run: Run, calls: _Calls) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
+def _everything(run: CollectionParts, calls: _Calls) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
     """Every completion this process generated (its calls joined), their scores, and each call's first row."""
     offsets = [0]
     for batch, _ in calls.done:
@@ -249,7 +300,7 @@ def _everything(run: Run, calls: _Calls) -> tuple[RolloutBatch, ScoreBatch, list
     return everything, _concat_scores([s for _, s in calls.done]), offsets
 
 
-def _local_rows(run: Run, calls: _Calls, groups: list[Group]) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
+def _local_rows(run: CollectionParts, calls: _Calls, groups: list[Group]) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
     """The completions of ``groups`` (all generated here), group by group, their scores and generation calls."""
     everything, all_scores, offsets = _everything(run, calls)
     order = [offsets[call] + row for g in groups for call, row in g.rows]
@@ -260,7 +311,7 @@ def _local_rows(run: Run, calls: _Calls, groups: list[Group]) -> tuple[RolloutBa
 
 
 def _exchange(
-    run: Run, dist: DistContext, calls: _Calls, draws: _Draws, chosen: list[int], mine: list[int]
+    run: CollectionParts, dist: DistContext, calls: _Calls, draws: _Draws, chosen: list[int], mine: list[int]
 ) -> list[_Trained]:
     """The groups ``mine`` (step-wide indices), from whichever process generated them: every process sends
     the chosen groups it generated (one all-gather) and keeps the ones it trains on."""
@@ -284,7 +335,7 @@ def batch_to_device(batch: RolloutBatch, device: torch.device) -> RolloutBatch:
 
 
 def _assemble(
-    run: Run, groups: list[Group], batch: RolloutBatch, scores: ScoreBatch, call_of_row: list[int], calls: _Calls,
+    run: CollectionParts, groups: list[Group], batch: RolloutBatch, scores: ScoreBatch, call_of_row: list[int], calls: _Calls,
     rounds: int, draws: _Draws, chosen: list[int], replicated: bool,
 ) -> StepRollouts:
     """The step's rollouts from the groups this process trains on (``groups``, their rows in ``batch``)."""
@@ -326,7 +377,8 @@ def _assemble(
         scores=scores,
         rewards=torch.tensor(scores.total, dtype=torch.float32, device=run.device),
         allocation=allocation,
-        timings={"gen": calls.gen_s, "verify": calls.verify_s},
+        gen_s=calls.gen_s,
+        verify_s=calls.verify_s,
         metrics=metrics,
     )
 

@@ -123,7 +123,7 @@ def _train_run(
     run: Run, config: ExperimentConfig, sink: EventSink, should_stop: Callable[[], bool], log: Callable[[str], None]
 ) -> TrainResult:
     dist = run.dist
-    periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps
+    periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps (and at 0)
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
     sink.on_start(RunInfo(
         name=config.name, max_steps=max_steps, start_step=run.start_step, config=config.model_dump(mode="json"),
@@ -135,6 +135,11 @@ def _train_run(
     metrics: dict[str, float] = {}
     run.progress.start()  # perf/elapsed_s counts training, not the model build before it
     try:
+        if periodic_eval.at_start and run.start_step == 0:  # step 0: the policy before its first update
+            start = StepReport(step=0, max_steps=max_steps, metrics=periodic_eval.metrics(run.model, run.tokenizer),
+                               rollouts=[], elapsed_s=0.0)
+            run.progress.record(start.metrics)
+            sink.on_step(start)
         if config.training.max_off_policy_steps > 0:
             run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
             if config.rollout.engine == "hf":
@@ -155,7 +160,7 @@ def _train_run(
                 report = _guarded_step(run, step, metrics)
             if run.memory_plan is not None:
                 report.metrics.update(run.memory_plan.metrics())
-            if periodic_eval.due(step):  # every rank evaluates (same weights), so none waits in a collective
+            if periodic_eval.due(step, max_steps):  # every rank evaluates (same weights), so none waits in a collective
                 report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
             if dist is not None:  # rank 0: metrics combined, every rank's rollout records
                 report = dist.gather_report(report)

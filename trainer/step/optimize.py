@@ -22,7 +22,8 @@ from transformers import PreTrainedModel
 
 from trainer.config import ExperimentConfig
 from trainer.distributed.fsdp import full_tensor, gathered, is_sharded
-from trainer.methods import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, AggregationContext
+from trainer.methods import AggregationContext
+from trainer.methods.axes import the_hook
 from trainer.methods.policy_losses import LossExtras
 from trainer.models.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
@@ -149,9 +150,9 @@ def policy_update(
     ``micro_batch_size`` overrides ``training.micro_batch_size`` (the memory plan's choice, trainer/models/memory.py).
     """
     alg, batch = config.algorithm, data.rollouts
-    loss_fn = POLICY_LOSSES.get(alg.importance_sampling_level.name)
-    aggregate = AGGREGATIONS.get(alg.loss_type.name)
-    kl_fn = KL_ESTIMATORS.get(alg.kl_estimator.name)
+    loss_fn, _ = the_hook("policy_loss", alg.importance_sampling_level.active())  # hooks without params
+    aggregate, _ = the_hook("aggregation", alg.loss_type.active())
+    kl_fn, _ = the_hook("regularizer", alg.kl_estimator.active())
     slices = _slices(len(batch), micro_batch_size or config.training.micro_batch_size)
     sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
     if dist is not None:

@@ -4,8 +4,9 @@ each token by a truncated importance ratio.
 Two cases make the sampler differ from the trainer's policy: vLLM (other kernels, other numerics; Yao et al.
 2025 measured the gap growing over a run) and an asynchronous run (``training.max_off_policy_steps``: the
 rollouts of step s were sampled by the policy of step s - 1 - k). Either way the batch carries the sampler's
-logprobs (``RolloutBatch.sampler_logprobs``). This stage replaces ``logprobs`` and ``entropies`` by the current
-policy's, so every later stage (token credit, the policy loss, the token view) sees the policy's own numbers,
+logprobs (``RolloutBatch.sampler_logprobs``). This stage returns the batch with ``logprobs`` and ``entropies``
+replaced by the current policy's (``PolicyScores.batch``, a new batch: the collected one keeps the sampler's), so
+every later stage (token credit, the policy loss, the token view) sees the policy's own numbers,
 and computes per-token weights w = min(pi_policy / pi_sampler, importance_cap), truncated importance
 sampling as in IMPALA's V-trace (Espeholt et al. 2018). The update multiplies each token's advantage by w,
 which for the clipped surrogate is the same as weighting each token's loss by w (w > 0).
@@ -17,7 +18,7 @@ sampler-trainer KL(pi_sampler || pi_policy), estimated per token as (r - 1) - lo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 
 import torch
 from torch import Tensor
@@ -25,12 +26,7 @@ from torch import Tensor
 from trainer.rollout import RolloutBatch
 from trainer.step.optimize import batch_logprobs_and_entropies
 from trainer.step.run_setup import Run
-
-
-@dataclass
-class ImportanceWeights:
-    weights: Tensor  # [N, T] truncated weights (1 on padding)
-    metrics: dict[str, float]
+from trainer.step.state import ImportanceWeights, PolicyScores
 
 
 def importance_weights(policy_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap: float) -> ImportanceWeights:
@@ -53,11 +49,11 @@ def importance_weights(policy_logprobs: Tensor, sampler_logprobs: Tensor, mask: 
     })
 
 
-def rescore_with_policy(run: Run, batch: RolloutBatch) -> ImportanceWeights | None:
-    """Replace the batch's logprobs and entropies by the policy's and return the importance weights; None
-    (nothing to do) when the policy itself sampled the batch."""
+def rescore_with_policy(run: Run, batch: RolloutBatch) -> PolicyScores:
+    """The batch with the policy's logprobs and entropies, and the importance weights; the batch itself and no
+    weights when the policy sampled it."""
     if batch.sampler_logprobs is None:
-        return None
+        return PolicyScores(batch, None)
     was_training = run.model.training
     run.model.eval()
     try:
@@ -66,9 +62,10 @@ def rescore_with_policy(run: Run, batch: RolloutBatch) -> ImportanceWeights | No
     finally:
         run.model.train(was_training)
     mask = batch.completion_mask.to(logprobs.dtype)
-    batch.logprobs, batch.entropies = logprobs * mask, entropies * mask
+    rescored = dataclasses.replace(batch, logprobs=logprobs * mask, entropies=entropies * mask)  # [N, T]
     sampler = batch.sampler_logprobs.to(logprobs.device)
-    return importance_weights(batch.logprobs, sampler, batch.completion_mask, run.config.training.importance_cap)
+    weights = importance_weights(rescored.logprobs, sampler, batch.completion_mask, run.config.training.importance_cap)
+    return PolicyScores(rescored, weights)
 
 
 def weighted(advantages: Tensor, weights: ImportanceWeights | None) -> Tensor:
@@ -76,4 +73,4 @@ def weighted(advantages: Tensor, weights: ImportanceWeights | None) -> Tensor:
     return advantages if weights is None else advantages * weights.weights.to(advantages.dtype)
 
 
-__all__ = ["ImportanceWeights", "importance_weights", "rescore_with_policy", "weighted"]
+__all__ = ["ImportanceWeights", "PolicyScores", "importance_weights", "rescore_with_policy", "weighted"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -13,9 +12,9 @@ from transformers import PreTrainedTokenizerBase
 from trainer.config import ExperimentConfig
 from trainer.methods.group_stats import group_std
 from trainer.rollout import RolloutBatch
-from trainer.samples import Sample
 from trainer.sinks import RolloutRecord
 from trainer.step.optimize import UpdateStats
+from trainer.step.state import StepOutcome, StepTimings
 from trainer.step.teacher import TeacherSignals
 from trainer.verifiers.scoring import ScoreBatch
 
@@ -28,7 +27,7 @@ def step_metrics(
     advantages: Tensor,
     group_ids: Tensor,
     updates: Sequence[UpdateStats],
-    timings: dict[str, float],
+    timings: StepTimings,
     lr: float,
     teacher: TeacherSignals | None = None,
     step: int = 0,
@@ -39,7 +38,6 @@ def step_metrics(
     gen_tokens = float(lengths.sum())
     step_tokens = float(batch.prompt_mask.sum() + batch.completion_mask.sum())  # each rollout once
     train_tokens = step_tokens * len(updates)
-    step_s = sum(timings.values())
     # Each completion carries its group's std; scatter writes it once per group.
     per_group_std = torch.zeros(int(group_ids.max()) + 1, device=rewards.device).scatter_(
         0, group_ids, group_std(rewards, group_ids)
@@ -59,13 +57,13 @@ def step_metrics(
         "actor/clip_frac": sum(u.clip_frac for u in updates) / len(updates),
         "actor/grad_norm": sum(u.grad_norm for u in updates) / len(updates),
         "actor/lr": lr,
-        "perf/step_s": step_s,
-        "perf/gen_s": timings["gen"],
-        "perf/verify_s": timings["verify"],
-        "perf/train_s": timings["train"],
-        "perf/gen_tokens_per_s": gen_tokens / timings["gen"] if timings["gen"] > 0 else 0.0,
+        "perf/step_s": timings.step_s,
+        "perf/gen_s": timings.gen_s,
+        "perf/verify_s": timings.verify_s,
+        "perf/train_s": timings.train_s,
+        "perf/gen_tokens_per_s": gen_tokens / timings.gen_s if timings.gen_s > 0 else 0.0,
         # prompt + completion tokens through forward and backward, per second of the update phase
-        "perf/train_tokens_per_s": train_tokens / timings["train"] if timings["train"] > 0 else 0.0,
+        "perf/train_tokens_per_s": train_tokens / timings.train_s if timings.train_s > 0 else 0.0,
         # the step's rollouts' prompt + completion tokens; the loop sums them into perf/tokens_total
         "perf/step_tokens": step_tokens,
     }
@@ -79,29 +77,17 @@ def step_metrics(
     return {k: (v if math.isfinite(v) else float("nan")) for k, v in metrics.items()}
 
 
-def rollout_records(
-    step: int,
-    tokenizer: PreTrainedTokenizerBase,
-    samples: Sequence[Sample],
-    prompts: Sequence[str],
-    batch: RolloutBatch,
-    scores: ScoreBatch,
-    advantages: Tensor,
-    token_advantages: Tensor,
-    loss_mask: Tensor,
-    old_logprobs: Tensor,
-    ref_logprobs: Tensor | None,
-    group_ids: Tensor,
-    allocation: Sequence[dict[str, Any]] | None = None,
-    teacher: TeacherSignals | None = None,
-    segment_ids: Tensor | None = None,
-) -> list[RolloutRecord]:
+def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) -> list[RolloutRecord]:
     """One record per completion with its per-token arrays, cut to the completion's real length.
 
-    ``group_ids`` [N] maps each completion to its prompt in ``samples`` / ``prompts`` (groups may differ in
-    size); ``allocation`` [N], when given, is stored under ``details["allocation"]`` (group size, generation
+    The collected ``group_ids`` [N] map each completion to its prompt in ``samples`` / ``prompts`` (groups may
+    differ in size); its ``allocation`` [N] is stored under ``details["allocation"]`` (group size, generation
     round, abandoned) so the rollout browser shows how many rollouts each prompt got.
     """
+    c, batch, scores = outcome.collected, outcome.scored.batch, outcome.shaped.scores
+    samples, prompts, group_ids, allocation = c.samples, c.prompts, c.group_ids, c.allocation
+    teacher, segment_ids = outcome.signals, outcome.credit.segment_ids
+    advantages, ref_logprobs = outcome.advantages.values, outcome.update.ref_logprobs
     lengths = batch.lengths.tolist()
     ids = batch.completion_ids.tolist()
     # A step repeats few distinct tokens many times: decode each once (a token's string depends on it alone).
@@ -110,10 +96,10 @@ def rollout_records(
     token_str = dict(zip(distinct, decoded, strict=True))
     channels = {
         "logprob": batch.logprobs.tolist(),
-        "old_logprob": old_logprobs.tolist(),
+        "old_logprob": outcome.update.old_logprobs.tolist(),
         "entropy": batch.entropies.tolist(),
-        "advantage": token_advantages.tolist(),
-        "loss_mask": loss_mask.float().tolist(),
+        "advantage": outcome.credit.token_advantages.tolist(),
+        "loss_mask": outcome.loss_mask.mask.float().tolist(),
     }
     if ref_logprobs is not None:
         channels["ref_logprob"] = ref_logprobs.tolist()
@@ -127,9 +113,9 @@ def rollout_records(
     for i, (n, g) in enumerate(zip((int(x) for x in lengths), group_ids.tolist(), strict=True)):
         sample = samples[g]
         seen[g] = seen.get(g, 0) + 1
-        details = scores.details[i] if allocation is None else {**scores.details[i], "allocation": dict(allocation[i])}
+        details = {**scores.details[i], "allocation": dict(allocation[i])}
         records.append(RolloutRecord(
-            step=step,
+            step=outcome.step,
             prompt_id=sample.id,
             group=g,
             sample_index=seen[g] - 1,

@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -43,13 +43,16 @@ from trainer.step.teacher import Teacher, load_teacher
 from trainer.verifiers.base import Verifier
 from trainer.verifiers.scoring import build_verifiers
 
+if TYPE_CHECKING:
+    from trainer.step.collect import StepRollouts
+
 
 class RolloutProducer(Protocol):
     """The background generator of an asynchronous run (trainer/step/async_rollouts.py)."""
 
     def publish(self, version: int, model: torch.nn.Module) -> None: ...
 
-    def take(self, step: int) -> Any: ...  # the step's StepRollouts
+    def take(self, step: int) -> StepRollouts: ...
 
     def checkpoint_state(self, step: int) -> tuple[list[Any], dict[str, Any], torch.Tensor]: ...
 
@@ -58,6 +61,11 @@ class RolloutProducer(Protocol):
 
 @dataclass
 class Run:
+    """Everything a run holds between steps; a ``CollectionParts`` (trainer/step/collect.py) for the synchronous
+    collect stage. In an asynchronous run (``producer`` set) the background generator holds ``sampler``,
+    ``generator``, ``verifiers`` and ``rubric`` from its start (trainer/step/async_rollouts.py ``GeneratorParts``):
+    the training thread then takes their state from ``producer.checkpoint_state`` (see ``state``)."""
+
     config: ExperimentConfig
     model: PreTrainedModel
     tokenizer: PreTrainedTokenizerBase
@@ -120,11 +128,14 @@ class Run:
             close()
 
     def state(self, step: int) -> TrainerState:
+        """What a checkpoint after ``step`` saves. With a background generator the prompt sampler is its own (it
+        may be drawing right now): its state is left empty here, and the loop saves the generator's snapshot
+        (``producer.checkpoint_state``), as it does for the sampling generator's."""
         return TrainerState(
             step=step,
             optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(),
-            sampler=self.sampler.state_dict(),
+            sampler=self.sampler.state_dict() if self.producer is None else {},
             rng=capture_rng(self.generator),
             config=self.config.model_dump(mode="json"),
             base_model_path=self.base_model_path,
@@ -340,7 +351,7 @@ _RESUME_MAY_CHANGE = {
     ("training", "max_steps"), ("checkpoint", "save_steps"), ("checkpoint", "save_total_limit"), ("name",),
     # Periodic evaluation only reads the policy; changing it does not change what training computes.
     ("evaluation", "eval_every"), ("evaluation", "benchmarks"), ("evaluation", "n_samples"),
-    ("evaluation", "max_problems"),
+    ("evaluation", "max_problems"), ("evaluation", "eval_at_start"), ("evaluation", "eval_at_end"),
     # How many processes share a step does not change what it computes (seed_per_prompt sampling).
     ("training", "num_processes"), ("training", "collective_timeout_s"),
     # Sharding changes where state lives, not the update; checkpoints hold full state either way (trainer/distributed/fsdp.py).

@@ -1,6 +1,7 @@
-"""The stages of a training step. Each takes the step's ``StepState`` and fills its part of it; where methods
-act, a stage runs the hooks that the config's chosen methods registered for it (trainer/methods/axes.py,
-``STAGES``), in config order. No stage names a method.
+"""The stages of a training step (trainer/step/step.py calls them in order). Each takes the run, the step and the
+values of the earlier stages it reads, and returns its own frozen value (trainer/step/state.py). Where methods
+act, a stage calls the hook points it owns (trainer/methods/axes.py ``HOOK_POINTS``), directly or through the
+helper named in its docstring; no stage names a method.
 """
 
 from __future__ import annotations
@@ -9,144 +10,140 @@ import time
 
 import torch
 
-from trainer.methods.advantages import ADVANTAGES
+from trainer.methods.advantages import compute_advantages
+from trainer.methods.axes import hooks_at, the_hook
 from trainer.methods.fusion import fuse_rewards, fuse_token_advantages
 from trainer.methods.policy_losses import prepare_loss_inputs
 from trainer.methods.shaping import shape_scores
-from trainer.methods.token_credit import TOKEN_CREDIT
 from trainer.models.device import peak_memory_gb, reset_peak_memory
 from trainer.sinks import StepReport
-from trainer.step.collect import collect_rollouts
+from trainer.step.collect import StepRollouts, collect_rollouts
 from trainer.step.optimize import UpdateBatch, batch_logprobs, policy_update
 from trainer.step.policy_scoring import rescore_with_policy, weighted
 from trainer.step.reporting import rollout_records, step_metrics
-from trainer.step.state import StepState
-from trainer.step.teacher import credit_inputs, teacher_signals
+from trainer.step.run_setup import Run
+from trainer.step.state import (
+    Advantages,
+    LossMask,
+    PolicyScores,
+    ShapedRewards,
+    StepOutcome,
+    TokenCredit,
+    Update,
+)
+from trainer.step.teacher import TeacherSignals, credit_inputs, teacher_signals
 
 
-def collect(state: StepState) -> None:
-    """Prompts (the prompt sampler) -> completions (the allocator; dynamic sampling) -> verifier scores; in an
-    asynchronous run, the background generator's rollouts for this step (trainer/step/async_rollouts.py)."""
-    producer = state.run.producer
-    state.collected = collect_rollouts(state.run, state.step) if producer is None else producer.take(state.step)
-    state.scores = state.collected.scores
-    state.timings.update(state.collected.timings)
-    state.metrics.update(state.collected.metrics)
+def collect(run: Run, step: int) -> StepRollouts:
+    """Prompts (``prompt_sampler``, built with the run) -> completions (``allocator``; dynamic sampling) -> verifier
+    scores (trainer/step/collect.py); in an asynchronous run, the background generator's rollouts for this step
+    (trainer/step/async_rollouts.py)."""
+    return collect_rollouts(run, step) if run.producer is None else run.producer.take(step)
 
 
-def score_with_policy(state: StepState) -> None:
-    """When vLLM or an older policy sampled: the policy's own logprobs and entropies of the sampled tokens,
-    and truncated importance weights for the difference (trainer/step/policy_scoring.py)."""
-    state.importance = rescore_with_policy(state.run, state.batch)
-    if state.importance is not None:
-        state.metrics.update(state.importance.metrics)
+def score_with_policy(run: Run, collected: StepRollouts) -> PolicyScores:
+    """When vLLM or an older policy sampled: the policy's own logprobs and entropies of the sampled tokens, and
+    truncated importance weights for the difference (trainer/step/policy_scoring.py)."""
+    return rescore_with_policy(run, collected.batch)
 
 
-def shape_rewards(state: StepState) -> None:
-    """``reward_shaping`` hooks: label-free rewards and shaping terms, on top of the verifiers' total."""
-    c = state.collected
-    assert c is not None and state.scores is not None
-    shaped = shape_scores(state.scores, c.batch.texts, c.batch.lengths.tolist(), c.group_ids.tolist(),
-                          c.group_samples, state.run.config)
-    state.scores, state.pseudo_correct = shaped.scores, shaped.pseudo_correct
-    state.rewards = c.rewards.new_tensor(shaped.scores.total)  # [N]
-    state.metrics.update(shaped.metrics)
-    state.timings["verify_end"] = time.perf_counter()
-    state.metrics["perf/gen_peak_memory_gb"] = peak_memory_gb(state.run.device)  # generation and scoring
-    reset_peak_memory(state.run.device)
+def shape_rewards(run: Run, step: int, collected: StepRollouts) -> ShapedRewards:
+    """``reward_shaping`` (in ``shape_scores``): label-free rewards and shaping terms, on top of the verifiers'
+    total. Ends generation and scoring: their peak memory is read here, and the update's clock starts."""
+    c = collected
+    shaped = shape_scores(c.scores, c.batch.texts, c.batch.lengths.tolist(), c.group_ids.tolist(), c.group_samples,
+                          run.config, step)
+    finished_at = time.perf_counter()
+    gen_peak_gb = peak_memory_gb(run.device)  # generation and scoring
+    reset_peak_memory(run.device)
+    return ShapedRewards(scores=shaped.scores, rewards=c.rewards.new_tensor(shaped.scores.total),  # [N]
+                         pseudo_correct=shaped.pseudo_correct, metrics=shaped.metrics, gen_peak_memory_gb=gen_peak_gb,
+                         finished_at=finished_at)
 
 
-def score_with_teacher(state: StepState) -> None:
-    """The teacher's logprobs and entropies of the sampled tokens (OPD / OPSD), when a method reads them."""
-    run, c = state.run, state.collected
-    assert c is not None
-    state.signals = teacher_signals(run.teacher, run.config, state.step, c.batch, c.group_samples, run.tokenizer,
-                                    run.micro_batch_size)
+def score_with_teacher(run: Run, step: int, collected: StepRollouts, scored: PolicyScores) -> TeacherSignals | None:
+    """The teacher's logprobs and entropies of the sampled tokens (OPD / OPSD), when a method reads them (the
+    ``needs_teacher`` query, in trainer/step/teacher.py)."""
+    return teacher_signals(run.teacher, run.config, step, scored.batch, collected.group_samples, run.tokenizer,
+                           run.micro_batch_size)
 
 
-def estimate_advantages(state: StepState) -> None:
-    """``reward_fusion`` hooks (the teacher meets the rewards), then the advantage estimator, then the
-    ``advantage_shaping`` hooks."""
-    assert state.rewards is not None
-    cfg = state.run.config
-    fused = fuse_rewards(state.rewards, state.signals, cfg.teacher, state.step)  # [N]
-    choice = cfg.algorithm.advantage_estimator
-    state.advantages = ADVANTAGES.get(choice.name)(fused, state.group_ids, choice.params, state.batch.lengths)
-    for method in state.methods:
-        hook = method.hook("advantage_shaping")
-        if hook is not None:
-            state.advantages, metrics = hook(state.advantages, state.batch.texts, state.pseudo_correct,
-                                             state.group_ids, method.params)
-            state.metrics.update(metrics)
+def estimate_advantages(
+    run: Run, step: int, collected: StepRollouts, scored: PolicyScores, shaped: ShapedRewards,
+    signals: TeacherSignals | None,
+) -> Advantages:
+    """``reward_fusion`` (the teacher meets the rewards, in ``fuse_rewards``), then ``advantage`` (the estimator,
+    in ``compute_advantages``), then the ``advantage_shaping`` hooks."""
+    cfg, group_ids, batch = run.config, collected.group_ids, scored.batch
+    fused = fuse_rewards(shaped.rewards, signals, cfg.teacher, step)  # [N]
+    advantages = compute_advantages(fused, group_ids, cfg.algorithm, batch.lengths)  # [N]
+    metrics: dict[str, float] = {}
+    for hook, params in hooks_at("advantage_shaping", run.methods, step):
+        advantages, more = hook(advantages, batch.texts, shaped.pseudo_correct, group_ids, params)
+        metrics.update(more)
+    return Advantages(advantages, metrics)
 
 
-def build_loss_mask(state: StepState) -> None:
-    """Completion tokens, minus truncated completions (mask_truncated_completions), minus what each
-    ``loss_mask`` hook takes out."""
-    batch, alg = state.batch, state.run.config.algorithm
+def build_loss_mask(run: Run, step: int, scored: PolicyScores) -> LossMask:
+    """Completion tokens, minus truncated completions (mask_truncated_completions), minus what each ``loss_mask``
+    hook takes out."""
+    batch = scored.batch
     loss_mask = batch.completion_mask.clone()  # [N, T]
-    if alg.mask_truncated_completions:
+    if run.config.algorithm.mask_truncated_completions:
         truncated = torch.tensor([r == "length" for r in batch.finish_reasons], device=loss_mask.device)
         loss_mask[truncated] = 0
-    for method in state.methods:
-        hook = method.hook("loss_mask")
-        if hook is not None:
-            loss_mask *= hook(batch, state.run.tokenizer, method.params).to(loss_mask.dtype)
-    state.loss_mask = loss_mask
+    for hook, params in hooks_at("loss_mask", run.methods, step):
+        loss_mask *= hook(batch, run.tokenizer, params).to(loss_mask.dtype)
+    return LossMask(loss_mask)
 
 
-def assign_token_credit(state: StepState) -> None:
-    """Token credit (per-token advantages), ``token_fusion`` hooks, then the ``loss_inputs`` hooks."""
-    assert state.advantages is not None and state.loss_mask is not None
-    cfg = state.run.config
-    choice = cfg.algorithm.token_credit
-    inputs = credit_inputs(state.loss_mask, state.batch, state.signals)
-    token_advantages = TOKEN_CREDIT.get(choice.name)(state.advantages, inputs, choice.params)  # [N, T]
-    token_advantages = fuse_token_advantages(token_advantages, state.loss_mask, state.signals, cfg.teacher, state.step)
-    loss_inputs = prepare_loss_inputs(state.advantages, token_advantages, state.batch.entropies, state.loss_mask,
-                                      state.methods)
-    state.token_advantages, state.extras = loss_inputs.token_advantages, loss_inputs.extras
-    state.segment_ids = loss_inputs.segment_ids
-    state.metrics.update(loss_inputs.metrics)
+def assign_token_credit(
+    run: Run, step: int, scored: PolicyScores, advantages: Advantages, loss_mask: LossMask,
+    signals: TeacherSignals | None,
+) -> TokenCredit:
+    """``token_credit`` (per-token advantages), ``token_fusion`` (in ``fuse_token_advantages``), then the
+    ``loss_inputs`` hooks (in ``prepare_loss_inputs``)."""
+    cfg, batch, mask = run.config, scored.batch, loss_mask.mask
+    credit, params = the_hook("token_credit", cfg.algorithm.token_credit.active())
+    token_advantages = credit(advantages.values, credit_inputs(mask, batch, signals), params)  # [N, T]
+    token_advantages = fuse_token_advantages(token_advantages, mask, signals, cfg.teacher, step)
+    inputs = prepare_loss_inputs(advantages.values, token_advantages, batch.entropies, mask, run.methods, step)
+    return TokenCredit(inputs.token_advantages, inputs.extras, inputs.segment_ids, inputs.metrics)
 
 
-def update_policy(state: StepState) -> None:
-    """Old and reference logprobs, then ``num_iterations`` optimizer steps (policy loss, aggregation and
-    regularizer are looked up by the chosen names inside ``policy_update``)."""
-    run, cfg = state.run, state.run.config
-    assert state.token_advantages is not None and state.loss_mask is not None
-    mb, batch = run.micro_batch_size, state.batch
-    state.old_logprobs = (batch_logprobs(run.model, batch, mb, cfg.rollout.temperature)
-                          if cfg.algorithm.num_iterations > 1 else None)
-    state.ref_logprobs = run.reference_logprobs(batch)
-    data = UpdateBatch(batch, weighted(state.token_advantages, state.importance), state.loss_mask,
-                       state.old_logprobs, state.ref_logprobs, state.extras)
-    state.updates = [policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
-                     for _ in range(cfg.algorithm.num_iterations)]
+def update_policy(
+    run: Run, step: int, scored: PolicyScores, loss_mask: LossMask, credit: TokenCredit, shaped: ShapedRewards
+) -> Update:
+    """Old and reference logprobs, then ``num_iterations`` optimizer steps (``policy_loss``, ``aggregation`` and
+    ``regularizer``, in ``policy_update``); the weights are then handed to whatever samples with its own copy."""
+    cfg, batch, mb = run.config, scored.batch, run.micro_batch_size
+    old_logprobs = batch_logprobs(run.model, batch, mb, cfg.rollout.temperature) if cfg.algorithm.num_iterations > 1 \
+        else None
+    ref_logprobs = run.reference_logprobs(batch)
+    data = UpdateBatch(batch, weighted(credit.token_advantages, scored.importance), loss_mask.mask, old_logprobs,
+                       ref_logprobs, credit.extras)
+    passes = tuple(policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
+                   for _ in range(cfg.algorithm.num_iterations))
     run.scheduler.step()
-    run.after_update(state.step)
-    state.timings["train"] = time.perf_counter() - state.timings.pop("verify_end")
-    if state.old_logprobs is None:  # on-policy: the first pass's logprobs are the "old" ones
-        state.old_logprobs = state.updates[0].logprobs
+    run.after_update(step)
+    train_s = time.perf_counter() - shaped.finished_at
+    return Update(passes=passes, old_logprobs=passes[0].logprobs if old_logprobs is None else old_logprobs,
+                  ref_logprobs=ref_logprobs, lr=float(run.scheduler.get_last_lr()[0]), train_s=train_s)
 
 
-def report(state: StepState) -> None:
+def report(run: Run, outcome: StepOutcome) -> StepReport:
     """The step's metrics and its rollout records (what the dashboard's token view shows)."""
-    run, cfg, c = state.run, state.run.config, state.collected
-    assert c is not None and state.scores is not None and state.rewards is not None and state.advantages is not None
-    assert state.token_advantages is not None and state.loss_mask is not None and state.old_logprobs is not None
-    metrics = step_metrics(
-        cfg, c.batch, state.scores, state.rewards, state.advantages, c.group_ids, state.updates,
-        timings=state.timings, lr=float(run.scheduler.get_last_lr()[0]), teacher=state.signals, step=state.step,
-    )
-    metrics.update(state.metrics)
+    cfg, o = run.config, outcome
+    metrics = step_metrics(cfg, o.scored.batch, o.shaped.scores, o.shaped.rewards, o.advantages.values,
+                           o.collected.group_ids, o.update.passes, timings=o.timings, lr=o.update.lr,
+                           teacher=o.signals, step=o.step)
+    for part in (o.collected.metrics, o.scored.metrics, o.shaped.metrics):
+        metrics.update(part)
+    metrics["perf/gen_peak_memory_gb"] = o.shaped.gen_peak_memory_gb
+    metrics.update(o.advantages.metrics)
+    metrics.update(o.credit.metrics)
     update_peak_gb = peak_memory_gb(run.device)  # teacher / reference passes and the policy update
-    gen_peak_gb = metrics["perf/gen_peak_memory_gb"]
-    metrics.update({"perf/update_peak_memory_gb": update_peak_gb, "perf/peak_memory_gb": max(gen_peak_gb, update_peak_gb)})
-    records = rollout_records(
-        state.step, run.tokenizer, c.samples, c.prompts, c.batch, state.scores, state.advantages,
-        state.token_advantages, state.loss_mask, state.old_logprobs, state.ref_logprobs, c.group_ids, c.allocation,
-        teacher=state.signals, segment_ids=state.segment_ids,
-    )
-    state.report = StepReport(step=state.step, max_steps=cfg.training.max_steps, metrics=metrics, rollouts=records,
-                              elapsed_s=time.perf_counter() - state.started)
+    metrics.update({"perf/update_peak_memory_gb": update_peak_gb,
+                    "perf/peak_memory_gb": max(o.shaped.gen_peak_memory_gb, update_peak_gb)})
+    return StepReport(step=o.step, max_steps=cfg.training.max_steps, metrics=metrics,
+                      rollouts=rollout_records(o, run.tokenizer), elapsed_s=time.perf_counter() - o.started)

@@ -1,62 +1,126 @@
-"""What one training step carries from stage to stage (trainer/step/stages.py fills it in order)."""
+"""What the stages of a training step hand each other: one frozen value per stage (trainer/step/stages.py), passed
+explicitly by ``training_step`` (trainer/step/step.py). A stage takes the values it reads and returns its own, so
+a stage moved before the one whose output it needs fails: mypy sees the missing argument, Python the unbound
+name. Tensors are [N] or [N, T] over the step's completions (this process's share in a data-parallel run).
+
+The collect stage's value is ``StepRollouts`` (trainer/step/collect.py: the same whether the step generated its
+rollouts or took them from the asynchronous generator); the teacher stage's is ``TeacherSignals | None``
+(trainer/step/teacher.py).
+"""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from trainer.methods.axes import ActiveMethod
     from trainer.methods.policy_losses import LossExtras
     from trainer.rollout import RolloutBatch
-    from trainer.sinks import StepReport
     from trainer.step.collect import StepRollouts
     from trainer.step.optimize import UpdateStats
-    from trainer.step.policy_scoring import ImportanceWeights
-    from trainer.step.run_setup import Run
     from trainer.step.teacher import TeacherSignals
     from trainer.verifiers.scoring import ScoreBatch
 
 
-@dataclass
-class StepState:
-    """The step's rollouts and everything derived from them; each field is [N] or [N, T] over the step's
-    completions (this process's share in a data-parallel run). None until the stage that makes it has run."""
+@dataclass(frozen=True)
+class ImportanceWeights:
+    weights: Tensor  # [N, T] truncated weights (1 on padding)
+    metrics: dict[str, float]  # async/is_* and the sampler-trainer KL
 
-    run: Run
+
+@dataclass(frozen=True)
+class PolicyScores:
+    """score_with_policy: the batch every later stage reads. When vLLM or an older policy sampled, its logprobs and
+    entropies are the policy's own (the collected batch keeps the sampler's) and ``importance`` holds the
+    truncated importance weights; otherwise it is the collected batch and ``importance`` is None."""
+
+    batch: RolloutBatch  # [N, T]
+    importance: ImportanceWeights | None
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return {} if self.importance is None else self.importance.metrics
+
+
+@dataclass(frozen=True)
+class ShapedRewards:
+    """shape_rewards: the verifier scores after the ``reward_shaping`` hooks, and the moment they were final."""
+
+    scores: ScoreBatch  # [N] shaped; shaping terms added as reward keys
+    rewards: Tensor  # [N] float32, scores.total
+    pseudo_correct: list[bool]  # [N] what counts as correct for advantage shaping
+    metrics: dict[str, float]  # shaping/*
+    gen_peak_memory_gb: float  # peak accelerator memory of generation and scoring
+    finished_at: float  # time.perf_counter() when the rewards were final: perf/train_s counts from here
+
+
+@dataclass(frozen=True)
+class Advantages:
+    """estimate_advantages: one advantage per completion, after reward fusion and the ``advantage_shaping`` hooks."""
+
+    values: Tensor  # [N]
+    metrics: dict[str, float]  # the advantage_shaping hooks'
+
+
+@dataclass(frozen=True)
+class LossMask:
+    """build_loss_mask: the completion tokens in the loss."""
+
+    mask: Tensor  # [N, T]
+
+
+@dataclass(frozen=True)
+class TokenCredit:
+    """assign_token_credit: per-token advantages (token credit, token fusion, ``loss_inputs`` hooks) and what the
+    policy loss needs beyond them."""
+
+    token_advantages: Tensor  # [N, T]
+    extras: LossExtras | None  # segment ids (HISPO), clip scales (GAPO); None for plain token / sequence PPO
+    segment_ids: Tensor | None  # [N, T] for the token view's 'segment' channel
+    metrics: dict[str, float]  # segment/* and actor/gapo_*
+
+
+@dataclass(frozen=True)
+class Update:
+    """update_policy: the optimizer steps' statistics and the logprobs the rollout records show."""
+
+    passes: tuple[UpdateStats, ...]  # one per optimizer step (algorithm.num_iterations)
+    old_logprobs: Tensor  # [N, T] before the update (on-policy: the first pass's)
+    ref_logprobs: Tensor | None  # [N, T] under the KL reference; None when beta is 0
+    lr: float  # the learning rate after the scheduler's step
+    train_s: float  # seconds from the final rewards to the end of the update (teacher, credit, optimizer steps)
+
+
+@dataclass(frozen=True)
+class StepTimings:
+    """The step's wall-clock phases (perf/gen_s, perf/verify_s, perf/train_s; perf/step_s is their sum)."""
+
+    gen_s: float
+    verify_s: float
+    train_s: float
+
+    @property
+    def step_s(self) -> float:
+        return self.gen_s + self.verify_s + self.train_s
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """Everything the report stage turns into metrics and rollout records: every stage's value, by name."""
+
     step: int
-    started: float = field(default_factory=time.perf_counter)
-    collected: StepRollouts | None = None
-    scores: ScoreBatch | None = None  # verifier scores, then shaped (reward_shaping)
-    rewards: Tensor | None = None  # [N] total reward, then fused with the teacher (reward_fusion)
-    pseudo_correct: list[bool] = field(default_factory=list)  # what counts as correct for advantage shaping
-    importance: ImportanceWeights | None = None  # [N, T] truncated IS weights when the sampler was not the policy
-    signals: TeacherSignals | None = None  # teacher logprobs / entropies of the sampled tokens
-    advantages: Tensor | None = None  # [N] one per completion
-    loss_mask: Tensor | None = None  # [N, T] tokens in the loss
-    token_advantages: Tensor | None = None  # [N, T]
-    extras: LossExtras | None = None  # what the policy loss needs beyond advantages (segments, clip scales)
-    segment_ids: Tensor | None = None  # [N, T] for the token view's 'segment' channel
-    old_logprobs: Tensor | None = None  # [N, T]
-    ref_logprobs: Tensor | None = None  # [N, T]
-    updates: list[UpdateStats] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    metrics: dict[str, float] = field(default_factory=dict)
-    report: StepReport | None = None
+    started: float  # time.perf_counter() when the step began
+    collected: StepRollouts
+    scored: PolicyScores
+    shaped: ShapedRewards
+    signals: TeacherSignals | None
+    advantages: Advantages
+    loss_mask: LossMask
+    credit: TokenCredit
+    update: Update
 
     @property
-    def batch(self) -> RolloutBatch:
-        assert self.collected is not None, "the collect stage runs first"
-        return self.collected.batch
-
-    @property
-    def group_ids(self) -> Tensor:
-        assert self.collected is not None, "the collect stage runs first"
-        return self.collected.group_ids
-
-    @property
-    def methods(self) -> list[ActiveMethod]:
-        return self.run.methods
+    def timings(self) -> StepTimings:
+        return StepTimings(self.collected.gen_s, self.collected.verify_s, self.update.train_s)

@@ -145,7 +145,7 @@ def needs_teacher(cfg: ExperimentConfig, step: int) -> bool:
     scoring after its switch."""
     if not cfg.teacher.enabled:
         return False
-    readers = [m for m in cfg.methods() if m.hook("needs_teacher") is not None]
+    readers = [m for m in cfg.methods() if m.has_hook("needs_teacher")]
     return not readers or any(m.needs_teacher(step) for m in readers)
 
 

@@ -34,7 +34,8 @@ class ExactParams(ExtractParams):
     collapse_whitespace: bool = Field(True, description="Treat any run of whitespace as one space.")
     ignore_trailing_period: bool = Field(
         True,
-        description="Ignore a trailing '.', '!' or '。' on both sides (the commonest false negative).",
+        description="Ignore a trailing full stop or exclamation mark, ASCII or CJK full-width, on both sides "
+        "(the commonest false negative).",
     )
 
 

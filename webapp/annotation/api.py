@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.annotation.exports import csv_lines, jsonl_lines
+from webapp.annotation.exports import jsonl_lines
 from webapp.annotation.machine_scorers import machine_agreement, machine_table
 from webapp.annotation.scoring_jobs import scoring_job_start
 from webapp.annotation.selectors import (
@@ -57,6 +57,7 @@ from webapp.annotation.services import (
 )
 from webapp.api.query import parsed_query
 from webapp.benchmarks.selectors import eval_run_get_for_user
+from webapp.core.csv_export import csv_lines
 from webapp.core.errors import InvalidInput
 from webapp.experiments.selectors import run_get_for_user
 from webapp.rubrics.models import Rubric

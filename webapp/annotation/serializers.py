@@ -17,6 +17,7 @@ from webapp.annotation.models import (
 )
 from webapp.annotation.sampling import describe_sampling
 from webapp.annotation.services import MAX_NOTE_CHARS
+from webapp.api.fields import StrictJSONField
 
 
 class TaskOut(serializers.ModelSerializer[AnnotationTask]):
@@ -60,7 +61,7 @@ class TaskFromRunIn(serializers.Serializer[None]):
         required=False,
         help_text="Usernames to assign (default: every member with the annotator role or higher).",
     )
-    sampling = serializers.JSONField(
+    sampling = StrictJSONField(
         required=False,
         default=dict,
         help_text='e.g. {"strategy": "random"|"stratified", "n": 20, "seed": 0, "last_step_only": false, '

@@ -1,4 +1,6 @@
-"""Request parsers for every API view: bodies with NUL, lone surrogates, NaN or deep nesting are a 400.
+"""Request parsers for every API view: bodies with NUL, lone surrogates, NaN, overflowing floats, integers of
+more than 300 digits or deep nesting are a 400. A form field holding JSON is read by the same reader
+(``webapp.api.fields.StrictJSONField``).
 
 ``StrictJSONParser`` reads at most ``RLVR_MAX_BODY_KB`` (413 past it, even without a Content-Length) and
 parses with ``trainer.bounds.strict_json_loads``: one linear pass measures the nesting first, so a

@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from webapp.benchmarks.publish import eval_group
-from webapp.realtime.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from webapp.realtime.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, LiveConsumer
 
 
 def eval_hello(*, user: Any, eval_run_id: int) -> dict[str, Any] | None:
@@ -30,19 +29,22 @@ def eval_hello(*, user: Any, eval_run_id: int) -> dict[str, Any] | None:
     return {"type": "eval.hello", "eval_run_id": row.pk, **eval_status_payload(eval_run=row)}
 
 
-class EvalConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class EvalConsumer(LiveConsumer):  # Redis down: live.paused and close code 4503 (webapp/realtime/consumers.py)
     group: str | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
-        eval_run_id = int(self.scope["url_route"]["kwargs"]["eval_run_id"])
+        eval_run_id = self.route_id("eval_run_id")
         await self.accept()
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        if eval_run_id is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
         # Join before reading the state: an event published in between arrives after the hello, not never.
+        await self.join(eval_group(eval_run_id))
         self.group = eval_group(eval_run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
         hello = await database_sync_to_async(eval_hello)(user=user, eval_run_id=eval_run_id)
         if hello is None:
             await self.channel_layer.group_discard(self.group, self.channel_name)

@@ -2,16 +2,17 @@
 
 Cells are percentages with one decimal in LaTeX (as the seed papers print them) and raw fractions in CSV
 and JSON. The best value per column is bold in LaTeX. Every piece of user text (model labels, benchmark
-and metric names) is escaped: a label like ``run_1 & 50%`` must not break the document.
+and metric names) is escaped: a label like ``run_1 & 50%`` must not break the document. CSV goes through
+the one writer of every export (webapp/core/csv_export.py): a benchmark named ``@SUM(1+1)`` stays text.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+from typing import Any
 
 from webapp.benchmarks.selectors_tables import ResultsTable, higher_is_better
+from webapp.core.csv_export import csv_text
 
 LATEX_SPECIALS = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -29,22 +30,19 @@ def _key(column: dict[str, str]) -> str:
 
 
 def to_csv(table: ResultsTable) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
     header = ["model", "kind", "step"]
     for c in table["columns"]:
         header += [f"{c['benchmark']} {c['metric']}", f"{c['benchmark']} {c['metric']} ci_low",
                    f"{c['benchmark']} {c['metric']} ci_high"]
-    writer.writerow(header)
+    lines: list[list[Any]] = []
     for row in table["rows"]:
-        line = [row["label"], row["kind"], "" if row["step"] is None else row["step"]]
+        line: list[Any] = [row["label"], row["kind"], row["step"]]
         for c in table["columns"]:
             cell = row["cells"].get(_key(c))
             ci = cell["ci"] if cell and cell["ci"] else None
-            line += ["" if not cell or cell["value"] is None else repr(cell["value"]),
-                     "" if ci is None else repr(ci[0]), "" if ci is None else repr(ci[1])]
-        writer.writerow(line)
-    return out.getvalue()
+            line += [None if not cell else cell["value"], None if ci is None else ci[0], None if ci is None else ci[1]]
+        lines.append(line)
+    return csv_text(header, lines)
 
 
 def to_json(table: ResultsTable) -> str:

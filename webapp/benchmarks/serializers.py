@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from webapp.api.fields import StrictJSONField
 from webapp.benchmarks.models import Benchmark, BenchmarkSource, EvalRun
 from webapp.benchmarks.selectors import eval_queue_position
 from webapp.core.queues import QueuePositionOut
@@ -32,7 +33,7 @@ class BenchmarkIn(serializers.Serializer[None]):
                                        help_text="A data file of the project (source 'file').")
     verifier_version = serializers.IntegerField(required=False, allow_null=True, default=None,
                                                 help_text="A saved verifier version of the project to score with.")
-    config = serializers.JSONField(required=False, default=dict,
+    config = StrictJSONField(required=False, default=dict,
                                    help_text="trainer.evaluation.config.BenchmarkConfig fields (data, verifiers, n_samples ...).")
 
     def validate_config(self, value: Any) -> dict[str, Any]:
@@ -72,11 +73,19 @@ class EvalRunDetailOut(EvalRunOut):
         return None if position is None else dict(QueuePositionOut(position).data)
 
 
+# Ids are 64-bit primary keys: a larger integer is refused here (400) instead of overflowing SQLite's driver.
+MAX_ROW_ID = 2**63 - 1
+
+
 class EvalLaunchIn(serializers.Serializer[None]):
-    experiments = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=100,
-                                        help_text="Experiments whose base model (model.name_or_path) to evaluate.")
-    checkpoints = serializers.ListField(child=serializers.IntegerField(), required=False, default=list, max_length=100,
-                                        help_text="Checkpoint ids (GET /api/runs/<id>/checkpoints/) to evaluate.")
+    experiments = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID), required=False, default=list,
+        max_length=100, help_text="Experiments whose base model (model.name_or_path) to evaluate.",
+    )
+    checkpoints = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID), required=False, default=list,
+        max_length=100, help_text="Checkpoint ids (GET /api/runs/<id>/checkpoints/) to evaluate.",
+    )
 
 
 class ProblemRowOut(serializers.Serializer[None]):
@@ -101,10 +110,10 @@ class SampleOut(serializers.Serializer[None]):
     reward = serializers.FloatField(allow_null=True)
     correct = serializers.BooleanField()
     extracted_answer = serializers.CharField(allow_null=True)
-    detail = serializers.JSONField()
+    detail = StrictJSONField()
     tokens = serializers.ListField(child=serializers.CharField())
     token_ids = serializers.ListField(child=serializers.IntegerField())
-    channels = serializers.JSONField(help_text="{'logprob': [float | null per token]}")
+    channels = StrictJSONField(help_text="{'logprob': [float | null per token]}")
 
 
 class ProblemSamplesOut(serializers.Serializer[None]):

@@ -41,7 +41,7 @@ from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.core.paths import CHECKPOINT_PREFIX
 from webapp.datafiles.models import Dataset, dataset_reference
-from webapp.datafiles.services import dataset_upload
+from webapp.datafiles.services import dataset_upload, upload_limits
 from webapp.experiments.config_paths import confine_benchmark_config, confine_model
 from webapp.experiments.models import Checkpoint, Experiment
 from webapp.experiments.selectors import checkpoint_deleted_message, checkpoint_has_files
@@ -139,7 +139,8 @@ def benchmark_file_upload(
         with staged.open("wb") as out:
             shutil.copyfileobj(file, out)
         try:
-            report = check_data_file(staged, prompt_field=problem_field, answer_field=answer_field)
+            report = check_data_file(staged, prompt_field=problem_field, answer_field=answer_field,
+                                     limits=upload_limits())
         except DataError as err:
             message = str(err).replace(str(staged), basename)
             raise InvalidInput(message, {"file": [message]}) from None

@@ -34,6 +34,18 @@ class RequestTooLarge(ApplicationError):
     status_code = 413
 
 
+class UrlTooLong(ApplicationError):
+    """A query string over MAX_QUERY_STRING_BYTES. Answered as 414."""
+
+    status_code = 414
+
+
+# daphne's HTTP server (Twisted) drops a request line plus headers past 16 KB without an answer; below that,
+# this bound answers in the error shape, and keeps a search term within what a database can match (SQLite
+# refuses LIKE patterns past 50,000 bytes). The longest query the pages build (40 metric keys) is about 8 KB.
+MAX_QUERY_STRING_BYTES = 12 * 1024
+
+
 def ingest_limit_bytes() -> int:
     return int(settings.RLVR_MAX_INGEST_MB) * 1024 * 1024
 
@@ -118,6 +130,13 @@ class RequestLimitsMiddleware:
                 limit, setting = ingest_limit_bytes(), "RLVR_MAX_INGEST_MB"
             if size > limit:
                 return body_too_large(size, limit, setting)
+        query_bytes = len(request.META.get("QUERY_STRING") or "")
+        if query_bytes > MAX_QUERY_STRING_BYTES:
+            return UrlTooLong(
+                f"The query string is {query_bytes / 1024:.0f} KB; the limit is {MAX_QUERY_STRING_BYTES // 1024} KB. "
+                "Ask for fewer values at once (fewer metric keys, a shorter search).",
+                {"limit_bytes": MAX_QUERY_STRING_BYTES, "size_bytes": query_bytes},
+            )
         refusal = nul_in_params(request.GET, "Query parameter")
         if refusal is None and request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
             try:

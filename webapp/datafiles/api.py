@@ -123,6 +123,14 @@ class DatasetPreviewOut(serializers.Serializer[None]):
     head = PreviewRowOut(many=True, help_text=f"The first {PREVIEW_ROWS} rows that parse, cells cut short.")
     prompt_field = serializers.CharField()
     answer_field = serializers.CharField(allow_null=True)
+    answer_guess = serializers.ChoiceField(
+        choices=["chosen", "guessed", "none_found"],
+        help_text="How answer_field was decided: chosen by the request; guessed from the column names (confirm "
+        "it before saving); none_found: no column looks like an answer, so the preview is label-free.",
+    )
+    answer_candidates = serializers.ListField(
+        child=serializers.CharField(), help_text="Columns whose names look like a reference answer, likeliest first."
+    )
     problems = RowProblemOut(many=True, help_text=f"The first {SHOWN_PROBLEMS} bad rows.")
     problem_count = serializers.IntegerField(help_text="Every bad row.")
     name = serializers.CharField(help_text="The name the dataset gets unless another is given.")

@@ -1,11 +1,14 @@
 """Preview, store and delete uploaded data files, checked with the trainer's own rules.
 
-An upload is parsed once by ``trainer.data.row_check.read_data_file`` and every row is checked against
-the column mapping by ``check_rows`` (the field rules of ``trainer.data.files.load_file_samples``), so a
-preview lists all bad rows at once and a refused upload answers with them in ``extra.rows``. A stored file
-is then read once more by ``load_file_samples`` itself, the loader a training run uses, so nothing is
-stored that a run would refuse. The trainer's modules are imported inside the functions: a web process
-pays for ``datasets`` only when someone uploads.
+An upload is read by ``trainer.data.row_check.read_data_file`` (the trainer's one bounded reader,
+trainer/data/reader.py, which a training run's ``load_file_samples`` uses too) and every row is checked
+against the column mapping by ``check_rows`` (the field rules of ``load_file_samples``), so a preview lists
+all bad rows at once and a refused upload answers with them in ``extra.rows``; nothing is stored that a run
+would refuse. Both stream the file and hold one row at a time, under ``upload_limits()``: the upload cap
+counts decoded bytes too (a 13 KB Parquet file that decompresses to 400 MB is over a 200 MB cap), and each
+cell and row is held to the trainer's limits (docs/datasets.md lists them, with the web process's measured
+memory per upload). The trainer's modules are imported inside the functions: a web process pays for
+pyarrow only when someone uploads a Parquet file.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from webapp.teams.permissions import EDIT_EXPERIMENTS, require_role
 from webapp.teams.selectors import AnyUser
 
 if TYPE_CHECKING:
+    from trainer.data.limits import FileLimits
     from trainer.data.row_check import ParsedFile
 
 MAX_NAME_CHARS = 200  # Dataset.name
@@ -83,6 +87,8 @@ def dataset_preview(
             head=head_rows(parsed),
             prompt_field=mapping.prompt_field,
             answer_field=mapping.answer_field,
+            answer_guess=mapping.answer_guess,
+            answer_candidates=list(mapping.answer_candidates),
             problems=problem_rows(report.problems, basename, str(staged)),
             problem_count=report.problem_count,
             name=name,
@@ -103,7 +109,6 @@ def dataset_upload(
 ) -> Dataset:
     """Store the file once every row passes: refused rows come back in ``RowsInvalid.extra['rows']``."""
     require_role(project=project, user=actor, minimum=EDIT_EXPERIMENTS)
-    from trainer.data.files import load_file_samples
     from trainer.data.row_check import check_rows
 
     basename = _safe_filename(filename)
@@ -121,17 +126,14 @@ def dataset_upload(
         ))  # fmt: skip
         if report.problem_count:
             raise RowsInvalid(report, basename, str(staged))
-        samples = _checked(staged, basename, lambda: load_file_samples(
-            staged, prompt_field=prompt_field, answer_field=answer_field
-        ))  # fmt: skip
-        fields = _columns(prompt_field, answer_field, list(samples[0].meta))
+        fields = _columns(prompt_field, answer_field, parsed.columns)
         with transaction.atomic():
             dataset = Dataset.objects.create(
                 project=project,
                 name=name,
                 path="",
                 format=parsed.format,
-                rows=len(samples),
+                rows=report.rows,
                 fields=fields,
                 prompt_field=prompt_field,
                 answer_field=answer_field or "",
@@ -177,6 +179,15 @@ def _staged(file: IO[bytes], basename: str) -> Iterator[Path]:
         yield staged
 
 
+def upload_limits() -> FileLimits:
+    """The trainer's file limits with the upload cap (RLVR_MAX_UPLOAD_MB) on the bytes sent and, as well, on
+    the bytes they decode to."""
+    from trainer.data.limits import FileLimits
+
+    cap = int(settings.RLVR_MAX_UPLOAD_MB) * 1024 * 1024
+    return FileLimits(max_bytes=cap, max_decoded_bytes=cap)
+
+
 def _check_size(basename: str, size: int) -> None:
     limit_mb = settings.RLVR_MAX_UPLOAD_MB
     if size > limit_mb * 1024 * 1024:
@@ -187,8 +198,8 @@ def _check_size(basename: str, size: int) -> None:
 def _parse(staged: Path, basename: str) -> ParsedFile:
     from trainer.data.row_check import check_rows, read_data_file
 
-    parsed = _checked(staged, basename, lambda: read_data_file(staged))
-    if not parsed.where:  # before any mapping is checked: an empty file has no columns to map
+    parsed = _checked(staged, basename, lambda: read_data_file(staged, limits=upload_limits()))
+    if not parsed.row_count:  # before any mapping is checked: an empty file has no columns to map
         _checked(staged, basename, lambda: check_rows(parsed))  # raises the loader's "has no rows"
     return parsed
 

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api.fields import StrictJSONField
 from webapp.core.errors import InvalidInput
 from webapp.experiments.config_text import MAX_CONFIG_TEXT_BYTES, config_yaml, parse_config_text
 
@@ -24,11 +25,11 @@ class ConfigTextIn(serializers.Serializer[None]):
 
 
 class ConfigMappingOut(serializers.Serializer[None]):
-    config = serializers.JSONField(help_text="The mapping the text holds, as written (not validated).")
+    config = StrictJSONField(help_text="The mapping the text holds, as written (not validated).")
 
 
 class ConfigMappingIn(serializers.Serializer[None]):
-    config = serializers.JSONField(help_text="An experiment config mapping.")
+    config = StrictJSONField(help_text="An experiment config mapping.")
 
 
 class ConfigYamlOut(serializers.Serializer[None]):

@@ -46,7 +46,7 @@ FINISHED_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.
 
 class RunSource(models.TextChoices):
     """Who trained the run: this platform's own trainer on a Celery worker, or an outside trainer that
-    reports through the ingest API (webapp/ingest) and its client (webapp/ingest_client)."""
+    reports through the ingest API (webapp/ingest) and its client (rlvr_client/)."""
 
     NATIVE = "native", "RLVR Studio trainer"
     TRL = "trl", "TRL"
@@ -102,6 +102,11 @@ class Run(models.Model):
     retention = models.JSONField(
         default=dict, blank=True,
         help_text="Which steps keep their rollouts (webapp/experiments/retention.py); empty keeps every rollout.",
+    )
+    rollouts_dropped = models.PositiveIntegerField(
+        default=0,
+        help_text="For outside runs: rollouts the ingest client could not deliver (the server refused them; the "
+        "client keeps them in its spool's rejected/ folder). Shown with the status: never a silent success.",
     )
     verifier_versions = models.ManyToManyField(
         "verification.VerifierVersion",

@@ -2,7 +2,8 @@
 
 The worker stores the latest ``trainer.sinks.PhaseReport`` on the Run (``phase``, ``phase_progress``,
 services.run_record_phase). The run page, the lists of runs and ``rlvr stack``'s progress line all
-show it through these helpers, so they agree on the words and on the time left.
+show it through these helpers, so they agree on the words and on the time left; the words are the trainer's
+(``trainer.sinks.time_left_text``), which ``rlvr init-model`` prints too.
 """
 
 from __future__ import annotations
@@ -12,20 +13,12 @@ from typing import Any
 
 from django.utils import timezone
 
+from trainer.sinks import format_duration, time_left_text
 from webapp.experiments.models import Run
 
+__all__ = ["format_duration", "phase_done_message", "phase_line", "phase_time_left_s", "phase_view", "time_left_text"]
+
 PHASE_DONE_TEMPLATES = {"building_model": "Built {subject} in {seconds} s."}  # the run event that ends a phase
-
-
-def format_duration(seconds: float) -> str:
-    """Like ``window.rlvr.formatDuration`` (static/js/common.js): "45s", "3m 5s", "1h 2m"."""
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60}s"
-    minutes = round(s / 60)
-    return f"{minutes // 60}h {minutes % 60}m"
 
 
 def phase_time_left_s(progress: dict[str, Any], now: datetime | None = None) -> float | None:
@@ -57,15 +50,6 @@ def phase_view(run: Run, now: datetime | None = None) -> dict[str, Any] | None:
         "percent": round(100 * done / total, 1) if total else 0.0,
         "time_left": time_left_text(left, finished=bool(total) and done >= total),
     }
-
-
-def time_left_text(seconds: float | None, *, finished: bool) -> str:
-    """The words after the count: mirrored by phaseTimeLeft in static/js/run.js."""
-    if finished:
-        return "done, loading"
-    if seconds is None:
-        return "estimating time left"
-    return f"about {format_duration(seconds)} left"
 
 
 def phase_line(run: Run) -> str:

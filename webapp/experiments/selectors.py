@@ -18,6 +18,7 @@ from django.db import connections
 from django.db.models import Avg, ExpressionWrapper, F, IntegerField, Max, Min, Q, QuerySet
 from django.http import Http404
 
+from rlvr_client.command_line import redact_command
 from webapp.core.queues import QueuePosition, queue_position
 from webapp.core.tasks_by_name import RUN_TRAINING
 from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Rollout, Run, RunEvent
@@ -78,6 +79,7 @@ def run_status_payload(*, run: Run) -> dict[str, Any]:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "phase": run_phase_payload(run=run),
+        "rollouts_dropped": run.rollouts_dropped,
     }
 
 
@@ -273,7 +275,8 @@ def run_origin(*, run: Run) -> dict[str, str] | None:
     version = text("version", 60)
     return {
         "label": run.get_source_display() + (f" {version}" if version else ""),
-        "host": text("host", 255), "command": text("command", 1000), "name": text("run_name", 200),
+        # redacted again here: runs stored before the client redacted, and clients that never did
+        "host": text("host", 255), "command": redact_command(text("command", 1000)), "name": text("run_name", 200),
     }
 
 

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from trainer.sinks import TOKEN_CHANNELS
+from webapp.api.fields import StrictJSONField
 from webapp.core.queues import QueuePositionOut
 from webapp.experiments.models import Checkpoint, Experiment, Rollout, Run, RunEvent, RunStatus
 from webapp.experiments.selectors import (
@@ -39,13 +40,13 @@ CONFIG_HELP = "An experiment config; see GET /api/config-schema/. Its name is se
 class ExperimentIn(serializers.Serializer[None]):
     name = serializers.CharField(allow_blank=True, help_text=NAME_HELP)
     description = serializers.CharField(required=False, allow_blank=True, default="", help_text=DESCRIPTION_HELP)
-    config = serializers.JSONField(help_text=CONFIG_HELP)
+    config = StrictJSONField(help_text=CONFIG_HELP)
 
 
 class ExperimentUpdateIn(serializers.Serializer[None]):
     name = serializers.CharField(required=False, allow_blank=True, help_text=NAME_HELP)
     description = serializers.CharField(required=False, allow_blank=True, help_text=DESCRIPTION_HELP)
-    config = serializers.JSONField(required=False, help_text=CONFIG_HELP)
+    config = StrictJSONField(required=False, help_text=CONFIG_HELP)
 
 
 # --- runs --------------------------------------------------------------------------------------------
@@ -77,6 +78,7 @@ class RunOut(serializers.ModelSerializer[Run]):
             "id", "experiment", "experiment_name", "project", "status", "step", "max_steps",
             "created_by", "created_at", "started_at", "finished_at", "worker", "error_message",
             "resume_from", "output_dir", "cancel_requested", "attempts", "final_metrics", "phase", "retention",
+            "rollouts_dropped",
         )  # fmt: skip
 
     @extend_schema_field(RunPhaseOut(allow_null=True))
@@ -105,7 +107,7 @@ RETENTION_HELP = (
 
 class RunLaunchIn(serializers.Serializer[None]):
     experiment = serializers.IntegerField(help_text="Id of the experiment to launch.")
-    retention = serializers.JSONField(
+    retention = StrictJSONField(
         required=False, help_text=RETENTION_HELP + " Default: the server's RLVR_ROLLOUT_RETENTION."
     )
 
@@ -113,11 +115,11 @@ class RunLaunchIn(serializers.Serializer[None]):
 class RunRetentionIn(serializers.Serializer[None]):
     """The body of PATCH /api/runs/<id>/retention/: the new policy."""
 
-    retention = serializers.JSONField(help_text=RETENTION_HELP)
+    retention = StrictJSONField(help_text=RETENTION_HELP)
 
 
 class RunRetentionOut(serializers.Serializer[None]):
-    retention = serializers.JSONField(help_text="The policy as stored, with its defaults filled in.")
+    retention = StrictJSONField(help_text="The policy as stored, with its defaults filled in.")
     description = serializers.CharField(help_text="The policy in words, as the run page shows it.")
     deleted_rollouts = serializers.IntegerField(help_text="Rollouts the new policy deleted at once.")
 
@@ -194,7 +196,7 @@ class TokenChannelsOut(serializers.Serializer[None]):
 class RolloutDetailOut(RolloutOut):
     """The schema of one rollout with its token arrays; the data is built by ``rollout_detail_data``."""
 
-    details = serializers.JSONField()
+    details = StrictJSONField()
     tokens = serializers.ListField(child=serializers.CharField())
     token_ids = serializers.ListField(child=serializers.IntegerField())
     channels = TokenChannelsOut()

@@ -9,7 +9,9 @@ Run states::
 
     queued --mark_started--> running --finish--> succeeded | cancelled
        |                        |---fail------> failed
-       |                        '---worker lost--> queued (resume_from = last checkpoint)
+       |                        |---worker lost / stranded (sweep)--> queued (resume_from = last checkpoint)
+       |                        |                                 '--> failed (attempts used up; resumable)
+       |                        '---cancel, no worker holds its lease--> cancelled
        |--cancel--> cancelled          failed | cancelled --resume--> queued
        '--broker refused the task--> not_queued --queue--> queued   (not_queued --cancel--> cancelled)
 
@@ -53,6 +55,7 @@ from webapp.experiments.models import (
 from webapp.experiments.phases import phase_done_message
 from webapp.experiments.retention import default_retention, parse_retention, prune_run
 from webapp.experiments.rollout_writes import rollouts_delete_after, store_rollouts
+from webapp.experiments.run_lease import run_lease_held
 from webapp.experiments.selectors import run_latest_checkpoint, run_phase_payload, run_status_payload
 from webapp.experiments.storable import clean_json, clean_text, finite_or_none
 from webapp.realtime.publish import publish_run_event
@@ -188,9 +191,14 @@ def run_launch(*, experiment: Experiment, actor: AnyUser, retention: Any = None)
 
 
 def run_cancel(*, run: Run, actor: AnyUser) -> Run:
-    """A queued run is cancelled at once; a running one is asked to stop at its next step boundary."""
+    """A queued run is cancelled at once; a running one is asked to stop at its next step boundary while a
+    worker holds its lease, and is cancelled at once when none does (its worker is gone: nothing else would
+    ever stop it). When Redis cannot be asked, the request stands and the sweep (workers/sweep.py) cancels
+    the run once its lease is seen expired."""
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
     _refuse_outside(run, "stop")
+    running = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).exists()
+    held = run_lease_held(run_id=run.pk) if running else None  # asked before the row is locked: Redis may be slow
     with transaction.atomic():
         run = _locked(run.pk)
         if run.status in (RunStatus.QUEUED, RunStatus.NOT_QUEUED):
@@ -198,6 +206,13 @@ def run_cancel(*, run: Run, actor: AnyUser) -> Run:
             run.finished_at = timezone.now()
             run.save(update_fields=["status", "finished_at"])
             _event(run.pk, EventLevel.INFO, "cancelled", f"Cancelled by {actor} before it started.")
+            _publish_status(run)
+        elif run.status == RunStatus.RUNNING and held is False:
+            run.status, run.cancel_requested = RunStatus.CANCELLED, False
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "cancel_requested", "finished_at", *_clear_phase(run)])
+            message = f"Cancelled by {actor} at step {run.step}: no worker holds the run (its worker is gone)."
+            _event(run.pk, EventLevel.INFO, "cancelled", message, run.step)
             _publish_status(run)
         elif run.status == RunStatus.RUNNING:
             if not run.cancel_requested:
@@ -333,11 +348,20 @@ def run_mark_started(*, run_id: int, worker: str) -> Run:
         run.attempts += 1
         run.worker = worker
         run.save(update_fields=["status", "started_at", "attempts", "worker", *_clear_phase(run)])
-        origin = f"resuming from {run.resume_from}" if run.resume_from else "from the start"
-        level = EventLevel.WARNING if restarted else EventLevel.INFO
-        _event(run_id, level, "started", f"Attempt {run.attempts} on {worker}, {origin}.", run.step)
+        if restarted:
+            _event(run_id, EventLevel.WARNING, "redelivered", f"Delivered again to {worker}: its earlier worker is gone.", run.step)
         _publish_status(run)
     return run
+
+
+def run_log_attempt(*, run_id: int, plan: str, step: int, resumed: bool) -> None:
+    """The attempt's one event ("started", or "resume" when it goes on from an earlier attempt), written once
+    the worker has looked at the checkpoints and knows where it starts (``plan``: "resuming from the
+    checkpoint at step 30 (...)", "starting again from step 0: no usable checkpoint"), so the log never
+    announces a start it then does not make."""
+    run = Run.objects.get(pk=run_id)
+    level = EventLevel.WARNING if run.attempts > 1 else EventLevel.INFO
+    _event(run_id, level, "resume" if resumed else "started", f"Attempt {run.attempts} on {run.worker}: {plan}", step)
 
 
 def run_truncate_after(*, run_id: int, step: int) -> None:
@@ -464,6 +488,42 @@ def run_requeue_after_worker_loss(*, run_id: int) -> None:
             where = f"the checkpoint of step {checkpoint.step}" if checkpoint else "the start (no checkpoint yet)"
             _event(run_id, EventLevel.WARNING, "worker_lost", f"Worker {run.worker or '?'} was lost; re-queued from {where}.", run.step)
         _publish_status(run)
+
+
+def run_recover_stranded(*, run_id: int, reason: str, max_attempts: int) -> str:
+    """A ``running`` run that no live worker holds (its task ended without an outcome, or its worker is
+    gone; found by workers/sweep.py): re-queued from its last checkpoint while attempts remain, else failed
+    and resumable; a run whose cancel was requested is cancelled. Returns what was done ("requeued",
+    "failed", "cancelled") or "" when the run was no longer running. The caller sends a re-queued run."""
+    with transaction.atomic():
+        run = _locked(run_id)
+        if run.status != RunStatus.RUNNING:
+            return ""
+        if run.cancel_requested:
+            run.status, run.cancel_requested = RunStatus.CANCELLED, False
+            run.finished_at = timezone.now()
+            run.save(update_fields=["status", "cancel_requested", "finished_at", *_clear_phase(run)])
+            _event(run_id, EventLevel.WARNING, "cancelled", f"{reason} It had been asked to stop: cancelled.", run.step)
+            outcome = "cancelled"
+        elif run.attempts < max_attempts:
+            checkpoint = _requeue(run)
+            where = f"its checkpoint at step {checkpoint.step}" if checkpoint else "step 0 (no checkpoint yet)"
+            message = f"{reason} Re-queued to resume from {where} (attempt {run.attempts + 1} of {max_attempts})."
+            _event(run_id, EventLevel.WARNING, "recovered", message, run.step)
+            outcome = "requeued"
+        else:
+            checkpoint = run_latest_checkpoint(run_id=run_id)
+            where = f"its checkpoint at step {checkpoint.step}" if checkpoint else "step 0 (no checkpoint)"
+            run.status = RunStatus.FAILED
+            run.finished_at = timezone.now()
+            run.error_message = clean_text(
+                f"{reason} It had used its {run.attempts} attempt(s); resume it to continue from {where}."
+            )
+            run.save(update_fields=["status", "finished_at", "error_message", *_clear_phase(run)])
+            _event(run_id, EventLevel.ERROR, "failed", run.error_message, run.step)
+            outcome = "failed"
+        _publish_status(run)
+    return outcome
 
 
 def run_log_event(*, run_id: int, level: str, kind: str, message: str, step: int | None = None) -> None:

@@ -1,4 +1,4 @@
-"""``POST /api/ingest/batches/``: one batch of an outside run (webapp/ingest_client/wire.py says the shape)."""
+"""``POST /api/ingest/batches/``: one batch of an outside run (rlvr_client/wire.py says the shape)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class IngestBatchApi(APIView):
         description=(
             "Idempotent: the run is found by project and key (made by the first batch), metrics by step and key, "
             "rollouts by step, group and sample index. The body may be gzip-compressed (Content-Encoding: gzip). "
-            "Needs the admin role in the project. The Python client (webapp.ingest_client) batches, retries and spools."
+            "Needs the admin role in the project. The Python client (rlvr_client) batches, retries and spools."
         ),
     )
     def post(self, request: Request) -> Response:

@@ -1,4 +1,4 @@
-"""The ingest batch, validated: what ``webapp/ingest_client/wire.py`` sends, with a bound on everything.
+"""The ingest batch, validated: what ``rlvr_client/wire.py`` sends, with a bound on everything.
 
 Pydantic rather than DRF serializers: a batch can hold 100,000s of per-token floats, which a DRF
 ``ListField(child=FloatField())`` validates one Python call each (seconds); pydantic's core does it in
@@ -30,7 +30,11 @@ Number = float | None
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=False)
+    """Strict as a class: a number is a JSON number, never a string (``"step": "3"``), a bool (``true`` is not
+    1) or, for an integer field, a float (``3.0``); a bool is ``true``/``false``; NaN and infinities are
+    refused. Integers are accepted where a float is asked (JSON does not tell ``1`` from ``1.0``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class RunIn(_Strict):
@@ -102,6 +106,9 @@ class BatchIn(_Strict):
     rollouts: list[RolloutIn] = Field(default_factory=list, max_length=MAX_ROLLOUTS)
     checkpoints: list[CheckpointIn] = Field(default_factory=list, max_length=MAX_CHECKPOINTS)
     finish: FinishIn | None = None
+    # How many rollouts of the run the client could not deliver so far (kept in its spool's rejected/ folder);
+    # the client counts them itself, so a resent batch repeats the same number: the largest one is kept.
+    rollouts_dropped: Annotated[int, Field(ge=0, le=MAX_STEP)] | None = None
 
     @model_validator(mode="after")
     def _slots_unique(self) -> BatchIn:

@@ -1,6 +1,6 @@
 """Apply one ingest batch: make the outside run on its first batch, then store every item idempotently.
 
-Idempotent because the client resends a batch whose answer it did not hear (webapp/ingest_client/spool.py):
+Idempotent because the client resends a batch whose answer it did not hear (rlvr_client/spool.py):
 
 - the run: found by (project, key); made, with its experiment, by the first batch that names it;
 - metrics: one value per (run, step, key), the last one sent wins;
@@ -21,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
 
+from rlvr_client.command_line import redact_command
 from trainer.sinks import RolloutRecord
 from webapp.core.errors import ApplicationError, Conflict
 from webapp.experiments.metric_summaries import forget_stored_summaries
@@ -107,6 +108,7 @@ def ingest_batch(*, user: AnyUser, batch: BatchIn) -> BatchResult:
             run.step = max(steps)
             run.save(update_fields=["step"])
         _publish_steps(run, batch, by_step)
+        _count_dropped(run, batch)
         if batch.finish is not None:
             _finish(run, batch)
     _prune(run, before)
@@ -139,7 +141,7 @@ def _run_for(*, project: Project, user: AnyUser, described: RunIn) -> tuple[Run,
             run = Run.objects.create(
                 experiment=experiment, status=RunStatus.RUNNING, config=clean_json(described.config),
                 max_steps=described.max_steps, created_by=user if user.is_authenticated else None,
-                started_at=timezone.now(), source=described.source, source_info=clean_json({**described.source_info, "run_name": described.name}),  # a Run has no name of its own
+                started_at=timezone.now(), source=described.source, source_info=_stored_source_info(described),
                 external_key=described.key, worker=clean_text(str(described.source_info.get("host", "")))[:255],
                 **({"retention": retention} if retention is not None else {}),
             )
@@ -148,6 +150,15 @@ def _run_for(*, project: Project, user: AnyUser, described: RunIn) -> tuple[Run,
     except IntegrityError:  # the same key arrived twice at once: the other request made the run
         return Run.objects.get(experiment__project=project, external_key=described.key), False
     return run, True
+
+
+def _stored_source_info(described: RunIn) -> dict[str, Any]:
+    """The run's origin as stored: its name (a Run has none of its own) and the command with secret-looking
+    values redacted, whatever the client did (rlvr_client/command_line.py)."""
+    info: dict[str, Any] = clean_json({**described.source_info, "run_name": described.name})
+    if isinstance(info.get("command"), str):
+        info["command"] = redact_command(info["command"])
+    return info
 
 
 def _origin_text(run: Run) -> str:
@@ -197,6 +208,28 @@ def _publish_steps(run: Run, batch: BatchIn, by_step: dict[int, list[RolloutReco
         publish_run_event(run_id=run.pk, event="run.step", payload=payload)
 
 
+def dropped_text(count: int) -> str:
+    """What the run's events and page say about rollouts its client could not deliver."""
+    return (
+        f"{count} rollout{'s' if count != 1 else ''} could not be delivered: the server refused "
+        f"{'them' if count != 1 else 'it'}, and the ingest client kept {'them' if count != 1 else 'it'} in its "
+        "spool's rejected/ folder with the reason."
+    )
+
+
+def _count_dropped(run: Run, batch: BatchIn) -> None:
+    """Keep the largest count the client reported (a resent batch repeats it); a rise is a warning event
+    and a status event, so an open page shows it at once."""
+    reported = batch.rollouts_dropped
+    if reported is None or reported <= run.rollouts_dropped:
+        return
+    run.rollouts_dropped = reported
+    run.save(update_fields=["rollouts_dropped"])
+    run_log_event(run_id=run.pk, level=EventLevel.WARNING, kind="rollouts_dropped", message=dropped_text(reported),
+                  step=run.step)
+    publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))
+
+
 def _finish(run: Run, batch: BatchIn) -> None:
     outcome = batch.finish
     assert outcome is not None
@@ -209,5 +242,8 @@ def _finish(run: Run, batch: BatchIn) -> None:
     run.save(update_fields=["status", "finished_at", "final_metrics", "error_message"])
     level = EventLevel.ERROR if outcome.status == RunStatus.FAILED else EventLevel.INFO
     message = f"Run {outcome.status} at step {run.step}." + (f" {run.error_message}" if run.error_message else "")
+    if run.rollouts_dropped:  # a success with rollouts missing is not a silent one
+        level = EventLevel.WARNING if level == EventLevel.INFO else level
+        message += " " + dropped_text(run.rollouts_dropped)
     run_log_event(run_id=run.pk, level=level, kind=outcome.status, message=message, step=run.step)
     publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))

@@ -20,7 +20,6 @@ from typing import Any
 
 from trainer.config import config_schema
 from trainer.rubrics.rules import RULES
-from webapp.verification.selectors import registry_schema
 
 Schema = dict[str, Any]
 FieldSpec = dict[str, Any]
@@ -43,8 +42,10 @@ def method_choices(choices: list[Schema]) -> list[FieldSpec]:
 
 
 def verifier_choices() -> list[FieldSpec]:
-    """Every registered verifier, with its docstring summary and its params model's fields."""
-    return [_choice(v["name"], v["summary"].replace("``", ""), v["schema"]) for v in registry_schema()]
+    """Every registered verifier, with its one-line description and its params model's fields: the config
+    schema's ``x-choices`` of a verifier's name (trainer/verifiers/spec.py), as for a method choice."""
+    name = config_schema()["$defs"]["VerifierSpec"]["properties"]["name"]
+    return method_choices(name["x-choices"])
 
 
 def rule_choices() -> list[FieldSpec]:

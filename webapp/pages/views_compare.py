@@ -1,11 +1,8 @@
 """``/projects/<id>/compare/?runs=1,2``: overlay runs' metrics (static/js/compare.js) with the member's chart
-layout (pins, panels, x-axis: webapp/workspaces/chart_layouts.py) and diff configs."""
+layout (pins, panels, x-axis: webapp/workspaces/chart_layouts.py) and diff configs
+(webapp/pages/selectors_compare.py: outside runs' configs read as native paths)."""
 
 from __future__ import annotations
-
-import json
-from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -13,6 +10,7 @@ from django.shortcuts import render
 
 from webapp.experiments.models import Run
 from webapp.experiments.selectors import metric_keys_for_run, runs_for_project
+from webapp.pages.selectors_compare import config_diff
 from webapp.pages.views_common import role_context
 from webapp.teams.selectors import project_get_for_user
 from webapp.workspaces.chart_layouts import chart_layout_for_member
@@ -23,33 +21,6 @@ AXIS_KEYS = {
     "time": "perf/elapsed_s",
     "tokens": "perf/tokens_total",
 }  # the x-axes besides step (docs/charts.md)
-
-
-@dataclass(frozen=True)
-class DiffRow:
-    path: str
-    values: tuple[str, ...]
-    differs: bool
-
-
-def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
-    """``{"training": {"lr": 1}}`` -> ``{"training.lr": 1}``; lists stay whole values."""
-    if not isinstance(config, dict) or (prefix and not config):
-        return {prefix: config}
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
-
-
-def config_diff(runs: list[Run]) -> list[DiffRow]:
-    flat = [flatten(run.config) for run in runs]
-    paths = sorted({path for f in flat for path in f})
-    rows = []
-    for path in paths:
-        values = tuple(json.dumps(f[path]) if path in f else "—" for f in flat)
-        rows.append(DiffRow(path=path, values=values, differs=len(set(values)) > 1))
-    return rows
 
 
 def run_label(run: Run) -> str:
@@ -81,6 +52,8 @@ def compare(request: HttpRequest, project_id: int) -> HttpResponse:
         "default_keys": [k for k in PREFERRED_KEYS if k in keys] or keys[:4],
         "diff": diff,
         "differing": sum(row.differs for row in diff),
+        "unreported": sum(row.unreported for row in diff),
+        "outside_count": sum(run.is_external for run in chosen),
         "page_data": {
             "runs": [
                 {

@@ -18,15 +18,18 @@ from webapp.experiments.selectors import run_get_for_user
 from webapp.experiments.serializers import RolloutFilterIn
 from webapp.pages.selectors_rollouts import rollout_finish_reasons, rollout_rows, rollout_steps
 
+# The range of the integer columns these filters meet: past it a query is a 400, not a database error.
+MAX_INT = 2**31 - 1
+
 
 class RowsQueryIn(RolloutFilterIn):
     """The REST rollout filters, plus what only the browser table needs."""
 
-    group = serializers.IntegerField(required=False, min_value=0)
-    length_min = serializers.IntegerField(required=False, min_value=0)
-    length_max = serializers.IntegerField(required=False, min_value=0)
-    page = serializers.IntegerField(required=False, min_value=1, default=1)
-    page_size = serializers.IntegerField(required=False, min_value=1, default=50)
+    group = serializers.IntegerField(required=False, min_value=0, max_value=MAX_INT)
+    length_min = serializers.IntegerField(required=False, min_value=0, max_value=MAX_INT)
+    length_max = serializers.IntegerField(required=False, min_value=0, max_value=MAX_INT)
+    page = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT, default=1)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=MAX_INT, default=50)
 
 
 PAGE_ONLY = ("group", "length_min", "length_max", "page", "page_size")

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from webapp.core.errors import ApplicationError
+from webapp.experiments.headline import run_headlines
 from webapp.experiments.models import FINISHED_STATUSES, RunStatus
 from webapp.experiments.phases import phase_view
 from webapp.experiments.retention import describe_retention, run_policy
@@ -34,6 +35,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     events = list(events_for_run(run=run).order_by("-id")[:EVENTS_SHOWN])
     events.reverse()
     project = run.experiment.project
+    headlines = run_headlines(run=run)  # greedy accuracy on held-out problems, before training and now
     context = {
         "project": project,
         "experiment": run.experiment,
@@ -47,9 +49,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "queue_position": run_queue_position(run=run),
         "phase": phase_view(run),  # the model build before step 1, rendered in place of "step 0 / N"
         "retention": describe_retention(run_policy(run)),
+        "headlines": headlines,
         "page_data": {
             "run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps,
-            "phase": run_phase_payload(run=run),
+            "phase": run_phase_payload(run=run), "headlines": headlines,
             # pins, panels, x-axis, smoothing: the member's own, shared with the project's other run pages
             "project_id": project.pk, "chart_layout": chart_layout_for_member(project=project, user=request.user),
         },

@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api.fields import StrictJSONField
 from webapp.experiments.selectors import run_get_for_user
 from webapp.teams.selectors import project_get_for_user
 from webapp.verification import bench
@@ -88,7 +89,7 @@ class DefinitionIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=120, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     verifier = serializers.CharField(max_length=64, help_text="A trainer verifier registry name.")
-    params = serializers.JSONField(required=False, default=dict, help_text="The verifier's parameters.")
+    params = StrictJSONField(required=False, default=dict, help_text="The verifier's parameters.")
 
 
 class DefinitionPatchIn(serializers.Serializer[None]):
@@ -98,7 +99,7 @@ class DefinitionPatchIn(serializers.Serializer[None]):
 
 class VersionIn(serializers.Serializer[None]):
     verifier = serializers.CharField(max_length=64)
-    params = serializers.JSONField(required=False, default=dict)
+    params = StrictJSONField(required=False, default=dict)
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
 
@@ -156,7 +157,7 @@ class JobOut(serializers.ModelSerializer[VerificationJob]):
 
 
 class JobDetailOut(JobOut):
-    result = serializers.JSONField(
+    result = StrictJSONField(
         read_only=True,
         help_text="Once succeeded: the audit report {total, accepted, errors, rate, rows} or the rescore summary "
         "{run, scored, total, changed, newly_correct, newly_incorrect, errors, rows, rows_truncated}; else {}.",

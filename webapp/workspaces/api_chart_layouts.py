@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api.fields import StrictJSONField
 from webapp.teams.selectors import project_get_for_user
 from webapp.workspaces.chart_layouts import (
     MAX_PANEL_SERIES,
@@ -26,11 +27,11 @@ SPEC_HELP = (
 
 
 class ChartLayoutIn(serializers.Serializer[None]):
-    spec = serializers.JSONField(help_text=SPEC_HELP)
+    spec = StrictJSONField(help_text=SPEC_HELP)
 
 
 class ChartLayoutOut(serializers.Serializer[None]):
-    spec = serializers.JSONField(help_text="The layout as stored, with its defaults filled in.")
+    spec = StrictJSONField(help_text="The layout as stored, with its defaults filled in.")
 
 
 class ChartLayoutApi(APIView):

@@ -19,6 +19,8 @@ class RunTableQueryIn(serializers.Serializer[None]):
         required=False, default="", allow_blank=True, max_length=MAX_SUMMARY_KEYS * (MAX_KEY_LENGTH + 1),
         help_text=f"Comma-separated metric keys to summarise (at most {MAX_SUMMARY_KEYS}), "
         "e.g. rollout/reward_mean,actor/kl.",
+        error_messages={"max_length": f"At most {MAX_SUMMARY_KEYS} metric keys of at most {MAX_KEY_LENGTH} "
+                        "characters each ({max_length} characters in all): ask for fewer keys."},
     )  # fmt: skip
 
     def validate_metrics(self, value: str) -> list[str]:

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api.fields import StrictJSONField
 from webapp.teams.models import Project
 from webapp.teams.selectors import project_get_for_user
 from webapp.workspaces.models import RunTableView
@@ -29,7 +30,7 @@ from webapp.workspaces.run_views import (
 
 class RunViewOut(serializers.ModelSerializer[RunTableView]):
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    spec = serializers.JSONField(
+    spec = StrictJSONField(
         read_only=True, help_text="Columns, sort, descending, filters, status, group_by."
     )
     can_change = serializers.SerializerMethodField(help_text="Whether you may overwrite or delete this view.")
@@ -45,7 +46,7 @@ class RunViewOut(serializers.ModelSerializer[RunTableView]):
 class RunViewIn(serializers.Serializer[None]):
     # Lengths and characters are checked by the service (run_views._clean_name), in one place for every caller.
     name = serializers.CharField(max_length=MAX_NAME * 2, allow_blank=True, trim_whitespace=False)
-    spec = serializers.JSONField(
+    spec = StrictJSONField(
         help_text="A RunTableSpec: columns, sort, descending, filters, status, group_by."
     )
 
@@ -54,7 +55,7 @@ class RunViewPatchIn(serializers.Serializer[None]):
     name = serializers.CharField(
         max_length=MAX_NAME * 2, allow_blank=True, trim_whitespace=False, required=False
     )
-    spec = serializers.JSONField(required=False)
+    spec = StrictJSONField(required=False)
 
 
 def _valid(serializer_class: type[serializers.Serializer[None]], data: Any) -> dict[str, Any]:

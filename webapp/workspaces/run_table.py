@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
+from trainer.config.outside_names import PER_RUN_PATHS, native_paths
 from webapp.experiments.metric_summaries import (
     SMOOTHING_WINDOW,
     Direction,
@@ -31,9 +32,9 @@ MAX_PATHS_PER_RUN = 1000  # an outside trainer's config can be any JSON object
 MAX_CONFIG_DEPTH = 8  # deeper objects are shown as their JSON text
 MAX_VALUE_TEXT = 200  # characters of one config value as the table shows it
 MAX_METRIC_KEYS_OFFERED = 1000
-# Paths that differ between runs without saying anything about how they trained: left out of the
-# default columns (they can still be chosen).
-UNINFORMATIVE_PATHS = frozenset({"name", "checkpoint.output_dir"})
+# Paths that differ between runs without saying anything about how they trained (the run's name, folder,
+# seed; trainer/config/outside_names.py): left out of the default columns (they can still be chosen).
+UNINFORMATIVE_PATHS = PER_RUN_PATHS
 
 ROW_FIELDS = (
     "id", "status", "phase", "source", "created_at", "step", "max_steps", "config",
@@ -116,10 +117,13 @@ def flatten_config(config: Any) -> dict[str, Scalar]:
     return out
 
 
-def _split_shared(flat: list[dict[str, Scalar]]) -> tuple[list[str], bool, dict[str, Scalar], list[str]]:
+def _split_shared(
+    flat: list[dict[str, Scalar]], outside: list[bool]
+) -> tuple[list[str], bool, dict[str, Scalar], list[str]]:
     """Every path (in the order configs list them), whether it was cut, the paths with one value in every
     run, and the paths whose values differ. ``1`` and ``1.0`` (and ``true``) count as different values,
-    as JSON writes them."""
+    as JSON writes them. A path only outside runs lack (their trainer did not send it) is neither shared
+    nor differing: each row that has it carries it."""
     order: dict[str, None] = {}
     for config in flat:
         order.update(dict.fromkeys(config))
@@ -129,12 +133,19 @@ def _split_shared(flat: list[dict[str, Scalar]]) -> tuple[list[str], bool, dict[
     shared: dict[str, Scalar] = {}
     differing: list[str] = []
     for path in paths:
-        values = {json.dumps(c[path]) if path in c else "\0missing" for c in flat}
-        if len(values) == 1 and path in flat[0]:
+        values = {json.dumps(c[path]) for c in flat if path in c}
+        missing = [is_outside for c, is_outside in zip(flat, outside, strict=True) if path not in c]
+        if len(values) == 1 and not missing:
             shared[path] = flat[0][path]
-        else:
+        elif len(values) > 1 or not all(missing):
             differing.append(path)
     return paths, truncated, shared, differing
+
+
+def comparable_config(run: Run) -> dict[str, Scalar]:
+    """The run's config as the table's dotted scalar paths; an outside run's known names read as native paths
+    (``beta`` -> ``algorithm.beta``, trainer/config/outside_names.py)."""
+    return native_paths(flatten_config(run.config), run.source)[0]
 
 
 def run_table_for_project(*, project: Project, metric_keys: Sequence[str]) -> RunTable:
@@ -153,8 +164,9 @@ def run_table_for_project(*, project: Project, metric_keys: Sequence[str]) -> Ru
     keys, keys_truncated = (
         metric_keys_of_runs(runs=chosen, limit=MAX_METRIC_KEYS_OFFERED) if rows else ([], False)
     )
-    flat = [flatten_config(run.config) for run in rows]
-    paths, paths_truncated, shared, differing = _split_shared(flat) if rows else ([], False, {}, [])
+    flat = [comparable_config(run) for run in rows]
+    split = _split_shared(flat, [run.is_external for run in rows]) if rows else ([], False, {}, [])
+    paths, paths_truncated, shared, differing = split
     kept = set(paths)
     table_rows: list[RunRow] = [
         {

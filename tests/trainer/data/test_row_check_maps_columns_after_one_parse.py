@@ -17,9 +17,8 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 def test_the_parse_holds_columns_rows_and_the_rows_that_did_not_parse() -> None:
     parsed = read_data_file(DATA / "bad_rows.jsonl")
     assert (parsed.format, parsed.columns) == ("jsonl", ["question", "answer"])
-    assert [number for number, _ in parsed.rows] == [1, 2, 4, 5]
-    assert [(p.row, p.field) for p in parsed.problems] == [(3, None), (6, None)]
-    assert parsed.where[2] == "line 3"
+    assert [row.number for row in parsed.rows()] == [1, 2, 4, 5]
+    assert [(p.row, p.where, p.field) for p in parsed.problems] == [(3, "line 3", None), (6, "line 6", None)]
 
 
 def test_one_parse_answers_several_mappings() -> None:
@@ -51,6 +50,6 @@ def test_a_file_without_rows_is_refused_when_checked(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
     parsed = read_data_file(empty)
-    assert parsed.columns == [] and parsed.where == []
+    assert parsed.columns == [] and parsed.row_count == 0
     with pytest.raises(DataError, match="has no rows"):
         check_rows(parsed)

@@ -127,9 +127,15 @@ def test_the_migration_hashes_the_old_plaintext_tokens_and_deletes_them() -> Non
 
     alice = User.objects.create_user(username="alice", password="pw-alice-123")
     old_key = "0123456789abcdef0123456789abcdef01234567"
+    created = timezone.now() - timedelta(days=400)
+    # The table as REST framework's authtoken migrations made it, on either database back-end.
+    when = connection.data_types["DateTimeField"]
     with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {LEGACY_TABLE} (key varchar(40) PRIMARY KEY, user_id integer, created timestamptz)")
-        cursor.execute(f"INSERT INTO {LEGACY_TABLE} VALUES (%s, %s, now())", [old_key, alice.pk])
+        cursor.execute(f"CREATE TABLE {LEGACY_TABLE} (key varchar(40) PRIMARY KEY, user_id integer, created {when})")
+        cursor.execute(
+            f"INSERT INTO {LEGACY_TABLE} VALUES (%s, %s, %s)",
+            [old_key, alice.pk, connection.ops.adapt_datetimefield_value(created)],
+        )
     try:
         with connection.schema_editor() as editor:
             assert hash_legacy_tokens(apps, editor) == 1
@@ -140,4 +146,6 @@ def test_the_migration_hashes_the_old_plaintext_tokens_and_deletes_them() -> Non
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TABLE {LEGACY_TABLE}")
     assert with_token(old_key).get("/api/tokens/").status_code == 200
-    assert ApiToken.objects.get().digest != old_key
+    migrated = ApiToken.objects.get()
+    assert migrated.digest != old_key
+    assert migrated.created_at == created  # the old token's own creation time, as an aware datetime

@@ -15,7 +15,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
-from webapp import client
+from rlvr_client import client
 from webapp.accounts.models import ApiToken
 from webapp.accounts.tokens import digest_of
 from webapp.teams.models import Project
@@ -68,5 +68,5 @@ def test_a_locked_account_tells_the_cli_user_how_to_unlock(cli: Path, alice: Use
     for i in range(5):
         client.main(["login", "--url", URL, "--username", "alice", "--password", f"wrong-{i}"])
     assert client.main(["login", "--url", URL, "--username", "alice", "--password", "pw-alice-123"]) == 2
-    assert "Too many failed logins for this account" in capsys.readouterr().err
+    assert "Too many failed sign-ins for this username" in capsys.readouterr().err
     assert not cli.exists()

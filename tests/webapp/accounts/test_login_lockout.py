@@ -1,5 +1,6 @@
-"""Brute force on each login path locks (django-axes), by username and by address; X-Forwarded-For
-rotation resets nothing; an admin unlocks."""
+"""Brute force on each login path locks (django-axes): a username (any case, from any address) at the failure
+limit, an address only at its own, much looser limit, so users sharing an address are not locked out by
+another's guesses; X-Forwarded-For rotation resets nothing; the answer says what was locked; an admin unlocks."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def test_the_right_password_is_refused_after_too_many_failures(path: str, staff_
 def test_a_locked_page_says_why_and_how_to_unlock(path: str, alice: User) -> None:
     fail(path, LIMIT)
     text = post_login(path, "alice", RIGHT).content.decode()
-    assert "Too many failed logins for this account; try again in 15 minutes" in text
+    assert "Too many failed sign-ins for this username; try again in 15 minutes" in text
     assert "axes_reset_username" in text
 
 
@@ -60,8 +61,8 @@ def test_a_locked_api_login_answers_in_the_one_error_shape(alice: User) -> None:
     response = post_login("/api/auth/token/", "alice", RIGHT)
     body = response.json()
     assert set(body) == {"message", "extra"}
-    assert body["message"].startswith("Too many failed logins for this account; try again in 15 minutes")
-    assert body["extra"] == {"failure_limit": LIMIT, "retry_after_minutes": 15, "username": "alice"}
+    assert body["message"].startswith("Too many failed sign-ins for this username; try again in 15 minutes")
+    assert body["extra"] == {"locked": "username", "failure_limit": LIMIT, "retry_after_minutes": 15, "username": "alice"}
     assert response["Retry-After"] == "900"
 
 
@@ -78,10 +79,54 @@ def test_fewer_failures_than_the_limit_still_let_the_right_password_in(alice: Us
     assert post_login("/api/auth/token/", "alice", RIGHT).status_code == 200
 
 
-def test_rotating_usernames_from_one_address_locks_the_address(alice: User) -> None:
-    for i in range(LIMIT):
+def test_failures_for_one_username_do_not_lock_another_user_at_the_same_address(alice: User) -> None:
+    User.objects.create_user(username="bob", password="pw-bob-123")
+    fail("/api/auth/token/", LIMIT, username="alice")
+    assert post_login("/api/auth/token/", "bob", "pw-bob-123").status_code == 200
+
+
+def test_a_few_failures_each_for_many_usernames_do_not_lock_the_address(alice: User) -> None:
+    for i in range(LIMIT * 2):
         fail("/api/auth/token/", 1, username=f"guess-{i}")
+    assert post_login("/api/auth/token/", "alice", RIGHT).status_code == 200
+
+
+def test_the_address_locks_at_its_own_looser_limit(settings: Settings, alice: User) -> None:
+    settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT * 2
+    for i in range(LIMIT * 2 - 1):
+        fail("/api/auth/token/", 1, username=f"guess-{i}")
+    assert post_login("/api/auth/token/", "alice", RIGHT).status_code == 200  # a success resets only alice's
+    fail("/api/auth/token/", 1, username="guess-last")
+    response = post_login("/api/auth/token/", "alice", RIGHT)
+    assert response.status_code == 429
+    assert response.json()["extra"]["locked"] == "address"
+
+
+def test_a_locked_address_is_named_in_the_answer(settings: Settings, alice: User) -> None:
+    settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT + 1
+    for i in range(LIMIT + 1):
+        fail("/api/auth/token/", 1, username=f"guess-{i}")
+    message = post_login("/api/auth/token/", "alice", RIGHT).json()["message"]
+    assert message.startswith("Too many failed sign-ins from this address")
+    assert "axes_reset_ip" in message and "this username" not in message
+
+
+def test_the_address_limit_is_much_looser_than_the_username_limit(settings: Settings) -> None:
+    assert settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT >= 20 * settings.AXES_FAILURE_LIMIT
+
+
+@pytest.mark.parametrize("variant", ["ALICE", "alice ", " Alice"])
+def test_case_and_space_variants_of_a_username_count_against_it(variant: str, alice: User) -> None:
+    fail("/api/auth/token/", LIMIT - 1)
+    fail("/api/auth/token/", 1, username=variant)
     assert post_login("/api/auth/token/", "alice", RIGHT).status_code == 429
+
+
+def test_rotating_x_forwarded_for_does_not_reset_the_username_lock(alice: User) -> None:
+    for i in range(LIMIT):
+        fail("/api/auth/token/", 1, HTTP_X_FORWARDED_FOR=f"10.0.0.{i + 1}")
+    response = post_login("/api/auth/token/", "alice", RIGHT, HTTP_X_FORWARDED_FOR="10.9.9.9")
+    assert response.status_code == 429
 
 
 def test_one_username_from_many_addresses_locks_the_username(alice: User) -> None:
@@ -90,7 +135,8 @@ def test_one_username_from_many_addresses_locks_the_username(alice: User) -> Non
     assert post_login("/accounts/login/", "alice", RIGHT, REMOTE_ADDR="203.0.113.9").status_code == 429
 
 
-def test_rotating_x_forwarded_for_does_not_reset_the_lockout(alice: User) -> None:
+def test_rotating_x_forwarded_for_does_not_reset_the_address_lock(settings: Settings, alice: User) -> None:
+    settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT
     for i in range(LIMIT):
         fail("/api/auth/token/", 1, username=f"guess-{i}", HTTP_X_FORWARDED_FOR=f"10.0.0.{i + 1}")
     response = post_login("/api/auth/token/", "alice", RIGHT, HTTP_X_FORWARDED_FOR="10.9.9.9")
@@ -108,6 +154,7 @@ def test_rotating_x_forwarded_for_does_not_reset_the_token_endpoint_throttle(set
 
 def test_behind_one_proxy_only_the_right_most_forwarded_address_counts(settings: Settings, alice: User) -> None:
     settings.RLVR_TRUSTED_PROXIES = 1
+    settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT
     for i in range(LIMIT):
         fail("/api/auth/token/", 1, username=f"guess-{i}", HTTP_X_FORWARDED_FOR=f"10.0.0.{i + 1}, 203.0.113.7")
     locked = post_login("/api/auth/token/", "alice", RIGHT, HTTP_X_FORWARDED_FOR="10.9.9.9, 203.0.113.7")
@@ -155,4 +202,4 @@ def test_under_asgi_a_locked_api_login_is_the_same_429(alice: User) -> None:
         async_to_sync(attempt)(f"wrong-{i}")
     response = async_to_sync(attempt)(RIGHT)
     assert response.status_code == 429
-    assert response.json()["message"].startswith("Too many failed logins for this account")
+    assert response.json()["message"].startswith("Too many failed sign-ins for this username")

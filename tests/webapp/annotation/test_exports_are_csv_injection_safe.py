@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from webapp.annotation.exports import csv_lines, csv_safe, jsonl_lines
+from webapp.annotation.exports import jsonl_lines
+from webapp.core.csv_export import csv_lines, csv_safe
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "=HYPERLINK(\"http://x\")", "\t=1", "\r=1"])

@@ -8,6 +8,11 @@ On top of schemathesis' positive and negative cases, a third of the JSON bodies 
 a hostile value (NUL, a lone surrogate, a 100-digit integer, 'inf' / 'NaN', 1e308, a 100-deep array; the
 transport cannot send NaN literals, which tests/webapp/api/test_input_limits.py sends raw), and a
 ``config`` field starts from a valid experiment config first, so the value gets past the outer checks.
+Then a raw pass sends what the transport cannot generate, to every property of every body (JSON, form
+and multipart) and every query parameter, one at a time: a 5,000-digit integer (past Python's int
+conversion limit, which json.dumps cannot even write), a 100,000-deep array, a float that overflows, a
+null (in forms the text ``null``, which REST framework's own JSON field let through) and long query values. At most
+``RAW_PER_OPERATION`` requests each, so the whole file stays within a few minutes on 2 cores.
 Only 5xx answers fail: 4xx is how the API refuses bad input (``not_a_server_error``).
 """
 
@@ -18,6 +23,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import schemathesis
@@ -114,7 +120,7 @@ def _nested(depth: int) -> list[Any]:
     return value
 
 
-HOSTILE = ["\x00", "a\x00b", 10**100, -(2**70), "inf", "NaN", 1e308, {"k\x00": 1}, _nested(100)]
+HOSTILE = ["\x00", "a\x00b", 10**100, -(2**70), 10**299, "inf", "NaN", 1e308, {"k\x00": 1}, _nested(100)]
 HOSTILE_JSON = st.sampled_from([*HOSTILE, "a\ud800b"])  # a lone surrogate cannot be form-encoded at all
 HOSTILE_FORM = st.sampled_from(HOSTILE)
 
@@ -137,6 +143,52 @@ def _with_hostile_leaf(body: Any, data: st.DataObject, json_body: bool) -> Any:
     parent, key = leaves[data.draw(st.integers(0, len(leaves) - 1))]
     parent[key] = value
     return body
+
+
+RAW_PER_OPERATION = 40
+HUGE = "9" * 5000
+RAW_JSON = [HUGE, "-" + HUGE, "[" * 100_000 + "]" * 100_000, "1e999", "null"]  # JSON text of one value
+RAW_FORM = [HUGE, "[" * 100_000, "null", "1e999"]  # one form value (a JSON field reads it as JSON)
+RAW_QUERY = [HUGE, "null", "x" * 10_000, "x" * 70_000]  # the last past the query-string limit (414)
+
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = SCHEMA.raw_schema["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    return schema
+
+
+def _raw_requests(operation: Any) -> list[tuple[str, str, dict[str, str]]]:
+    """(content type, body, query) for every hostile value in every body property and query parameter."""
+    requests: list[tuple[str, str, dict[str, str]]] = []
+    content = operation.definition.raw.get("requestBody", {}).get("content", {})
+    for media, body in content.items():
+        names = list(_resolve(body.get("schema", {})).get("properties", {})) or ["x"]
+        for name in names:
+            if media == "application/json":
+                requests += [(media, '{"' + name + '": ' + value + "}", {}) for value in RAW_JSON]
+            else:
+                requests += [("application/x-www-form-urlencoded", urlencode({name: value}), {}) for value in RAW_FORM]
+    if content.get("application/json"):
+        requests.append(("application/json", "[" * 100_000 + "]" * 100_000, {}))
+    for parameter in operation.query:
+        requests += [("", "", {parameter.name: value}) for value in RAW_QUERY]
+    return requests[:RAW_PER_OPERATION]
+
+
+def _send_raw(operation: Any, objects: dict[str, Any], token: str) -> list[str]:
+    """The raw pass: a line for each request answered 5xx."""
+    from django.test import Client
+
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Token {token}")
+    path = operation.path.format(**{p.name: objects.get(p.name, 1) for p in operation.path_parameters})
+    errors = []
+    for content_type, body, query in _raw_requests(operation):
+        url = f"{path}?{urlencode(query)}" if query else path
+        response = client.generic(operation.method.upper(), url, body.encode(), content_type=content_type or "text/plain")
+        if response.status_code >= 500:
+            errors.append(f"{response.status_code} for {operation.method.upper()} {url[:200]} {body[:200]!r}")
+    return errors
 
 
 def _known(operation: Any, objects: dict[str, Any]) -> dict[str, Any]:
@@ -180,5 +232,6 @@ def test_no_generated_request_gets_a_server_error(operation: Any, alice: User, p
             server_errors.append(f"{response.status_code} for {case.as_curl_command()[:600]}")
 
     send()
-    print(f"{operation.method.upper()} {operation.path}: {sent[0]} requests, {len(server_errors)} 5xx")
+    server_errors += _send_raw(operation, objects, issue_token(alice).token)
+    print(f"{operation.method.upper()} {operation.path}: {sent[0]} requests + raw, {len(server_errors)} 5xx")
     assert not server_errors, "\n".join(server_errors[:5])

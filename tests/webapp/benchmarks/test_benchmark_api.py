@@ -54,6 +54,24 @@ def test_launching_an_evaluation_needs_the_admin_role(
     assert response.status_code == status
 
 
+@pytest.mark.parametrize("field", ["experiments", "checkpoints"])
+def test_a_target_id_past_the_database_integer_range_is_a_400_naming_the_field(
+    api: Api, benchmark: Benchmark, alice: User, no_enqueue: None, field: str
+) -> None:
+    response = api(alice).post(f"/api/benchmarks/{benchmark.pk}/evals/", {field: [2**63]}, format="json")
+    assert response.status_code == 400
+    assert set(response.json()["extra"]["fields"]) == {f"{field}.0"}
+
+
+def test_a_lone_surrogate_in_an_object_key_of_an_evaluation_launch_is_a_400(
+    api: Api, benchmark: Benchmark, alice: User, no_enqueue: None
+) -> None:
+    body = '{"experiments": [], "extra": {"k\\ud800": true}}'
+    response = api(alice).generic("POST", f"/api/benchmarks/{benchmark.pk}/evals/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "lone UTF-16 surrogate" in response.json()["message"]
+
+
 def test_an_evaluation_targets_the_base_model_or_a_checkpoint(
     api: Api, benchmark: Benchmark, experiment: Experiment, run: Run, alice: User, no_enqueue: None, tmp_path: Path
 ) -> None:

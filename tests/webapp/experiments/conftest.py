@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pytest_django import Settings
@@ -51,3 +52,28 @@ def s3_token_store(settings: Settings, monkeypatch: pytest.MonkeyPatch, s3_endpo
     settings.RLVR_TOKEN_STORE = f"s3://{bucket}/tokens"
     settings.RLVR_S3_ENDPOINT_URL = s3_endpoint
     return bucket
+
+
+LEASE_REDIS_DB = 13  # not the workers' database: no worker of another test session holds a lease here
+
+
+@pytest.fixture
+def lease_redis(settings: Settings) -> Iterator[Any]:
+    """The real Redis (REDIS_URL's server, its own database number) as the run leases' store; the test's
+    lease keys are deleted afterwards. Fails in CI (RLVR_REQUIRE_SERVICES) and skips elsewhere without Redis."""
+    import os
+
+    import redis
+
+    url = redis.connection.parse_url(str(settings.REDIS_URL))
+    client = redis.Redis(host=url.get("host", "127.0.0.1"), port=url.get("port", 6379), db=LEASE_REDIS_DB,
+                         socket_connect_timeout=1)  # fmt: skip
+    try:
+        client.ping()
+    except redis.RedisError:
+        (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(f"needs Redis at {settings.REDIS_URL}")
+    settings.REDIS_URL = f"redis://{url.get('host', '127.0.0.1')}:{url.get('port', 6379)}/{LEASE_REDIS_DB}"
+    yield client
+    keys = list(client.scan_iter(match="rlvr:run-lease:*"))
+    if keys:
+        client.delete(*keys)

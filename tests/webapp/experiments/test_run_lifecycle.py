@@ -15,6 +15,7 @@ from tests.webapp.helpers import record_steps
 from webapp.core.dispatch import QueueUnavailable
 from webapp.core.errors import Conflict
 from webapp.experiments.models import Checkpoint, Experiment, MetricPoint, Run, RunEvent
+from webapp.experiments.run_lease import lease_key
 from webapp.experiments.services import (
     run_cancel,
     run_launch,
@@ -77,8 +78,9 @@ def test_cancelling_a_queued_run_cancels_it_at_once(run: Run, alice: User) -> No
     assert run.finished_at is not None
 
 
-def test_cancelling_a_running_run_asks_it_to_stop_at_the_next_step(run: Run, alice: User) -> None:
+def test_cancelling_a_running_run_asks_it_to_stop_at_the_next_step(run: Run, alice: User, lease_redis: Any) -> None:
     run_mark_started(run_id=run.pk, worker="gpu-1")
+    lease_redis.set(lease_key(run.pk), "gpu-1/token", ex=20)  # its worker is alive
     run = run_cancel(run=run, actor=alice)
     assert (run.status, run.cancel_requested) == ("running", True)
 

@@ -168,3 +168,88 @@ def test_no_token_is_a_401_in_the_error_shape(project: Project) -> None:
 
     response = post(APIClient(), batch(project.slug))
     assert response.status_code == 401
+
+
+def test_a_batch_over_djangos_own_body_limit_is_read_up_to_the_ingest_limit(
+    alice: User, project: Project, settings: SettingsWrapper
+) -> None:
+    settings.RLVR_MAX_BODY_KB = 64  # DATA_UPLOAD_MAX_MEMORY_SIZE follows it (webapp/settings.py)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64 * 1024
+    body = batch(project.slug, rollouts=[rollout(1, sample_index=i, n_tokens=2_000) for i in range(4)])
+    response = post(token_client(alice), body)
+    assert response.status_code == 201, response.json()
+    assert Rollout.objects.count() == 4
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda b: b["rollouts"][0].update(step="3"), "rollouts.0.step"),
+        (lambda b: b["rollouts"][0].update(group=True), "rollouts.0.group"),
+        (lambda b: b["rollouts"][0].update(sample_index=1.0), "rollouts.0.sample_index"),
+        (lambda b: b["rollouts"][0].update(reward="0.5"), "rollouts.0.reward"),
+        (lambda b: b["rollouts"][0].update(correct=1), "rollouts.0.correct"),
+        (lambda b: b["rollouts"][0]["token_values"].update(logprob=["-0.1"] * 3), "rollouts.0.token_values.logprob.0"),
+        (lambda b: b["rollouts"][0].update(token_ids=[1, 2, 3.5]), "rollouts.0.token_ids.2"),
+        (lambda b: b["run"].update(max_steps="10"), "run.max_steps"),
+        (lambda b: b.update(metrics=[{"step": "1", "values": {"a": 1.0}}]), "metrics.0.step"),
+        (lambda b: b.update(metrics=[{"step": 1, "values": {"a": False}}]), "metrics.0.values.a"),
+        (lambda b: b.update(rollouts_dropped="1"), "rollouts_dropped"),
+    ],
+)
+def test_numbers_are_strict_a_string_bool_or_float_where_an_integer_belongs_is_refused(
+    alice: User, project: Project, change: Callable[[dict], None], field: str
+) -> None:
+    body = batch(project.slug, rollouts=[rollout(1)])
+    change(body)
+
+    response = post(token_client(alice), body)
+
+    assert response.status_code == 400, response.json()
+    assert set(response.json()) == {"message", "extra"}
+    assert field in response.json()["extra"]["fields"], response.json()
+    assert not Run.objects.exists()
+
+
+def test_an_integer_is_taken_where_a_float_is_asked(alice: User, project: Project) -> None:
+    body = batch(project.slug, rollouts=[rollout(1, reward=1)], metrics=[{"step": 1, "values": {"a": 2}}])
+    assert post(token_client(alice), body).status_code == 201
+    assert Rollout.objects.get().reward == 1.0
+
+
+def test_nan_in_a_float_field_is_refused_by_the_schema_itself() -> None:
+    from webapp.core.errors import InvalidInput
+    from webapp.ingest.schema import parse_batch
+
+    with pytest.raises(InvalidInput) as refused:
+        parse_batch(batch("lab", rollouts=[rollout(1, reward=float("nan"))]))
+    assert "rollouts.0.reward" in refused.value.extra["fields"]
+
+
+def test_the_count_of_dropped_rollouts_is_kept_and_a_resent_count_adds_nothing(alice: User, project: Project) -> None:
+    client = token_client(alice)
+    post(client, batch(project.slug, rollouts_dropped=2))
+    post(client, batch(project.slug, rollouts_dropped=2))
+    post(client, batch(project.slug, rollouts_dropped=1))  # an older batch, resent late
+
+    run = Run.objects.get()
+    assert run.rollouts_dropped == 2
+    assert run.events.filter(kind="rollouts_dropped").count() == 1
+    assert client.get(f"/api/runs/{run.pk}/").json()["rollouts_dropped"] == 2
+
+
+def test_a_success_with_dropped_rollouts_ends_with_a_warning_that_counts_them(alice: User, project: Project) -> None:
+    post(token_client(alice), batch(project.slug, rollouts_dropped=1, finish={"status": "succeeded"}))
+
+    run = Run.objects.get()
+    ended = run.events.get(kind="succeeded")
+    assert run.status == RunStatus.SUCCEEDED and run.rollouts_dropped == 1
+    assert ended.level == "warning" and "1 rollout could not be delivered" in ended.message
+
+
+def test_a_secret_in_the_reported_command_is_redacted_before_it_is_stored(alice: User, project: Project) -> None:
+    body = batch(project.slug)
+    body["run"]["source_info"]["command"] = "train.py --hub_token hf_secret_value --api-key=abc"
+    post(token_client(alice), body)
+
+    assert Run.objects.get().source_info["command"] == "train.py --hub_token *** --api-key=***"

@@ -70,3 +70,31 @@ def test_an_outside_checkpoint_is_loaded_only_from_the_model_folders(outside_run
     checkpoint = Checkpoint.objects.get(run=outside_run)
     with pytest.raises(InvalidInput, match="outside the allowed model folders"):
         confine_model(f"checkpoint:{checkpoint.pk}", project=project, resolve=True)
+
+
+def test_the_run_page_shows_how_many_rollouts_could_not_be_delivered(alice: User, outside_run: Run) -> None:
+    Run.objects.filter(pk=outside_run.pk).update(rollouts_dropped=3)
+    client = Client()
+    client.force_login(alice)
+    html = client.get(f"/runs/{outside_run.pk}/").content.decode()
+
+    assert 'id="run-dropped-badge">3 rollouts missing' in html
+    assert '<span id="run-dropped-count">3</span> rollout(s) of this run could not be delivered' in html
+
+
+def test_the_run_page_of_a_complete_run_hides_the_missing_rollouts_notice(alice: User, outside_run: Run) -> None:
+    client = Client()
+    client.force_login(alice)
+    html = client.get(f"/runs/{outside_run.pk}/").content.decode()
+
+    assert 'id="run-dropped-badge" hidden' in html and 'id="run-dropped" hidden' in html
+
+
+def test_the_run_page_redacts_a_secret_in_a_command_stored_unredacted(alice: User, outside_run: Run) -> None:
+    info = {**outside_run.source_info, "command": "python train.py --hub_token hf_live_secret --lr 1e-6"}
+    Run.objects.filter(pk=outside_run.pk).update(source_info=info)  # stored before the server redacted
+    client = Client()
+    client.force_login(alice)
+    html = client.get(f"/runs/{outside_run.pk}/").content.decode()
+
+    assert "hf_live_secret" not in html and "python train.py --hub_token *** --lr 1e-6" in html

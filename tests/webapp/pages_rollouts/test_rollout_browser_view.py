@@ -94,3 +94,58 @@ def test_the_rows_answer_a_bad_filter_with_400_naming_the_field(run: Run, alice:
     response = client_for(alice).get(f"/runs/{run.pk}/rollouts/rows/", {"reward_min": "lots"})
     assert response.status_code == 400
     assert "reward_min" in json.loads(response.content)["fields"]
+
+
+def store_groups(run: Run, step: int, groups: list[list[tuple[float | None, float | None]]]) -> None:
+    """One rollout per (reward, advantage) pair, group by group."""
+    from webapp.experiments.services import run_record_step
+
+    records = [
+        rollout_record(step, g, s, reward=reward, advantage=advantage, correct=None)
+        for g, members in enumerate(groups)
+        for s, (reward, advantage) in enumerate(members)
+    ]
+    run_record_step(run_id=run.pk, step=step, max_steps=run.max_steps, metrics={}, rollouts=records)
+
+
+def test_a_step_opens_on_its_most_informative_group_not_a_zero_advantage_one(run: Run, alice: User) -> None:
+    store_groups(run, 1, [
+        [(1.0, 0.0), (1.0, 0.0)],  # every completion right: zero advantages, nothing learned
+        [(1.0, 0.5), (0.0, -0.5)],
+        [(1.0, 0.9), (0.0, -0.9)],  # the widest advantage spread
+        [(0.0, 0.0), (0.0, 0.0)],
+    ])  # fmt: skip
+    client = client_for(alice)
+    first = client.get(f"/runs/{run.pk}/rollouts/").context["page_data"]["first_rows"]["results"]
+    assert [r["group"] for r in first] == [2, 2, 1, 1, 0, 0, 3, 3]
+    rows = client.get(f"/runs/{run.pk}/rollouts/rows/", {"step": 1}).json()["results"]
+    assert [r["group"] for r in rows] == [2, 2, 1, 1, 0, 0, 3, 3]
+
+
+def test_groups_without_advantages_are_ordered_by_their_reward_spread(run: Run, alice: User) -> None:
+    store_groups(run, 1, [[(0.5, None), (0.5, None)], [(1.0, None), (0.0, None)], [(0.7, None), (0.2, None)]])
+    rows = client_for(alice).get(f"/runs/{run.pk}/rollouts/rows/", {"step": 1}).json()["results"]
+    assert [r["group"] for r in rows] == [1, 1, 2, 2, 0, 0]
+
+
+def test_the_order_of_groups_comes_from_whole_groups_even_when_a_filter_hides_some_rows(
+    run: Run, alice: User
+) -> None:
+    store_groups(run, 1, [[(1.0, 0.1), (0.9, -0.1)], [(1.0, 0.8), (0.0, -0.8)]])
+    rows = client_for(alice).get(f"/runs/{run.pk}/rollouts/rows/", {"step": 1, "reward_min": 0.95}).json()["results"]
+    assert [(r["group"], r["sample_index"]) for r in rows] == [(1, 0), (0, 0)]
+
+
+@pytest.mark.parametrize("field", ["page", "group", "length_min"])
+def test_a_number_past_the_database_range_is_a_400_naming_it(run: Run, alice: User, field: str) -> None:
+    record_steps(run, range(1, 2))
+    response = client_for(alice).get(f"/runs/{run.pk}/rollouts/rows/", {field: 10**30})
+    assert response.status_code == 400
+    assert set(response.json()["fields"]) == {field}
+
+
+def test_a_step_past_the_database_range_in_the_address_shows_no_rows(run: Run, alice: User) -> None:
+    record_steps(run, range(1, 2))
+    response = client_for(alice).get(f"/runs/{run.pk}/rollouts/", {"step": 10**30, "rollout": 10**30})
+    assert response.status_code == 200
+    assert response.context["page_data"]["first_rows"]["results"] == []

@@ -16,9 +16,9 @@ from channels.testing import WebsocketCommunicator
 from django.core.wsgi import get_wsgi_application
 from pytest_django import Settings
 
+from rlvr_client.client import Api, Tail
 from tests.workers.helpers import launch_run, make_project, make_user
 from webapp.accounts.tokens import issue_token
-from webapp.client import Api, Tail
 from webapp.experiments.models import Run
 from webapp.realtime.routing import websocket_urlpatterns
 from webapp.websocket_auth import TokenAuthMiddleware
