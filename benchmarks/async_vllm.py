@@ -36,15 +36,24 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "async_vllm.md"
 # (engine, max_off_policy_steps, placement): 'shared' lets both sides use both cores; 'split' puts the trainer on
 # core 0 (one thread) and the rollout server on core 1 (RLVR_ROLLOUT_SERVER_CPUS), as separate GPUs would.
-CONFIGS = [("hf", 0, "shared"), ("hf", 1, "shared"), ("vllm", 0, "shared"), ("vllm", 1, "shared"),
-           ("vllm", 0, "split"), ("vllm", 1, "split")]
+CONFIGS = [
+    ("hf", 0, "shared"),
+    ("hf", 1, "shared"),
+    ("vllm", 0, "shared"),
+    ("vllm", 1, "shared"),
+    ("vllm", 0, "split"),
+    ("vllm", 1, "split"),
+]
 WARMUP = 5
 
 
 def revision() -> str:
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
     return sha + ("+uncommitted" if dirty else "")
 
 
@@ -76,8 +85,9 @@ def train_child(engine: str, k: int, seed: int, steps: int, placement: str) -> d
     data["seed"] = seed
     data["training"].update({"max_steps": steps, "max_off_policy_steps": k})
     if engine == "vllm":
-        data["rollout"].update({"engine": "vllm", "vllm_mode": "server", "vllm_max_model_len": 128,
-                                "vllm_kv_cache_gb": 0.25})
+        data["rollout"].update(
+            {"engine": "vllm", "vllm_mode": "server", "vllm_max_model_len": 128, "vllm_kv_cache_gb": 0.25}
+        )
 
     class Keep(NullSink):
         def __init__(self) -> None:
@@ -98,9 +108,12 @@ def train_child(engine: str, k: int, seed: int, steps: int, placement: str) -> d
     last = keep.metrics[WARMUP:]
     mean = lambda key: statistics.fmean(m.get(key, 0.0) for m in last)  # noqa: E731
     return {
-        "s_per_step": statistics.median(gaps), "reward_first10": statistics.fmean(keep.rewards[:10]),
-        "reward_last10": statistics.fmean(keep.rewards[-10:]), "trainer_idle_s": mean("async/trainer_idle_s"),
-        "generator_idle_s": mean("async/generator_idle_s"), "kl": mean("async/sampler_trainer_kl"),
+        "s_per_step": statistics.median(gaps),
+        "reward_first10": statistics.fmean(keep.rewards[:10]),
+        "reward_last10": statistics.fmean(keep.rewards[-10:]),
+        "trainer_idle_s": mean("async/trainer_idle_s"),
+        "generator_idle_s": mean("async/generator_idle_s"),
+        "kl": mean("async/sampler_trainer_kl"),
         "is_clipped": mean("async/is_clipped_frac"),
     }
 
@@ -119,17 +132,29 @@ def gen_child(engine: str, model_dir: str, tokens: int) -> dict[str, Any]:
         gen = HFRolloutEngine(model, tok)
 
         def run(seed: int) -> int:
-            return int(gen.generate(prompts, params, torch.Generator().manual_seed(seed)).completion_mask.sum())
+            return int(
+                gen.generate(prompts, params, torch.Generator().manual_seed(seed)).completion_mask.sum()
+            )
     else:
         from trainer.rollout.vllm_backends import LocalVLLM, vllm_engine_args
         from trainer.rollout.vllm_engine import to_vllm_sampling_kwargs
 
-        backend = LocalVLLM(vllm_engine_args(model_dir, dtype="float32", seed=0, gpu_memory_utilization=0.3,
-                                             max_model_len=512, kv_cache_gb=0.5))
+        backend = LocalVLLM(
+            vllm_engine_args(
+                model_dir,
+                dtype="float32",
+                seed=0,
+                gpu_memory_utilization=0.3,
+                max_model_len=512,
+                kv_cache_gb=0.5,
+            )
+        )
         ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
 
         def run(seed: int) -> int:
-            rows = backend.generate(ids, [to_vllm_sampling_kwargs(params, 1, seed + i) for i in range(len(ids))])
+            rows = backend.generate(
+                ids, [to_vllm_sampling_kwargs(params, 1, seed + i) for i in range(len(ids))]
+            )
             return sum(len(r.completion_ids) for r in rows)
 
     run(0)  # warm-up
@@ -148,8 +173,14 @@ def _child(python: str, args: list[str], threads: int = 2) -> dict[str, Any]:
     env_threads = {"OMP_NUM_THREADS": str(threads)}
     import os
 
-    done = subprocess.run([python, __file__, "--child", *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, **env_threads}, timeout=3600)
+    done = subprocess.run(
+        [python, __file__, "--child", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **env_threads},
+        timeout=3600,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"child {args} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -161,8 +192,12 @@ def parameter_count(model_dir: Path) -> int:
     total = 0
     for f in model_dir.glob("*.safetensors"):
         with safe_open(str(f), "pt") as st:
-            total += sum(st.get_slice(k).get_shape().numel() if hasattr(st.get_slice(k).get_shape(), "numel")
-                         else _numel(st.get_slice(k).get_shape()) for k in st.keys())  # noqa: SIM118
+            total += sum(
+                st.get_slice(k).get_shape().numel()
+                if hasattr(st.get_slice(k).get_shape(), "numel")
+                else _numel(st.get_slice(k).get_shape())
+                for k in st.keys()  # noqa: SIM118 (safe_open is no dict)
+            )
     return total
 
 
@@ -183,7 +218,9 @@ def build_medium_model(root: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--gen-tokens", type=int, default=64)
@@ -204,9 +241,13 @@ def main() -> None:
 
     tiny = ensure_tiny_model(log=lambda m: None)
     medium = build_medium_model(rlvr_home() / "bench-models")
-    lines = [f"# Asynchronous training and the vLLM engine on {sys.platform} CPUs", "",
-             f"Code revision `{revision()}`; `benchmarks/async_vllm.py`. tiny:addition `{weights_hash(tiny)}`, "
-             f"medium Qwen2 (random weights) `{weights_hash(medium)}`.", ""]
+    lines = [
+        f"# Asynchronous training and the vLLM engine on {sys.platform} CPUs",
+        "",
+        f"Code revision `{revision()}`; `benchmarks/async_vllm.py`. tiny:addition `{weights_hash(tiny)}`, "
+        f"medium Qwen2 (random weights) `{weights_hash(medium)}`.",
+        "",
+    ]
 
     if not args.skip_training:
         results: dict[tuple[str, int, str], list[dict[str, Any]]] = {c: [] for c in CONFIGS}
@@ -215,12 +256,16 @@ def main() -> None:
                 r = _child(sys.executable, ["train", engine, str(k), str(seed), str(args.steps), placement])
                 results[engine, k, placement].append(r)
                 print(engine, k, placement, seed, r, flush=True)
-        lines += [f"## Training: addition preset, {args.steps} steps, {args.seeds} seeds", "",
-                  "Placement 'shared': trainer and generator both use both cores; 'split': the trainer on core 0 "
-                  "(one thread), the rollout server on core 1.", "",
-                  "| engine | placement | mode | s/step (median over seeds) | steps/s vs sync | reward first 10 -> last 10 | "
-                  "trainer idle s/step | generator idle s/step | sampler-trainer KL |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Training: addition preset, {args.steps} steps, {args.seeds} seeds",
+            "",
+            "Placement 'shared': trainer and generator both use both cores; 'split': the trainer on core 0 "
+            "(one thread), the rollout server on core 1.",
+            "",
+            "| engine | placement | mode | s/step (median over seeds) | steps/s vs sync | reward first 10 -> last 10 | "
+            "trainer idle s/step | generator idle s/step | sampler-trainer KL |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for engine, k, placement in CONFIGS:
             rs = results[engine, k, placement]
             sync = statistics.median(x["s_per_step"] for x in results[engine, 0, placement])
@@ -230,17 +275,24 @@ def main() -> None:
                 f"| {engine} | {placement} | {mode} | {sps:.3f} | {sync / sps:.2f}x | "
                 f"{statistics.fmean(x['reward_first10'] for x in rs):.3f} -> {statistics.fmean(x['reward_last10'] for x in rs):.3f} | "
                 f"{statistics.fmean(x['trainer_idle_s'] for x in rs):.3f} | {statistics.fmean(x['generator_idle_s'] for x in rs):.3f} | "
-                f"{statistics.fmean(x['kl'] for x in rs):.2e} |")
+                f"{statistics.fmean(x['kl'] for x in rs):.2e} |"
+            )
         lines.append("")
 
-    lines += [f"## Generation: 64 prompts x {args.gen_tokens} new tokens, temperature 1", "",
-              "| model | parameters | hf tokens/s | vLLM tokens/s | vLLM / hf |", "|---|---|---|---|---|"]
+    lines += [
+        f"## Generation: 64 prompts x {args.gen_tokens} new tokens, temperature 1",
+        "",
+        "| model | parameters | hf tokens/s | vLLM tokens/s | vLLM / hf |",
+        "|---|---|---|---|---|",
+    ]
     for label, model in [("tiny:addition", tiny), ("Qwen2 hidden 512 x 8 layers", medium)]:
         params = f"{parameter_count(model) / 1e6:.1f}M"
         hf = _child(sys.executable, ["gen", "hf", str(model), str(args.gen_tokens)])
         vl = _child(vllm_python(), ["gen", "vllm", str(model), str(args.gen_tokens)])
-        lines.append(f"| {label} | {params} | {hf['tokens_per_s']:.0f} | {vl['tokens_per_s']:.0f} | "
-                     f"{vl['tokens_per_s'] / hf['tokens_per_s']:.2f}x |")
+        lines.append(
+            f"| {label} | {params} | {hf['tokens_per_s']:.0f} | {vl['tokens_per_s']:.0f} | "
+            f"{vl['tokens_per_s'] / hf['tokens_per_s']:.2f}x |"
+        )
         print(label, hf, vl, flush=True)
     OUT.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -74,7 +74,11 @@ def start_server(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
     log = open(Path(env["RLVR_DATA_DIR"]) / "daphne.log", "wb")  # noqa: SIM115 -- lives as long as the server
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "webapp.asgi:application"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     deadline = time.monotonic() + 30
     while not port_open("127.0.0.1", port):
@@ -107,7 +111,9 @@ def measure_run_page(context: Any, url: str, run_id: int) -> dict[str, float | N
     return {"first_paint_ms": fcp, "charts_drawn_ms": drawn, "charts_ready_ms": charts_ready}
 
 
-def measure_token_view(context: Any, url: str, run_id: int, rollout_id: int, tokens: int) -> dict[str, float | None]:
+def measure_token_view(
+    context: Any, url: str, run_id: int, rollout_id: int, tokens: int
+) -> dict[str, float | None]:
     page = context.new_page()
     page.add_init_script(
         "window.__longTasks = []; new PerformanceObserver(l => l.getEntries().forEach(e => "
@@ -166,7 +172,9 @@ def main() -> None:
     results: dict[str, list[dict[str, float | None]]] = {"run": [], "tokens": []}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(
+                executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS
+            )
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
             page = context.new_page()
             page.goto(f"{url}/accounts/login/")

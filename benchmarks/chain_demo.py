@@ -32,13 +32,21 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 # (label, low, high): a pass rate r falls in the first bin with low <= r < high (the ends are exact 0 and 1)
-BINS = [("0", 0.0, 1e-9), ("(0, 0.25)", 1e-9, 0.25), ("[0.25, 0.5)", 0.25, 0.5), ("[0.5, 0.75)", 0.5, 0.75),
-        ("[0.75, 1)", 0.75, 1.0), ("1", 1.0, 1.0 + 1e-9)]
+BINS = [
+    ("0", 0.0, 1e-9),
+    ("(0, 0.25)", 1e-9, 0.25),
+    ("[0.25, 0.5)", 0.25, 0.5),
+    ("[0.5, 0.75)", 0.5, 0.75),
+    ("[0.75, 1)", 0.75, 1.0),
+    ("1", 1.0, 1.0 + 1e-9),
+]
 
 
 def revision() -> str:
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        )
         dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True)
         return sha.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
     except OSError:
@@ -85,8 +93,15 @@ def pass_rates(model_dir: Path, prompts: int, samples: int) -> list[float]:
         enc = tok([s.prompt for s in chunk], return_tensors="pt", padding=True, padding_side="left")
         with torch.no_grad():
             out = model.generate(
-                **enc, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=96,
-                num_return_sequences=samples, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                **enc,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=96,
+                num_return_sequences=samples,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
             )
         texts = tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         for i, s in enumerate(chunk):
@@ -128,8 +143,11 @@ def train_demo(seed: int, plain: bool, work: Path) -> tuple[tuple[float, float],
         def on_step(self, report: StepReport) -> None:
             if report.step % 25 == 0:
                 m = report.metrics
-                print(f"  seed {seed} step {report.step}: reward {m.get('rollout/reward_mean', 0):.3f} "
-                      f"{m.get('perf/step_s', 0):.2f} s/step", flush=True)
+                print(
+                    f"  seed {seed} step {report.step}: reward {m.get('rollout/reward_mean', 0):.3f} "
+                    f"{m.get('perf/step_s', 0):.2f} s/step",
+                    flush=True,
+                )
 
     data = copy.deepcopy(preset("demo"))
     data["seed"] = seed
@@ -140,7 +158,11 @@ def train_demo(seed: int, plain: bool, work: Path) -> tuple[tuple[float, float],
     started = time.perf_counter()
     train(config_from_dict(data), sink=Progress(), log=lambda m: None)
     seconds = time.perf_counter() - started
-    return greedy_read(resolve_model_path(data["model"]["name_or_path"])), greedy_read(latest_checkpoint(out)), seconds
+    return (
+        greedy_read(resolve_model_path(data["model"]["name_or_path"])),
+        greedy_read(latest_checkpoint(out)),
+        seconds,
+    )
 
 
 def main() -> int:
@@ -161,9 +183,14 @@ def main() -> int:
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", min(2, os.cpu_count() or 1))))
     from trainer.models.tiny_model import DEMO_MODEL, ensure_tiny_model
 
-    lines = [f"# The demo's task, models and learning\n\nCode revision `{revision()}`; `{' '.join(sys.argv)}`.\n"]
+    lines = [
+        f"# The demo's task, models and learning\n\nCode revision `{revision()}`; `{' '.join(sys.argv)}`.\n"
+    ]
     builds = {}
-    for name in (f"{DEMO_MODEL}-teacher", DEMO_MODEL):  # the student starts from the teacher: each build timed alone
+    for name in (
+        f"{DEMO_MODEL}-teacher",
+        DEMO_MODEL,
+    ):  # the student starts from the teacher: each build timed alone
         started = time.perf_counter()
         path = ensure_tiny_model(name, log=lambda m: print(m, flush=True))
         builds[name] = (path, time.perf_counter() - started)
@@ -176,7 +203,8 @@ def main() -> int:
         acc = per_level_accuracy(path, args.level_problems)
         lines.append(
             f"| {name} | `{weights_hash(path)}` | {seconds:.0f} | "
-            + " | ".join(f"{acc[k]:.3f}" for k in ("easy", "medium", "hard", "mixed")) + " |"
+            + " | ".join(f"{acc[k]:.3f}" for k in ("easy", "medium", "hard", "mixed"))
+            + " |"
         )
         print(lines[-1], flush=True)
     rates = pass_rates(builds[DEMO_MODEL][0], args.prompts, args.samples)
@@ -198,8 +226,10 @@ def main() -> int:
             for seed in args.seeds:
                 (before, bare_before), (after, bare_after), seconds = train_demo(seed, plain, work)
                 label = "plain GRPO (no teacher)" if plain else "demo preset"
-                lines.append(f"| {label} | {seed} | {before:.3f} | {after:.3f} | {after - before:+.3f} | "
-                             f"{bare_before:.2f} | {bare_after:.2f} | {seconds:.0f} |")
+                lines.append(
+                    f"| {label} | {seed} | {before:.3f} | {after:.3f} | {after - before:+.3f} | "
+                    f"{bare_before:.2f} | {bare_after:.2f} | {seconds:.0f} |"
+                )
                 print(lines[-1], flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")

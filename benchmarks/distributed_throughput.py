@@ -43,20 +43,36 @@ class _Timer(NullSink):
 
 
 def run_once(
-    processes: int, steps: int, prompts: int, generations: int, new_tokens: int, out_dir: Path, seed_per_prompt: bool = True
+    processes: int,
+    steps: int,
+    prompts: int,
+    generations: int,
+    new_tokens: int,
+    out_dir: Path,
+    seed_per_prompt: bool = True,
 ) -> dict[str, Any]:
-    config = config_from_dict({
-        "name": f"dist-bench-{processes}",
-        "seed": 0,
-        "model": {"name_or_path": "tiny:addition"},
-        "data": {"source": "demo", "size": 256},
-        "rollout": {"num_generations": generations, "max_completion_length": new_tokens,
-                    "seed_per_prompt": seed_per_prompt},
-        "verifiers": [{"name": "exact"}],
-        "training": {"max_steps": steps, "prompts_per_step": prompts, "micro_batch_size": 32,
-                     "learning_rate": 1e-4, "num_processes": processes},
-        "checkpoint": {"output_dir": str(out_dir), "save_steps": 0},
-    })
+    config = config_from_dict(
+        {
+            "name": f"dist-bench-{processes}",
+            "seed": 0,
+            "model": {"name_or_path": "tiny:addition"},
+            "data": {"source": "demo", "size": 256},
+            "rollout": {
+                "num_generations": generations,
+                "max_completion_length": new_tokens,
+                "seed_per_prompt": seed_per_prompt,
+            },
+            "verifiers": [{"name": "exact"}],
+            "training": {
+                "max_steps": steps,
+                "prompts_per_step": prompts,
+                "micro_batch_size": 32,
+                "learning_rate": 1e-4,
+                "num_processes": processes,
+            },
+            "checkpoint": {"output_dir": str(out_dir), "save_steps": 0},
+        }
+    )
     timer = _Timer()
     torch_threads = int(os.environ["OMP_NUM_THREADS"])
     import torch
@@ -85,25 +101,40 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=8, help="prompts per step (global batch)")
     parser.add_argument("--generations", type=int, default=8)
     parser.add_argument("--new-tokens", type=int, default=8)
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "distributed_throughput.json"))
+    parser.add_argument(
+        "--out", default=str(Path(__file__).resolve().parent / "results" / "distributed_throughput.json")
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for n, per_prompt in ((1, True), (args.processes, True), (1, False)):
             out = Path(tmp) / f"p{n}-{per_prompt}"
-            results.append(run_once(n, args.steps, args.prompts, args.generations, args.new_tokens, out, per_prompt))
+            results.append(
+                run_once(n, args.steps, args.prompts, args.generations, args.new_tokens, out, per_prompt)
+            )
             r = results[-1]
-            print(f"{n} process(es), seed_per_prompt {per_prompt}: {r['steps_per_s']:.2f} steps/s, "
-                  f"{r['gen_tokens_per_s']:.0f} generated tokens/s (steady state), start-up + first step "
-                  f"{r['startup_s']:.1f} s, total {r['total_s']:.1f} s")
+            print(
+                f"{n} process(es), seed_per_prompt {per_prompt}: {r['steps_per_s']:.2f} steps/s, "
+                f"{r['gen_tokens_per_s']:.0f} generated tokens/s (steady state), start-up + first step "
+                f"{r['startup_s']:.1f} s, total {r['total_s']:.1f} s"
+            )
     speedup = results[1]["steps_per_s"] / results[0]["steps_per_s"]
     print(f"speed-up of {args.processes} processes: {speedup:.2f}x")
     payload = {
-        "settings": {"steps": args.steps, "prompts_per_step": args.prompts, "num_generations": args.generations,
-                     "max_completion_length": args.new_tokens, "threads_per_process": int(os.environ["OMP_NUM_THREADS"])},
-        "machine": {"cpus": os.cpu_count(), "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-                    "python": platform.python_version()},
+        "settings": {
+            "steps": args.steps,
+            "prompts_per_step": args.prompts,
+            "num_generations": args.generations,
+            "max_completion_length": args.new_tokens,
+            "threads_per_process": int(os.environ["OMP_NUM_THREADS"]),
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_before": load_before,
+            "load_avg_after": os.getloadavg(),
+            "python": platform.python_version(),
+        },
         "results": results,
         "speedup_steps_per_s": speedup,
     }

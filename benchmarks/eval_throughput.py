@@ -31,7 +31,9 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results" / "eval_throughput.json"
 
 
-def _generate_baseline(model: Any, tokenizer: Any, config: Any, problems: list[Any], prompts: list[str]) -> dict[str, float]:
+def _generate_baseline(
+    model: Any, tokenizer: Any, config: Any, problems: list[Any], prompts: list[str]
+) -> dict[str, float]:
     """Plain transformers sampling over the same batches, then the same verification."""
     import torch
 
@@ -43,19 +45,34 @@ def _generate_baseline(model: Any, tokenizer: Any, config: Any, problems: list[A
     samples = correct = 0
     torch.manual_seed(config.seed)
     for start in range(0, len(problems), per_batch):
-        batch_problems, batch_prompts = problems[start : start + per_batch], prompts[start : start + per_batch]
+        batch_problems, batch_prompts = (
+            problems[start : start + per_batch],
+            prompts[start : start + per_batch],
+        )
         t0 = time.perf_counter()
-        enc = tokenizer([p for p in batch_prompts for _ in range(n)], return_tensors="pt", padding=True,
-                        padding_side="left", add_special_tokens=False)
+        enc = tokenizer(
+            [p for p in batch_prompts for _ in range(n)],
+            return_tensors="pt",
+            padding=True,
+            padding_side="left",
+            add_special_tokens=False,
+        )
         with torch.no_grad():
             out = model.generate(
-                **enc, do_sample=True, temperature=config.temperature, top_p=config.top_p, top_k=0,
-                max_new_tokens=config.max_tokens, pad_token_id=tokenizer.pad_token_id,
+                **enc,
+                do_sample=True,
+                temperature=config.temperature,
+                top_p=config.top_p,
+                top_k=0,
+                max_new_tokens=config.max_tokens,
+                pad_token_id=tokenizer.pad_token_id,
                 eos_token_id=tokenizer.eos_token_id,
             )
         texts = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         t1 = time.perf_counter()
-        scores = score_batch(verifiers, config.reward_weights, texts, [s for s in batch_problems for _ in range(n)])
+        scores = score_batch(
+            verifiers, config.reward_weights, texts, [s for s in batch_problems for _ in range(n)]
+        )
         t2 = time.perf_counter()
         gen_s, verify_s = gen_s + t1 - t0, verify_s + t2 - t1
         samples, correct = samples + len(texts), correct + sum(scores.correct)
@@ -67,13 +84,24 @@ def _rlvr(model: Any, tokenizer: Any, config: Any, problems: list[Any]) -> dict[
 
     result = evaluate(config, (model, tokenizer), samples=problems)
     t = result.timings
-    return _figures(int(t["generated_samples"]), t["generate_s"], t["verify_s"], result.metrics[f"pass@1 (n={config.n_samples})"])
+    return _figures(
+        int(t["generated_samples"]),
+        t["generate_s"],
+        t["verify_s"],
+        result.metrics[f"pass@1 (n={config.n_samples})"],
+    )
 
 
 def _figures(samples: int, gen_s: float, verify_s: float, accuracy: float) -> dict[str, float]:
     busy = gen_s + verify_s
-    return {"samples": samples, "generate_s": gen_s, "verify_s": verify_s, "samples_per_s": samples / busy,
-            "verify_frac": verify_s / busy, "accuracy": accuracy}
+    return {
+        "samples": samples,
+        "generate_s": gen_s,
+        "verify_s": verify_s,
+        "samples_per_s": samples / busy,
+        "verify_frac": verify_s / busy,
+        "accuracy": accuracy,
+    }
 
 
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -97,9 +125,15 @@ def bench_one(name: str, args: argparse.Namespace, model: Any, tokenizer: Any) -
     medians = {tool: _median_run(r) for tool, r in runs.items()}
     return {
         "benchmark": name,
-        "settings": {"problems": len(problems), "n_samples": config.n_samples, "max_tokens": config.max_tokens,
-                     "temperature": config.temperature, "top_p": config.top_p, "batch_size": config.batch_size,
-                     "verifiers": [v.name for v in config.verifiers]},
+        "settings": {
+            "problems": len(problems),
+            "n_samples": config.n_samples,
+            "max_tokens": config.max_tokens,
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "batch_size": config.batch_size,
+            "verifiers": [v.name for v in config.verifiers],
+        },
         "median": medians,
         "speedup_rlvr_vs_generate": medians["rlvr"]["samples_per_s"] / medians["generate"]["samples_per_s"],
         "runs": runs,
@@ -134,19 +168,26 @@ def main() -> None:
         "load_average_after": os.getloadavg(),
         "cpu_count": os.cpu_count(),
         "torch_threads": args.threads,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "python": platform.python_version()},
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": platform.python_version(),
+        },
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(f"{'benchmark':<24}{'tool':<10}{'samples/s':>10}{'verify %':>10}{'pass@1':>8}")
     for r in results:
         for tool, m in r["median"].items():
-            print(f"{r['benchmark']:<24}{tool:<10}{m['samples_per_s']:>10.1f}{100 * m['verify_frac']:>10.2f}"
-                  f"{m['accuracy']:>8.3f}")
+            print(
+                f"{r['benchmark']:<24}{tool:<10}{m['samples_per_s']:>10.1f}{100 * m['verify_frac']:>10.2f}"
+                f"{m['accuracy']:>8.3f}"
+            )
         print(f"{'':<24}rlvr / generate: {r['speedup_rlvr_vs_generate']:.2f}x")
-    print(f"load average before {load_before[0]:.1f}, after {report['load_average_after'][0]:.1f} "
-          f"({os.cpu_count()} cores); results in {args.out}")
+    print(
+        f"load average before {load_before[0]:.1f}, after {report['load_average_after'][0]:.1f} "
+        f"({os.cpu_count()} cores); results in {args.out}"
+    )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("clone", type=Path)
     p.add_argument("out", type=Path)
-    p.add_argument("--step", type=int, default=40, help="photograph the rollouts once the run reaches this step")
+    p.add_argument(
+        "--step", type=int, default=40, help="photograph the rollouts once the run reaches this step"
+    )
     p.add_argument("--cards", type=int, default=4)
     p.add_argument("--timeout", type=int, default=900, help="give up after this many seconds")
     args = p.parse_args()
@@ -33,8 +35,9 @@ def main() -> int:
     log_path = args.out / "demo.log"
     started = time.time()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(["make", "demo"], cwd=args.clone, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", "demo"], cwd=args.clone, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         return photograph(args, proc, log_path, started)
     finally:
@@ -63,7 +66,9 @@ def wait_for(pattern: str, log_path: Path, proc: subprocess.Popen[bytes], deadli
     raise SystemExit(f"no {pattern!r} in {log_path} before the timeout")
 
 
-def photograph(args: argparse.Namespace, proc: subprocess.Popen[bytes], log_path: Path, started: float) -> int:
+def photograph(
+    args: argparse.Namespace, proc: subprocess.Popen[bytes], log_path: Path, started: float
+) -> int:
     from playwright.sync_api import sync_playwright
 
     deadline = started + args.timeout

@@ -78,7 +78,9 @@ def tiny_runs(work: Path, steps: int, device: str) -> dict[str, Any]:
         train(config_from_dict(data), sink, log=sink.logs.append)
         wall = time.perf_counter() - t0
         m = sink.metrics
-        steady = (len(sink.times) - 1) / (sink.times[-1] - sink.times[0]) if len(sink.times) > 1 else float("nan")
+        steady = (
+            (len(sink.times) - 1) / (sink.times[-1] - sink.times[0]) if len(sink.times) > 1 else float("nan")
+        )
         ckpt = latest_checkpoint(work / name)
         results[name] = {
             "steps": steps,
@@ -100,21 +102,37 @@ def budget_runs(work: Path, steps: int, device: str, small: bool) -> dict[str, A
 
     size = {"hidden": 64, "layers": 2, "heads": 2} if small else {"hidden": 1024, "layers": 12, "heads": 16}
     model_dir = build_tiny_model(work / "random-model", **size)
-    n_params = sum(p.numel() for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(model_dir).parameters())
+    n_params = sum(
+        p.numel()
+        for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(model_dir).parameters()
+    )
     base: dict[str, Any] = {
-        "name": "gpu-budget", "seed": 0,
+        "name": "gpu-budget",
+        "seed": 0,
         "model": {"name_or_path": str(model_dir), "device": device, "dtype": "bfloat16"},
         "data": {"source": "demo", "size": 256},
-        "rollout": {"num_generations": 8, "max_completion_length": 16 if small else 256, "generation_batch_size": 1024},
+        "rollout": {
+            "num_generations": 8,
+            "max_completion_length": 16 if small else 256,
+            "generation_batch_size": 1024,
+        },
         "verifiers": [{"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}],
-        "training": {"max_steps": steps, "prompts_per_step": 16, "micro_batch_size": 128, "learning_rate": 1e-5},
+        "training": {
+            "max_steps": steps,
+            "prompts_per_step": 16,
+            "micro_batch_size": 128,
+            "learning_rate": 1e-5,
+        },
         "checkpoint": {"save_steps": 0},
     }
     cases = {
         "no_budget": {},
         "budget_6gb": {"training": {"memory_budget_gb": 6.0}},
         "budget_3gb": {"training": {"memory_budget_gb": 3.0}},
-        "budget_3gb_checkpointing": {"training": {"memory_budget_gb": 3.0}, "model": {"gradient_checkpointing": True}},
+        "budget_3gb_checkpointing": {
+            "training": {"memory_budget_gb": 3.0},
+            "model": {"gradient_checkpointing": True},
+        },
     }
     results: dict[str, Any] = {"parameters": n_params}
     for name, override in cases.items():
@@ -141,18 +159,24 @@ def budget_runs(work: Path, steps: int, device: str, small: bool) -> dict[str, A
             "wall_s": time.perf_counter() - t0,
         }
         budget = results[name]["budget_gb"]
-        results[name]["within_budget"] = None if budget is None else max(results[name]["peak_memory_gb_per_step"]) <= budget
+        results[name]["within_budget"] = (
+            None if budget is None else max(results[name]["peak_memory_gb_per_step"]) <= budget
+        )
         print(name, json.dumps(results[name]), flush=True)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default="benchmarks/results/gpu_check.json")
     parser.add_argument("--tiny-steps", type=int, default=120)
     parser.add_argument("--budget-steps", type=int, default=3)
     parser.add_argument("--skip-budget", action="store_true")
-    parser.add_argument("--dry-run", action="store_true", help="check the script on CPU: few steps, a tiny budget model")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check the script on CPU: few steps, a tiny budget model"
+    )
     args = parser.parse_args(argv)
     device = "cpu" if args.dry_run else "cuda"
     if args.dry_run:
@@ -163,14 +187,19 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     result: dict[str, Any] = {
-        "gpu": torch.cuda.get_device_name(0) if device == "cuda" else "none (dry run)", "torch": torch.__version__, "cuda": torch.version.cuda,
-        "transformers": transformers.__version__, "python": platform.python_version(),
+        "gpu": torch.cuda.get_device_name(0) if device == "cuda" else "none (dry run)",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d"),
     }
     with tempfile.TemporaryDirectory() as tmp:
         result["tiny"] = tiny_runs(Path(tmp) / "tiny", args.tiny_steps, device)
         if not args.skip_budget:
-            result["budget"] = budget_runs(Path(tmp) / "budget", args.budget_steps, device, small=args.dry_run)
+            result["budget"] = budget_runs(
+                Path(tmp) / "budget", args.budget_steps, device, small=args.dry_run
+            )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

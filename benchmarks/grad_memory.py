@@ -31,7 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(64 * 1024))  # read by glibc at start-up: the spawned ranks
+os.environ.setdefault(
+    "MALLOC_MMAP_THRESHOLD_", str(64 * 1024)
+)  # read by glibc at start-up: the spawned ranks
 
 import torch
 import torch.distributed as dist
@@ -40,7 +42,10 @@ import torch.multiprocessing as mp
 from trainer.distributed.context import GRAD_BUCKET_BYTES, DistContext, grad_buckets
 
 MIB = 1024 * 1024
-MODELS = {"tiny (128 x 4)": {"hidden": 128, "layers": 4, "heads": 4}, "qwen2 512 x 8": {"hidden": 512, "layers": 8, "heads": 8}}
+MODELS = {
+    "tiny (128 x 4)": {"hidden": 128, "layers": 4, "heads": 4},
+    "qwen2 512 x 8": {"hidden": 512, "layers": 8, "heads": 8},
+}
 
 
 def old_all_reduce_grads(params: list[torch.nn.Parameter]) -> None:
@@ -98,16 +103,26 @@ def _rank(rank: int, model_dir: str, store: str, bucket_bytes: int, out: str) ->
     new_grads = [p.grad for p in params]
     fresh()
     old_bytes, old_s = _measure(old_all_reduce_grads, params)
-    identical = all(p.grad is not None and g is not None and torch.equal(p.grad, g)
-                    for p, g in zip(params, new_grads, strict=True))
+    identical = all(
+        p.grad is not None and g is not None and torch.equal(p.grad, g)
+        for p, g in zip(params, new_grads, strict=True)
+    )
     grad_bytes = sum(o.numel() * o.element_size() for o in originals)
     sizes = [o.numel() * o.element_size() for o in originals]
     flat_buckets = [b for b in grad_buckets(originals, bucket_bytes) if len(b) > 1]
-    result = {"rank": rank, "params": sum(o.numel() for o in originals), "grad_bytes": grad_bytes,
-              "identical": identical, "buckets": len(grad_buckets(originals, bucket_bytes)),
-              "new": {"analytic_extra": max((sum(sizes[i] for i in b) for b in flat_buckets), default=0),
-                      "measured_extra": new_bytes, "seconds": new_s},
-              "old": {"analytic_extra": 2 * grad_bytes, "measured_extra": old_bytes, "seconds": old_s}}
+    result = {
+        "rank": rank,
+        "params": sum(o.numel() for o in originals),
+        "grad_bytes": grad_bytes,
+        "identical": identical,
+        "buckets": len(grad_buckets(originals, bucket_bytes)),
+        "new": {
+            "analytic_extra": max((sum(sizes[i] for i in b) for b in flat_buckets), default=0),
+            "measured_extra": new_bytes,
+            "seconds": new_s,
+        },
+        "old": {"analytic_extra": 2 * grad_bytes, "measured_extra": old_bytes, "seconds": old_s},
+    }
     Path(out, f"rank{rank}.json").write_text(json.dumps(result))
     dist.destroy_process_group()
 
@@ -121,8 +136,12 @@ def run_model(name: str, shape: dict[str, int], bucket_bytes: int, work: Path) -
     model_dir = build_tiny_model(work / name.replace(" ", "_"), **shape)
     out = work / (name.replace(" ", "_") + "-out")
     out.mkdir()
-    mp.start_processes(_rank, args=(str(model_dir), str(out / "store"), bucket_bytes, str(out)), nprocs=2,
-                       start_method="spawn")
+    mp.start_processes(
+        _rank,
+        args=(str(model_dir), str(out / "store"), bucket_bytes, str(out)),
+        nprocs=2,
+        start_method="spawn",
+    )
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
 
 
@@ -133,10 +152,14 @@ def main() -> None:
     args = parser.parse_args()
     bucket_bytes = int(args.bucket_mb * MIB)
     results: dict[str, Any] = {"bucket_bytes": bucket_bytes, "torch": torch.__version__, "models": {}}
-    print(f"bucket cap {bucket_bytes / MIB:g} MiB; extra = peak bytes over the gradients held, rank 0 "
-          "(max over ranks for the measured figure)")
-    print(f"{'model':<16}{'params':>12}{'grads MiB':>11}{'impl':>6}{'analytic MiB':>14}{'measured MiB':>14}"
-          f"{'2p/1p':>7}{'s':>7}")
+    print(
+        f"bucket cap {bucket_bytes / MIB:g} MiB; extra = peak bytes over the gradients held, rank 0 "
+        "(max over ranks for the measured figure)"
+    )
+    print(
+        f"{'model':<16}{'params':>12}{'grads MiB':>11}{'impl':>6}{'analytic MiB':>14}{'measured MiB':>14}"
+        f"{'2p/1p':>7}{'s':>7}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, shape in MODELS.items():
             ranks = run_model(name, shape, bucket_bytes, Path(tmp))
@@ -145,11 +168,15 @@ def main() -> None:
             grads = r0["grad_bytes"]
             for impl in ("old", "new"):
                 measured = max(r[impl]["measured_extra"] for r in ranks)
-                print(f"{name:<16}{r0['params']:>12,}{grads / MIB:>11.1f}{impl:>6}"
-                      f"{r0[impl]['analytic_extra'] / MIB:>14.1f}{measured / MIB:>14.1f}"
-                      f"{(grads + measured) / grads:>7.2f}{r0[impl]['seconds']:>7.3f}")
-            print(f"{'':<16}{r0['buckets']} buckets; old and new results bit-identical: "
-                  f"{all(r['identical'] for r in ranks)}")
+                print(
+                    f"{name:<16}{r0['params']:>12,}{grads / MIB:>11.1f}{impl:>6}"
+                    f"{r0[impl]['analytic_extra'] / MIB:>14.1f}{measured / MIB:>14.1f}"
+                    f"{(grads + measured) / grads:>7.2f}{r0[impl]['seconds']:>7.3f}"
+                )
+            print(
+                f"{'':<16}{r0['buckets']} buckets; old and new results bit-identical: "
+                f"{all(r['identical'] for r in ranks)}"
+            )
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
 

@@ -65,7 +65,9 @@ def cpu_seconds(read: Callable[[str], None], text: str, repeat: int) -> tuple[fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes-kb", type=int, nargs="+", default=[1, 2, 4, 8, 16, 64, 256])
-    parser.add_argument("--old-max-kb", type=int, default=8, help="skip the quadratic old reader past this size")
+    parser.add_argument(
+        "--old-max-kb", type=int, default=8, help="skip the quadratic old reader past this size"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
@@ -92,7 +94,11 @@ def main() -> None:
             cells = "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
             print(cells, flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    about = {"python": platform.python_version(), "pyyaml": yaml.__version__, "libyaml": yaml.__with_libyaml__}
+    about = {
+        "python": platform.python_version(),
+        "pyyaml": yaml.__version__,
+        "libyaml": yaml.__with_libyaml__,
+    }
     OUT.write_text(json.dumps({"about": about, "rows": rows}, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}")
 

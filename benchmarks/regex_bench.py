@@ -71,7 +71,9 @@ def measure(n: int, scorer: IsolatedScorer, repeats: int) -> dict[str, Any]:
     thread_runs = [seconds(lambda: new_in_thread(text))[0] for _ in range(repeats * 4)]
     (verdict,) = scorer.score("regex_format", PARAMS, [(text, None)])
     assert not old_match and not verdict.correct and "error" not in verdict.detail  # same verdict, no timeout
-    bench_runs = [seconds(lambda: scorer.score("regex_format", PARAMS, [(text, None)]))[0] for _ in range(repeats)]
+    bench_runs = [
+        seconds(lambda: scorer.score("regex_format", PARAMS, [(text, None)]))[0] for _ in range(repeats)
+    ]
     thread_s, bench_s = statistics.median(thread_runs), statistics.median(bench_runs)
     return {
         "n": n, "old_re_in_thread_s": old_s, "re2_in_thread_s": thread_s, "bench_s": bench_s,
@@ -81,7 +83,9 @@ def measure(n: int, scorer: IsolatedScorer, repeats: int) -> dict[str, Any]:
 
 def slow_case(scorer: IsolatedScorer) -> dict[str, Any]:
     text = "a" * 100_000
-    in_thread_s, _ = seconds(lambda: build_verifiers([_Spec("exact", SLOW)])[0][1]([text], [Sample("s", "", "a")]))
+    in_thread_s, _ = seconds(
+        lambda: build_verifiers([_Spec("exact", SLOW)])[0][1]([text], [Sample("s", "", "a")])
+    )
     bench_s, (verdict,) = seconds(lambda: scorer.score("exact", SLOW, [(text, "a")]))
     return {"in_thread_s": in_thread_s, "bench_s": bench_s, "bench_error": verdict.detail.get("error")}
 
@@ -91,8 +95,12 @@ def _revision() -> str:
     import subprocess
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()
     return head + ("+dirty" if dirty else "")
 
 

@@ -87,14 +87,18 @@ def old_rollout_row(run_id: int, step: int, record: Any) -> Any:
     )  # fmt: skip
 
 
-def old_run_record_step(*, run_id: int, step: int, max_steps: int, metrics: dict[str, float], rollouts: list[Any]) -> None:
+def old_run_record_step(
+    *, run_id: int, step: int, max_steps: int, metrics: dict[str, float], rollouts: list[Any]
+) -> None:
     from django.db import transaction
 
     from webapp.experiments.models import MetricPoint, Rollout, Run
     from webapp.experiments.storable import clean_json, finite_or_none
     from webapp.realtime.publish import publish_run_event
 
-    metric_rows = [MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()]
+    metric_rows = [
+        MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()
+    ]
     rollout_rows = [old_rollout_row(run_id, step, record) for record in rollouts]
     with transaction.atomic():
         MetricPoint.objects.filter(run_id=run_id, step=step).delete()
@@ -102,8 +106,12 @@ def old_run_record_step(*, run_id: int, step: int, max_steps: int, metrics: dict
         MetricPoint.objects.bulk_create(metric_rows)
         Rollout.objects.bulk_create(rollout_rows, batch_size=128)
         Run.objects.filter(pk=run_id).update(step=step, max_steps=max_steps, phase="", phase_progress={})
-        payload = {"step": step, "max_steps": max_steps, "metrics": {r.key: r.value for r in metric_rows},
-                   "rollouts": [clean_json(r.summary()) for r in rollouts[:32]]}
+        payload = {
+            "step": step,
+            "max_steps": max_steps,
+            "metrics": {r.key: r.value for r in metric_rows},
+            "rollouts": [clean_json(r.summary()) for r in rollouts[:32]],
+        }
         publish_run_event(run_id=run_id, event="run.step", payload=payload)
 
 
@@ -142,8 +150,10 @@ def search_index_bytes() -> int:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT sum(pg_relation_size(indexname::regclass)) FROM pg_indexes "
-                       "WHERE indexname IN ('rollout_completion_trgm', 'rollout_prompt_trgm', 'rollout_run_prompt_id')")
+        cursor.execute(
+            "SELECT sum(pg_relation_size(indexname::regclass)) FROM pg_indexes "
+            "WHERE indexname IN ('rollout_completion_trgm', 'rollout_prompt_trgm', 'rollout_run_prompt_id')"
+        )
         return int(cursor.fetchone()[0] or 0)
 
 
@@ -193,19 +203,27 @@ def measure(records: list[Any], metrics: dict[str, float], new_run: Callable[...
         sink.flush()  # the writer is idle, as after a real training step of a few seconds
         busy = sink.writer.busy_s
         started = time.perf_counter()
-        sink.on_step(StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0))
+        sink.on_step(
+            StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0)
+        )
         critical.append(time.perf_counter() - started)
         sink.flush()
         background.append(sink.writer.busy_s - busy)
     back_to_back = []
     for step in range(REPEATS + 1, 2 * REPEATS + 1):
         started = time.perf_counter()
-        sink.on_step(StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0))
+        sink.on_step(
+            StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0)
+        )
         back_to_back.append(time.perf_counter() - started)
     sink.close()
     steps_written = 2 * REPEATS
     assert Rollout.objects.filter(run=run).count() == STEP_ROLLOUTS * steps_written
-    out["new_critical_ms"], out["new_writer_ms"], out["new_back_to_back_ms"] = ms(critical), ms(background), ms(back_to_back)
+    out["new_critical_ms"], out["new_writer_ms"], out["new_back_to_back_ms"] = (
+        ms(critical),
+        ms(background),
+        ms(back_to_back),
+    )
     out["new_db_per_step"] = (database_bytes() - base) / steps_written
     out["new_search_index_per_step"] = search_index_bytes() / steps_written
     out["new_store_per_step"] = token_store().total_bytes(run_prefix(run.pk)) / steps_written
@@ -215,7 +233,9 @@ def measure(records: list[Any], metrics: dict[str, float], new_run: Callable[...
     run = new_run(retention=RETENTION)
     sink = DjangoRunSink(run.pk)
     for step in range(1, RETENTION_STEPS + 1):
-        sink.on_step(StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0))
+        sink.on_step(
+            StepReport(step=step, max_steps=10_000, metrics=metrics, rollouts=records, elapsed_s=0.0)
+        )
     sink.close()
     kept = sorted(set(Rollout.objects.filter(run=run).values_list("step", flat=True)))
     out["retention_kept_steps"] = kept
@@ -231,9 +251,12 @@ def kept_after(steps: int) -> int:
 
 
 def revision() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
     return head + (" with uncommitted changes" if dirty else "")
 
 
@@ -244,42 +267,44 @@ def report(out: dict[str, Any]) -> str:
     per_kept_db, per_kept_store = out["retention_db"] / len(kept), out["retention_store"] / len(kept)
     scaled_kept = kept_after(SCALE_STEPS)
     load = os.getloadavg()
-    return "\n".join([
-        "# Rollout storage: before and after the token store",
-        "",
-        f"Revision {revision()}; `benchmarks/rollout_storage.py` (docs/rollout_storage.md). PostgreSQL, local token",
-        f"store folder, {os.cpu_count()} cores (load average {load[0]:.2f} at the end). One step = {STEP_ROLLOUTS} "
-        f"rollouts x {STEP_TOKENS} tokens, six channels recorded, 20 metrics. Times: min / median of {REPEATS} steps.",
-        "",
-        "## Time per step",
-        "",
-        "| write | trainer waits (ms) | background writer (ms) |",
-        "| --- | ---: | ---: |",
-        f"| (a) old: inline blobs, synchronous `run_record_step` (no search indexes) | {out['old_ms']} | — |",
-        f"| (b) new: `DjangoRunSink.on_step`, writer idle | {out['new_critical_ms']} | {out['new_writer_ms']} |",
-        f"| (b) new: back-to-back steps (writer saturated, backpressure) | {out['new_back_to_back_ms']} | |",
-        "",
-        "## Bytes",
-        "",
-        "| write | PostgreSQL per step | token store per step | per 1,000 steps |",
-        "| --- | ---: | ---: | ---: |",
-        f"| (a) old | {mb(per_step_old)} | — | {mb(per_step_old * SCALE_STEPS)} |",
-        f"| (b) new, keep all | {mb(out['new_db_per_step'])} | {mb(out['new_store_per_step'])} | "
-        f"{mb(per_step_new * SCALE_STEPS)} ({mb(out['new_db_per_step'] * SCALE_STEPS)} in PostgreSQL) |",
-        f"| (c) new, {RETENTION} | {mb(per_kept_db)} per kept step | {mb(per_kept_store)} per kept step | "
-        f"{mb((per_kept_db + per_kept_store) * scaled_kept)} ({scaled_kept} of {SCALE_STEPS} steps kept) |",
-        "",
-        f"Of (b)'s PostgreSQL bytes, {mb(out['new_search_index_per_step'])} a step are the search indexes of migration",
-        "0007 (trigram indexes of prompts and completions; this benchmark's completions are random characters, the",
-        "worst case for them); (a) is measured without them, as the table was. The token store's objects are",
-        "zlib level 1; PostgreSQL compressed the old inline blobs itself (TOAST), hence (a)'s smaller-than-raw size.",
-        "",
-        f"(c) ran {RETENTION_STEPS} steps and kept steps {kept}; its per-1,000 figure is the bytes per kept step",
-        f"times the {scaled_kept} steps the policy keeps of a {SCALE_STEPS}-step run. PostgreSQL sizes are",
-        "`pg_total_relation_size` of the rollout and metric tables (with TOAST and indexes, the trigram",
-        "indexes included) after `VACUUM FULL`: the space autovacuum lets the table reuse.",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Rollout storage: before and after the token store",
+            "",
+            f"Revision {revision()}; `benchmarks/rollout_storage.py` (docs/rollout_storage.md). PostgreSQL, local token",
+            f"store folder, {os.cpu_count()} cores (load average {load[0]:.2f} at the end). One step = {STEP_ROLLOUTS} "
+            f"rollouts x {STEP_TOKENS} tokens, six channels recorded, 20 metrics. Times: min / median of {REPEATS} steps.",
+            "",
+            "## Time per step",
+            "",
+            "| write | trainer waits (ms) | background writer (ms) |",
+            "| --- | ---: | ---: |",
+            f"| (a) old: inline blobs, synchronous `run_record_step` (no search indexes) | {out['old_ms']} | — |",
+            f"| (b) new: `DjangoRunSink.on_step`, writer idle | {out['new_critical_ms']} | {out['new_writer_ms']} |",
+            f"| (b) new: back-to-back steps (writer saturated, backpressure) | {out['new_back_to_back_ms']} | |",
+            "",
+            "## Bytes",
+            "",
+            "| write | PostgreSQL per step | token store per step | per 1,000 steps |",
+            "| --- | ---: | ---: | ---: |",
+            f"| (a) old | {mb(per_step_old)} | — | {mb(per_step_old * SCALE_STEPS)} |",
+            f"| (b) new, keep all | {mb(out['new_db_per_step'])} | {mb(out['new_store_per_step'])} | "
+            f"{mb(per_step_new * SCALE_STEPS)} ({mb(out['new_db_per_step'] * SCALE_STEPS)} in PostgreSQL) |",
+            f"| (c) new, {RETENTION} | {mb(per_kept_db)} per kept step | {mb(per_kept_store)} per kept step | "
+            f"{mb((per_kept_db + per_kept_store) * scaled_kept)} ({scaled_kept} of {SCALE_STEPS} steps kept) |",
+            "",
+            f"Of (b)'s PostgreSQL bytes, {mb(out['new_search_index_per_step'])} a step are the search indexes of migration",
+            "0007 (trigram indexes of prompts and completions; this benchmark's completions are random characters, the",
+            "worst case for them); (a) is measured without them, as the table was. The token store's objects are",
+            "zlib level 1; PostgreSQL compressed the old inline blobs itself (TOAST), hence (a)'s smaller-than-raw size.",
+            "",
+            f"(c) ran {RETENTION_STEPS} steps and kept steps {kept}; its per-1,000 figure is the bytes per kept step",
+            f"times the {scaled_kept} steps the policy keeps of a {SCALE_STEPS}-step run. PostgreSQL sizes are",
+            "`pg_total_relation_size` of the rollout and metric tables (with TOAST and indexes, the trigram",
+            "indexes included) after `VACUUM FULL`: the space autovacuum lets the table reuse.",
+            "",
+        ]
+    )
 
 
 def main() -> int:
@@ -322,7 +347,9 @@ def new_run_factory() -> Callable[..., Any]:
 
     user = get_user_model().objects.create_user("bench", password="bench-password-123")
     project = project_create(name="bench", owner=user)
-    experiment = experiment_create(project=project, actor=user, name="bench", config={"training": {"max_steps": 10_000}})
+    experiment = experiment_create(
+        project=project, actor=user, name="bench", config={"training": {"max_steps": 10_000}}
+    )
 
     def new_run(retention: dict[str, Any] | None = None) -> Any:
         return run_launch(experiment=experiment, actor=user, retention=retention)

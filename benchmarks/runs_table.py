@@ -159,7 +159,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for name, answer in (("SQL", sql), ("stored", stored), ("stored (first call)", stored_first)):
         assert answer.keys() == python.keys(), f"{name} and Python summarise different (run, key) pairs"
         for pair, values in answer.items():
-            assert all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) for a, b in zip(values, python[pair], strict=True)), (name, pair)
+            assert all(
+                math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+                for a, b in zip(values, python[pair], strict=True)
+            ), (name, pair)
     sql_ms = median_ms(by_sql, args.repeats)
     python_ms = median_ms(by_python, args.repeats)
     stored_ms = median_ms(by_stored, args.repeats)

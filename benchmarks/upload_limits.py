@@ -47,7 +47,9 @@ CODECS = ("zstd", "gzip", "snappy", "brotli", "lz4")
 
 
 def row_text(i: int) -> str:
-    return f"Problem {i}: a train leaves at {i % 97} km/h and another at {i % 89} km/h; " + "how far apart? " * 6
+    return (
+        f"Problem {i}: a train leaves at {i % 97} km/h and another at {i % 89} km/h; " + "how far apart? " * 6
+    )
 
 
 def write_jsonl(path: Path, mb: int) -> None:
@@ -63,7 +65,9 @@ def write_json(path: Path, mb: int) -> None:
         f.write("[\n")
         i = 0
         while f.tell() < mb << 20:
-            f.write(("" if i == 0 else ",\n") + json.dumps({"question": row_text(i), "answer": str(i % 1000)}))
+            f.write(
+                ("" if i == 0 else ",\n") + json.dumps({"question": row_text(i), "answer": str(i % 1000)})
+            )
             i += 1
         f.write("\n]\n")
 
@@ -85,7 +89,9 @@ def write_parquet(path: Path, mb: int) -> None:
     import pyarrow.parquet as pq
 
     rows = (mb << 20) // len(row_text(0))
-    table = pa.table({"question": [row_text(i) for i in range(rows)], "answer": [str(i % 1000) for i in range(rows)]})
+    table = pa.table(
+        {"question": [row_text(i) for i in range(rows)], "answer": [str(i % 1000) for i in range(rows)]}
+    )
     pq.write_table(table, path, compression="zstd", row_group_size=50_000)
 
 
@@ -110,16 +116,25 @@ def write_parquet_big_page(path: Path) -> None:
     import pyarrow.parquet as pq
 
     questions = [f"{i}:" + ("y" * (2 << 20) if i < 60 else "1+1=") for i in range(120)]
-    pq.write_table(pa.table({"question": questions, "answer": ["2"] * 120}), path, compression="zstd",
-                   use_dictionary=False, data_page_size=1 << 30, row_group_size=120)
+    pq.write_table(
+        pa.table({"question": questions, "answer": ["2"] * 120}),
+        path,
+        compression="zstd",
+        use_dictionary=False,
+        data_page_size=1 << 30,
+        row_group_size=120,
+    )
 
 
 def write_parquet_bomb(path: Path, codec: str, mb: int = 400) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"prompt": ["1+1="], "question": ["x" * (mb << 20)], "answer": ["2"]}), path,
-                   compression=codec)
+    pq.write_table(
+        pa.table({"prompt": ["1+1="], "question": ["x" * (mb << 20)], "answer": ["2"]}),
+        path,
+        compression=codec,
+    )
 
 
 def write_json_giant_string(path: Path, mb: int = 150) -> None:
@@ -157,18 +172,47 @@ Case = tuple[str, str, Callable[[Path, argparse.Namespace], None], str, int]
 
 def server_cases(args: argparse.Namespace) -> list[Case]:
     cases: list[Case] = []
-    for fmt, writer in (("jsonl", write_jsonl), ("json", write_json), ("csv", write_csv), ("parquet", write_parquet)):
+    for fmt, writer in (
+        ("jsonl", write_jsonl),
+        ("json", write_json),
+        ("csv", write_csv),
+        ("parquet", write_parquet),
+    ):
         name = f"{fmt}-{args.mb}mb"
-        cases += [(f"{name} preview", f"big.{fmt}", lambda p, a, w=writer: w(p, a.mb), "preview", 200),  # type: ignore[misc]
-                  (f"{name} upload", f"big.{fmt}", lambda p, a, w=writer: w(p, a.mb), "upload", 201)]  # type: ignore[misc]
-    cases.append(("parquet-one-group-120mb preview", "group.parquet", lambda p, a: write_parquet_one_group(p),
-                  "preview", 200))
-    cases.append(("parquet-big-page upload", "page.parquet", lambda p, a: write_parquet_big_page(p), "upload", 400))
+        cases += [
+            (f"{name} preview", f"big.{fmt}", lambda p, a, w=writer: w(p, a.mb), "preview", 200),  # type: ignore[misc]
+            (f"{name} upload", f"big.{fmt}", lambda p, a, w=writer: w(p, a.mb), "upload", 201),
+        ]  # type: ignore[misc]
+    cases.append(
+        (
+            "parquet-one-group-120mb preview",
+            "group.parquet",
+            lambda p, a: write_parquet_one_group(p),
+            "preview",
+            200,
+        )
+    )
+    cases.append(
+        ("parquet-big-page upload", "page.parquet", lambda p, a: write_parquet_big_page(p), "upload", 400)
+    )
     for codec in CODECS:
         bomb = f"parquet-bomb-{codec}"
-        cases += [(f"{bomb} upload", f"{bomb}.parquet", lambda p, a, c=codec: write_parquet_bomb(p, c), "upload", 400),  # type: ignore[misc]
-                  (f"{bomb} benchmark-file", f"{bomb}.parquet", lambda p, a, c=codec: write_parquet_bomb(p, c),  # type: ignore[misc]
-                   "benchmark-file", 400)]
+        cases += [
+            (
+                f"{bomb} upload",
+                f"{bomb}.parquet",
+                lambda p, a, c=codec: write_parquet_bomb(p, c),
+                "upload",
+                400,
+            ),  # type: ignore[misc]
+            (
+                f"{bomb} benchmark-file",
+                f"{bomb}.parquet",
+                lambda p, a, c=codec: write_parquet_bomb(p, c),  # type: ignore[misc]
+                "benchmark-file",
+                400,
+            ),
+        ]
     cases += [
         ("json-giant-string upload", "giant.json", lambda p, a: write_json_giant_string(p), "upload", 400),
         ("json-deep upload", "deep.json", lambda p, a: write_json_deep(p), "upload", 400),
@@ -180,7 +224,9 @@ def server_cases(args: argparse.Namespace) -> list[Case]:
 
 def write_warm_up(path: Path) -> None:
     """A small file of the case's format: the first upload of a server imports its reader (pyarrow...)."""
-    {".jsonl": write_jsonl, ".json": write_json, ".csv": write_csv, ".parquet": write_parquet}[path.suffix](path, 1)
+    {".jsonl": write_jsonl, ".json": write_json, ".csv": write_csv, ".parquet": write_parquet}[path.suffix](
+        path, 1
+    )
 
 
 # ---------------------------------------------------------------------------------------------- the server
@@ -213,7 +259,9 @@ def seed(env: dict[str, str], repo: Path) -> tuple[int, str]:
         "project = project_create(name='uploads', owner=alice)\n"
         "print(project.pk, issue_token(alice).token)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
     pk, token = out.stdout.split()[-2:]
     return int(pk), token
 
@@ -241,14 +289,21 @@ def send(url: str, token: str, project: int, endpoint: str, path: Path, n: int) 
     target, fields = {
         "preview": (f"/api/projects/{project}/datasets/preview/", {}),
         "upload": (f"/api/projects/{project}/datasets/", {"name": f"case-{n}", "prompt_field": "question"}),
-        "benchmark-file": (f"/api/projects/{project}/benchmark-files/", {"name": f"bench-{n}",
-                                                                          "problem_field": "question"}),
+        "benchmark-file": (
+            f"/api/projects/{project}/benchmark-files/",
+            {"name": f"bench-{n}", "problem_field": "question"},
+        ),
     }[endpoint]
     if path.suffix == ".jsonl" and path.name == "line.jsonl":
         fields = {**fields, "prompt_field": "prompt"}
     with path.open("rb") as f:
-        response = httpx.post(url + target, headers={"Authorization": f"Token {token}"},
-                              files={"file": (path.name, f)}, data=fields, timeout=1800)
+        response = httpx.post(
+            url + target,
+            headers={"Authorization": f"Token {token}"},
+            files={"file": (path.name, f)},
+            data=fields,
+            timeout=1800,
+        )
     if response.status_code < 300:
         return response.status_code, ""
     try:
@@ -286,8 +341,10 @@ def run_server(args: argparse.Namespace) -> list[dict[str, Any]]:
             try:
                 warm_status, warm_message = send(url, token, project, "preview", warm, n)
                 if warm_status != 200:
-                    raise SystemExit(f"the warm-up preview answered {warm_status}: {warm_message}\n"
-                                     + (Path(tmp) / "daphne.log").read_text()[-3000:])
+                    raise SystemExit(
+                        f"the warm-up preview answered {warm_status}: {warm_message}\n"
+                        + (Path(tmp) / "daphne.log").read_text()[-3000:]
+                    )
                 boot_kb = proc_kb(server.pid, "VmRSS")
                 exact = reset_peak(server.pid)
                 start = time.perf_counter()
@@ -338,7 +395,9 @@ LOADER_CASES: dict[str, tuple[str, Callable[[Path, argparse.Namespace], None]]] 
     "csv-columns": ("wide.csv", lambda p, a: write_csv_columns(p, a.columns)),
     "jsonl-line": ("long.jsonl", lambda p, a: write_jsonl_line(p, a.line_mb)),
     "json-deep": ("deep.json", lambda p, a: write_json_deep(p)),
-    **{f"parquet-bomb-{c}": (f"bomb-{c}.parquet", lambda p, a, c=c: write_parquet_bomb(p, c)) for c in CODECS},  # type: ignore[misc]
+    **{
+        f"parquet-bomb-{c}": (f"bomb-{c}.parquet", lambda p, a, c=c: write_parquet_bomb(p, c)) for c in CODECS
+    },  # type: ignore[misc]
 }
 
 
@@ -357,7 +416,10 @@ def run_loader(args: argparse.Namespace) -> list[dict[str, Any]]:
             writer(path, args)
             out = subprocess.run(
                 [sys.executable, "-c", CHILD, str(Path(args.repo).resolve()), args.impl or "", str(path)],
-                capture_output=True, text=True, timeout=args.timeout, check=False,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+                check=False,
             )
             result: dict[str, Any] = {"case": case, "file_mb": round(path.stat().st_size / 2**20, 2)}
             if out.returncode != 0:
@@ -373,12 +435,16 @@ def run_loader(args: argparse.Namespace) -> list[dict[str, Any]]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mode", choices=["server", "loader"], default="server")
-    p.add_argument("--case", action="append", help="run only the cases whose name starts with this (repeatable)")
+    p.add_argument(
+        "--case", action="append", help="run only the cases whose name starts with this (repeatable)"
+    )
     p.add_argument("--mb", type=int, default=100, help="size of the valid files of the server mode")
     p.add_argument("--repo", default=str(REPO), help="the checkout to run (an older one, for a comparison)")
     p.add_argument("--columns", type=int, default=1_000_000)
     p.add_argument("--line-mb", type=int, default=64)
-    p.add_argument("--impl", default="", help="loader mode: a files.py to load instead of trainer/data/files.py")
+    p.add_argument(
+        "--impl", default="", help="loader mode: a files.py to load instead of trainer/data/files.py"
+    )
     p.add_argument("--timeout", type=int, default=1800, help="loader mode: seconds per case")
     p.add_argument("--out", default="", help=f"where to write the results (server mode default: {RESULTS})")
     args = p.parse_args()
@@ -386,8 +452,12 @@ def main() -> None:
     out = Path(args.out) if args.out else (RESULTS if args.mode == "server" and not args.case else None)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        meta = {"command": " ".join(["benchmarks/upload_limits.py", *sys.argv[1:]]), "repo": args.repo,
-                "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count()}
+        meta = {
+            "command": " ".join(["benchmarks/upload_limits.py", *sys.argv[1:]]),
+            "repo": args.repo,
+            "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "cpus": os.cpu_count(),
+        }
         out.write_text(json.dumps({"meta": meta, "results": results}, indent=1) + "\n")
         print(f"wrote {out}")
 

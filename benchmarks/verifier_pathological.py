@@ -100,7 +100,9 @@ def main() -> None:
         default="mixed",
         help="mixed: 4 towers + 4 nested fractions (default); towers: 8 towers of powers, all hanging",
     )
-    parser.add_argument("--old-rev", default=OLD_REV, help="the commit whose trainer/ is 'old' (default %(default)s)")
+    parser.add_argument(
+        "--old-rev", default=OLD_REV, help="the commit whose trainer/ is 'old' (default %(default)s)"
+    )
     args = parser.parse_args()
     print(f"cpus: {len(os.sched_getaffinity(0))}, load average: {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="rlvr-bench-") as tmp:

@@ -35,7 +35,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "vs_trl.json"
-TOOLS = ("trl", "rlvr", "rlvr-async")  # rlvr-async: training.max_off_policy_steps 1 (generation overlaps the update)
+TOOLS = (
+    "trl",
+    "rlvr",
+    "rlvr-async",
+)  # rlvr-async: training.max_off_policy_steps 1 (generation overlaps the update)
 TARGET_SPEEDUP = 1.5  # the project's goal: rlvr >= 1.5x TRL's steps/s at the same or better final reward
 
 
@@ -143,31 +147,40 @@ def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, 
     }
 
 
-def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str, max_off_policy_steps: int = 0) -> dict[str, Any]:
+def run_rlvr(
+    model_dir: str, seed: int, s: Settings, work_dir: str, max_off_policy_steps: int = 0
+) -> dict[str, Any]:
     from trainer.config import config_from_dict
     from trainer.sinks import NullSink, StepReport
     from trainer.step.loop import train
 
-    config = config_from_dict({
-        "name": f"vs-trl-seed{seed}",
-        "seed": seed,
-        "model": {"name_or_path": model_dir, "device": "cpu"},
-        "data": {"source": "demo", "size": s.num_prompts, "data_seed": s.data_seed},
-        "rollout": {
-            "num_generations": s.num_generations,
-            "max_completion_length": s.max_completion_length,
-            "temperature": s.temperature,
-        },
-        "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
-        "algorithm": {"loss_type": s.loss_type, "epsilon": s.epsilon, "epsilon_high": None, "beta": s.beta},
-        "training": {
-            "max_steps": s.steps,
-            "prompts_per_step": s.prompts_per_step,
-            "learning_rate": s.learning_rate,
-            "max_off_policy_steps": max_off_policy_steps,
-        },
-        "checkpoint": {"output_dir": work_dir, "save_steps": 0},
-    })
+    config = config_from_dict(
+        {
+            "name": f"vs-trl-seed{seed}",
+            "seed": seed,
+            "model": {"name_or_path": model_dir, "device": "cpu"},
+            "data": {"source": "demo", "size": s.num_prompts, "data_seed": s.data_seed},
+            "rollout": {
+                "num_generations": s.num_generations,
+                "max_completion_length": s.max_completion_length,
+                "temperature": s.temperature,
+            },
+            "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
+            "algorithm": {
+                "loss_type": s.loss_type,
+                "epsilon": s.epsilon,
+                "epsilon_high": None,
+                "beta": s.beta,
+            },
+            "training": {
+                "max_steps": s.steps,
+                "prompts_per_step": s.prompts_per_step,
+                "learning_rate": s.learning_rate,
+                "max_off_policy_steps": max_off_policy_steps,
+            },
+            "checkpoint": {"output_dir": work_dir, "save_steps": 0},
+        }
+    )
 
     class Collect(NullSink):
         def __init__(self) -> None:
@@ -188,7 +201,9 @@ def run_rlvr(model_dir: str, seed: int, s: Settings, work_dir: str, max_off_poli
 
 def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
-        steps=args.steps, threads=args.threads, warmup_steps=args.warmup,
+        steps=args.steps,
+        threads=args.threads,
+        warmup_steps=args.warmup,
         trl_gradient_checkpointing=args.trl_gradient_checkpointing,
     )
 
@@ -202,7 +217,9 @@ def child_main(args: argparse.Namespace) -> None:
         if args.child == "trl":
             result = run_trl(args.model_dir, args.seed, s, work_dir)
         else:
-            result = run_rlvr(args.model_dir, args.seed, s, work_dir, max_off_policy_steps=int(args.child == "rlvr-async"))
+            result = run_rlvr(
+                args.model_dir, args.seed, s, work_dir, max_off_policy_steps=int(args.child == "rlvr-async")
+            )
     result["torch_threads"] = torch.get_num_threads()
     Path(args.result).write_text(json.dumps(result))
 
@@ -255,8 +272,20 @@ def _launch(tool: str, seed: int, args: argparse.Namespace, model_dir: str) -> d
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
         result_path = f.name
     cmd = [
-        sys.executable, __file__, "--child", tool, "--seed", str(seed), "--steps", str(args.steps),
-        "--threads", str(args.threads), "--model-dir", model_dir, "--result", result_path,
+        sys.executable,
+        __file__,
+        "--child",
+        tool,
+        "--seed",
+        str(seed),
+        "--steps",
+        str(args.steps),
+        "--threads",
+        str(args.threads),
+        "--model-dir",
+        model_dir,
+        "--result",
+        result_path,
     ]
     if args.trl_gradient_checkpointing:
         cmd.append("--trl-gradient-checkpointing")
@@ -272,8 +301,12 @@ def _launch(tool: str, seed: int, args: argparse.Namespace, model_dir: str) -> d
     run: dict[str, Any] = json.loads(Path(result_path).read_text())
     Path(result_path).unlink()
     run.update(
-        tool=tool, seed=seed, wall_s=wall, other_cores=other_cores,
-        load_before=load_before, load_after=os.getloadavg(),
+        tool=tool,
+        seed=seed,
+        wall_s=wall,
+        other_cores=other_cores,
+        load_before=load_before,
+        load_after=os.getloadavg(),
     )
     run["summary"] = _summary(run, args.warmup)
     return run
@@ -318,8 +351,12 @@ def _table(runs: list[dict[str, Any]], seeds: list[int]) -> tuple[str, dict[str,
         f"{'met' if target_met else 'NOT met'}"
     )
     summary = {
-        "mean": mean, "speedup": speedup, "speedup_inner": speedup_inner, "async_speedup": async_speedup,
-        "reward_last10_diff": reward_diff, "target_met": target_met,
+        "mean": mean,
+        "speedup": speedup,
+        "speedup_inner": speedup_inner,
+        "async_speedup": async_speedup,
+        "reward_last10_diff": reward_diff,
+        "target_met": target_met,
     }
     return "\n".join(lines), summary
 
@@ -347,16 +384,22 @@ def driver_main(args: argparse.Namespace) -> None:
         print(f"warning: other processes are using {busy:.1f} CPU cores; they will slow both tools unevenly")
     seeds = list(range(args.seeds))
     settings = _settings(args)
-    print(f"model {model_dir}; {args.seeds} seeds x {args.steps} steps, {args.threads} torch threads, "
-          f"{os.cpu_count()} CPUs", flush=True)
+    print(
+        f"model {model_dir}; {args.seeds} seeds x {args.steps} steps, {args.threads} torch threads, "
+        f"{os.cpu_count()} CPUs",
+        flush=True,
+    )
     runs = []
     for seed in seeds:
         for tool in TOOLS:  # alternate, so drift in machine load hits both tools alike
             run = _launch(tool, seed, args, model_dir)
             sm = run["summary"]
-            print(f"  {tool:<4} seed {seed}: {sm['s_per_step']:.4f} s/step, reward {sm['reward_first10']:.3f} -> "
-                  f"{sm['reward_last10']:.3f}, {run['wall_s']:.0f}s wall, other processes used "
-                  f"{run['other_cores']:.2f} cores", flush=True)
+            print(
+                f"  {tool:<4} seed {seed}: {sm['s_per_step']:.4f} s/step, reward {sm['reward_first10']:.3f} -> "
+                f"{sm['reward_last10']:.3f}, {run['wall_s']:.0f}s wall, other processes used "
+                f"{run['other_cores']:.2f} cores",
+                flush=True,
+            )
             runs.append(run)
     table, summary = _table(runs, seeds)
     print(table)
@@ -392,11 +435,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=Settings.steps, help="training steps per run")
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1, each run once per tool")
     parser.add_argument("--threads", type=int, default=Settings.threads, help="torch threads per run")
-    parser.add_argument("--warmup", type=int, default=Settings.warmup_steps, help="steps left out of the timing")
+    parser.add_argument(
+        "--warmup", type=int, default=Settings.warmup_steps, help="steps left out of the timing"
+    )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="where to write the JSON results")
     parser.add_argument("--model-dir", help="model directory; default: the built-in tiny model")
     parser.add_argument(
-        "--trl-gradient-checkpointing", action="store_true",
+        "--trl-gradient-checkpointing",
+        action="store_true",
         help="keep TRL's default activation checkpointing (extra recompute that rlvr does not do)",
     )
     parser.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)

@@ -51,14 +51,25 @@ def rollout(step: int, group: int, index: int, n_tokens: int, rng: random.Random
 
     ids = [rng.randrange(32, 127) for _ in range(n_tokens)]
     return RolloutRecord(
-        step=step, prompt_id=f"p{group}", group=group, sample_index=index, prompt="What is 17 + 25? " * 8,
-        completion="".join(chr(i) for i in ids), finish_reason="length", reward=rng.random(),
-        rewards={"math": rng.random(), "format": 1.0}, correct=rng.random() > 0.5,
-        details={"math": {"extracted": "42"}}, advantage=rng.gauss(0, 1), token_ids=ids,
+        step=step,
+        prompt_id=f"p{group}",
+        group=group,
+        sample_index=index,
+        prompt="What is 17 + 25? " * 8,
+        completion="".join(chr(i) for i in ids),
+        finish_reason="length",
+        reward=rng.random(),
+        rewards={"math": rng.random(), "format": 1.0},
+        correct=rng.random() > 0.5,
+        details={"math": {"extracted": "42"}},
+        advantage=rng.gauss(0, 1),
+        token_ids=ids,
         tokens=[chr(i) for i in ids],
         token_values={
-            "logprob": [-rng.random() for _ in ids], "old_logprob": [-rng.random() for _ in ids],
-            "entropy": [rng.random() for _ in ids], "advantage": [rng.gauss(0, 1)] * n_tokens,
+            "logprob": [-rng.random() for _ in ids],
+            "old_logprob": [-rng.random() for _ in ids],
+            "entropy": [rng.random() for _ in ids],
+            "advantage": [rng.gauss(0, 1)] * n_tokens,
             "loss_mask": [1.0] * n_tokens,
         },
     )
@@ -101,14 +112,19 @@ def run_benchmarks() -> list[tuple[str, float, str]]:
     rng = random.Random(0)
     user = get_user_model().objects.create_user("bench", password="bench-password-123")
     project = project_create(name="bench", owner=user)
-    experiment = experiment_create(project=project, actor=user, name="bench", config={"training": {"max_steps": 10_000}})
+    experiment = experiment_create(
+        project=project, actor=user, name="bench", config={"training": {"max_steps": 10_000}}
+    )
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user).token}")
     results: list[tuple[str, float, str]] = []
 
     # 1. one step of 256 x 512 tokens
     run = run_launch(experiment=experiment, actor=user)
-    steps = [[rollout(s, g, i, STEP_TOKENS, rng) for g in range(STEP_ROLLOUTS // 8) for i in range(8)] for s in range(1, 6)]
+    steps = [
+        [rollout(s, g, i, STEP_TOKENS, rng) for g in range(STEP_ROLLOUTS // 8) for i in range(8)]
+        for s in range(1, 6)
+    ]
     metrics = {f"bench/key_{k}": rng.random() for k in range(LONG_RUN_KEYS)}
     pending = iter(enumerate(steps, start=1))
 
@@ -116,14 +132,25 @@ def run_benchmarks() -> list[tuple[str, float, str]]:
         step, records = next(pending)
         run_record_step(run_id=run.pk, step=step, max_steps=10_000, metrics=metrics, rollouts=records)
 
-    results.append((f"run_record_step: {STEP_ROLLOUTS} rollouts x {STEP_TOKENS} tokens", median_ms(record_next), "well under a step"))
+    results.append(
+        (
+            f"run_record_step: {STEP_ROLLOUTS} rollouts x {STEP_TOKENS} tokens",
+            median_ms(record_next),
+            "well under a step",
+        )
+    )
     assert Rollout.objects.filter(run=run).count() == STEP_ROLLOUTS * REPEATS
 
     # 2. metrics of a 10,000-step run with 20 keys
     long_run = run_launch(experiment=experiment, actor=user)
     MetricPoint.objects.bulk_create(
-        (MetricPoint(run=long_run, step=s, key=f"bench/key_{k}", value=math.sin(s / 50) + rng.random() * 0.1)
-         for s in range(1, LONG_RUN_STEPS + 1) for k in range(LONG_RUN_KEYS)),
+        (
+            MetricPoint(
+                run=long_run, step=s, key=f"bench/key_{k}", value=math.sin(s / 50) + rng.random() * 0.1
+            )
+            for s in range(1, LONG_RUN_STEPS + 1)
+            for k in range(LONG_RUN_KEYS)
+        ),
         batch_size=5000,
     )
     long_run.step = LONG_RUN_STEPS
@@ -137,19 +164,34 @@ def run_benchmarks() -> list[tuple[str, float, str]]:
         assert len(series) == LONG_RUN_KEYS
         assert len(series["bench/key_0"]["step"]) == len(series["bench/key_0"]["max"]) == MAX_METRIC_POINTS
 
-    results.append((f"GET metrics: {LONG_RUN_STEPS} steps x {LONG_RUN_KEYS} keys (API)", median_ms(get_metrics), "< 200"))
-    results.append((
-        "  metrics_for_run selector alone", median_ms(lambda: metrics_for_run(run=long_run)), "",
-    ))
+    results.append(
+        (f"GET metrics: {LONG_RUN_STEPS} steps x {LONG_RUN_KEYS} keys (API)", median_ms(get_metrics), "< 200")
+    )
+    results.append(
+        (
+            "  metrics_for_run selector alone",
+            median_ms(lambda: metrics_for_run(run=long_run)),
+            "",
+        )
+    )
     three = ",".join(f"bench/key_{k}" for k in range(3))
-    results.append((
-        f"GET metrics: 3 keys, since_step={LONG_RUN_STEPS - 100} (API)",
-        median_ms(lambda: api.get(url, {"keys": three, "since_step": str(LONG_RUN_STEPS - 100)})), "",
-    ))
+    results.append(
+        (
+            f"GET metrics: 3 keys, since_step={LONG_RUN_STEPS - 100} (API)",
+            median_ms(lambda: api.get(url, {"keys": three, "since_step": str(LONG_RUN_STEPS - 100)})),
+            "",
+        )
+    )
 
     # 3. one rollout of 8k tokens
     single = run_launch(experiment=experiment, actor=user)
-    run_record_step(run_id=single.pk, step=1, max_steps=1, metrics={}, rollouts=[rollout(1, 0, 0, LONG_ROLLOUT_TOKENS, rng)])
+    run_record_step(
+        run_id=single.pk,
+        step=1,
+        max_steps=1,
+        metrics={},
+        rollouts=[rollout(1, 0, 0, LONG_ROLLOUT_TOKENS, rng)],
+    )
     rollout_id = Rollout.objects.get(run=single).pk
     detail = f"/api/runs/{single.pk}/rollouts/{rollout_id}/"
 
@@ -157,7 +199,9 @@ def run_benchmarks() -> list[tuple[str, float, str]]:
         response = api.get(detail)
         assert response.status_code == 200, response.content[:200]
 
-    results.append((f"GET one rollout with {LONG_ROLLOUT_TOKENS} tokens (API)", median_ms(get_rollout), "< 100"))
+    results.append(
+        (f"GET one rollout with {LONG_ROLLOUT_TOKENS} tokens (API)", median_ms(get_rollout), "< 100")
+    )
     return results
 
 

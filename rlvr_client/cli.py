@@ -12,9 +12,13 @@ from collections.abc import Callable, Sequence
 
 # command -> the module whose ``main(argv)`` runs it (argv starts with the command's own name)
 COMMANDS = {
-    "login": "rlvr_client.client", "logout": "rlvr_client.client", "runs": "rlvr_client.client",
-    "launch": "rlvr_client.client", "tail": "rlvr_client.client",
-    "sync": "rlvr_client.sync_cli", "import": "rlvr_client.import_cli",
+    "login": "rlvr_client.client",
+    "logout": "rlvr_client.client",
+    "runs": "rlvr_client.client",
+    "launch": "rlvr_client.client",
+    "tail": "rlvr_client.client",
+    "sync": "rlvr_client.sync_cli",
+    "import": "rlvr_client.import_cli",
 }
 
 # One line a command; ``rlvr --help`` (webapp/cli.py) lists the same lines under "API client".
@@ -27,7 +31,10 @@ COMMAND_HELP = """\
   sync                send the runs an ingest client left in its spool (server was unreachable)
   import PATH         send a finished run: an ingest .jsonl file, `rlvr train`'s run dir, verl's rollout dump
 """
-USAGE = "usage: python -m rlvr_client <command> [options]     (<command> --help for its options)\n\n" + COMMAND_HELP
+USAGE = (
+    "usage: python -m rlvr_client <command> [options]     (<command> --help for its options)\n\n"
+    + COMMAND_HELP
+)
 
 
 def command_main(command: str) -> Callable[[Sequence[str]], int] | None:

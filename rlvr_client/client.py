@@ -31,7 +31,14 @@ FINISHED = frozenset({"succeeded", "failed", "cancelled"})
 # `tail` also stops on a run the task queue refused: it will not move until someone queues it again.
 STOPPED = FINISHED | {"not_queued"}
 # The metrics `tail` prints for each step, in this order, when the run reports them.
-TAIL_KEYS = ("rollout/reward_mean", "rollout/accuracy", "actor/pg_loss", "actor/kl", "rollout/response_len_mean", "perf/step_s")
+TAIL_KEYS = (
+    "rollout/reward_mean",
+    "rollout/accuracy",
+    "actor/pg_loss",
+    "actor/kl",
+    "rollout/response_len_mean",
+    "perf/step_s",
+)
 POLL_INTERVAL_S = 2.0
 
 
@@ -73,9 +80,13 @@ def load_credentials(path: Path | None = None) -> Credentials:
     path = path or credentials_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return Credentials(url=str(data["url"]), token=str(data["token"]), username=str(data.get("username", "")))
+        return Credentials(
+            url=str(data["url"]), token=str(data["token"]), username=str(data.get("username", ""))
+        )
     except FileNotFoundError:
-        raise ClientError("not logged in: run `rlvr login --url http://HOST:8000 --username NAME` first") from None
+        raise ClientError(
+            "not logged in: run `rlvr login --url http://HOST:8000 --username NAME` first"
+        ) from None
     except (ValueError, KeyError, TypeError):
         raise ClientError(f"{path} is damaged: run `rlvr login` again") from None
 
@@ -119,7 +130,9 @@ def error_message(response: httpx.Response) -> str:
 class Api:
     """A thin wrapper over the REST API; every method returns decoded JSON or raises ClientError."""
 
-    def __init__(self, url: str, token: str | None = None, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, transport: httpx.BaseTransport | None = None
+    ) -> None:
         headers = {"Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Token {token}"
@@ -132,7 +145,9 @@ class Api:
         except httpx.HTTPError as err:
             raise ClientError(f"cannot reach {self.url}: {err}") from None
         if response.status_code == 401:
-            raise ClientError(f"{self.url} refused the credentials: run `rlvr login` again\n{error_message(response)}")
+            raise ClientError(
+                f"{self.url} refused the credentials: run `rlvr login` again\n{error_message(response)}"
+            )
         if response.status_code >= 400:
             raise ClientError(error_message(response))
         return response.json() if response.content else None
@@ -179,7 +194,9 @@ class Api:
         data: dict[str, Any] = self.request("GET", f"/api/runs/{run_id}/")
         return data
 
-    def create_experiment(self, project_id: int, name: str, config: dict[str, Any], description: str) -> dict[str, Any]:
+    def create_experiment(
+        self, project_id: int, name: str, config: dict[str, Any], description: str
+    ) -> dict[str, Any]:
         body = {"name": name, "description": description, "config": config}
         data: dict[str, Any] = self.request("POST", f"/api/projects/{project_id}/experiments/", json=body)
         return data
@@ -233,13 +250,20 @@ def format_runs_table(runs: Sequence[dict[str, Any]], project_names: dict[int, s
     rows = [("ID", "STATUS", "STEP", "PROJECT", "EXPERIMENT", "CREATED")]
     for r in runs:
         project = r.get("project")
-        rows.append((
-            str(r.get("id", "")), str(r.get("status", "")), f"{r.get('step', 0)}/{r.get('max_steps', '?')}",
-            names.get(int(project), str(project)) if project is not None else "",
-            str(r.get("experiment_name") or r.get("experiment") or ""), str(r.get("created_at", ""))[:19].replace("T", " "),
-        ))
+        rows.append(
+            (
+                str(r.get("id", "")),
+                str(r.get("status", "")),
+                f"{r.get('step', 0)}/{r.get('max_steps', '?')}",
+                names.get(int(project), str(project)) if project is not None else "",
+                str(r.get("experiment_name") or r.get("experiment") or ""),
+                str(r.get("created_at", ""))[:19].replace("T", " "),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def load_experiment_file(path: str) -> dict[str, Any]:
@@ -364,10 +388,14 @@ class Tail:
 
 def _cmd_login(args: argparse.Namespace) -> int:
     url = normalize_url(args.url)
-    password = args.password if args.password is not None else getpass.getpass(f"password for {args.username}: ")
+    password = (
+        args.password if args.password is not None else getpass.getpass(f"password for {args.username}: ")
+    )
     issued = Api(url).issue_token(args.username, password, name=f"rlvr CLI on {socket.gethostname()}"[:100])
     path = save_credentials(Credentials(url=url, token=str(issued["token"]), username=args.username))
-    expires = f" until {str(issued['expires_at'])[:16].replace('T', ' ')} UTC" if issued.get("expires_at") else ""
+    expires = (
+        f" until {str(issued['expires_at'])[:16].replace('T', ' ')} UTC" if issued.get("expires_at") else ""
+    )
     print(f"logged in to {url} as {args.username}; token (valid{expires}) stored in {path}")
     return 0
 

@@ -36,25 +36,43 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvr import",
         description="Send a finished run to RLVR Studio: an RLVR ingest file (.jsonl), a run directory of "
-                    "`rlvr train`, or verl's rollout dump (trainer.rollout_data_dir). Importing the same files "
-                    "into the same project again finds the same run.",
+        "`rlvr train`, or verl's rollout dump (trainer.rollout_data_dir). Importing the same files "
+        "into the same project again finds the same run.",
     )
     p.add_argument("path", help="FILE.jsonl, or a directory (rlvr train's output, or verl's rollout dump)")
     p.add_argument("--project", required=True, help="project slug (or id)")
     p.add_argument("--name", help="run name (default: the run line's name, else the file or directory name)")
     p.add_argument("--experiment", help="experiment to file the run under (default: the run's name)")
     p.add_argument("--url", help="server (default: $RLVR_URL, else the one you logged in to)")
-    p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="what PATH is (default: a file is an RLVR ingest file; a directory is told by its files)")
-    p.add_argument("--config", help="YAML/JSON file with the run's config (merged over the run line's config)")
-    p.add_argument("--status", choices=FINISH_STATUSES, default="succeeded",
-                   help="the run's outcome when the files do not say (no finish line / end event)")
-    p.add_argument("--metrics", help="with --format verl: verl's FileLogger output (trainer.logger=[file]) for "
-                                     "the step metrics; without it they are computed from the dump")
-    p.add_argument("--tokenizer", help="with --format verl: a Hugging Face tokenizer folder to split completions "
-                                       "into tokens (no logprobs: verl does not dump them)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="what PATH is (default: a file is an RLVR ingest file; a directory is told by its files)",
+    )
+    p.add_argument(
+        "--config", help="YAML/JSON file with the run's config (merged over the run line's config)"
+    )
+    p.add_argument(
+        "--status",
+        choices=FINISH_STATUSES,
+        default="succeeded",
+        help="the run's outcome when the files do not say (no finish line / end event)",
+    )
+    p.add_argument(
+        "--metrics",
+        help="with --format verl: verl's FileLogger output (trainer.logger=[file]) for "
+        "the step metrics; without it they are computed from the dump",
+    )
+    p.add_argument(
+        "--tokenizer",
+        help="with --format verl: a Hugging Face tokenizer folder to split completions "
+        "into tokens (no logprobs: verl does not dump them)",
+    )
     p.add_argument("--check", action="store_true", help="only check the files and say what would be sent")
-    p.add_argument("--spool-dir", help="the client's spool (default: $RLVR_SPOOL_DIR or ~/.cache/rlvr-studio/spool)")
+    p.add_argument(
+        "--spool-dir", help="the client's spool (default: $RLVR_SPOOL_DIR or ~/.cache/rlvr-studio/spool)"
+    )
     p.add_argument("--max-line-mb", type=float, default=Limits.line_bytes / 2**20, help="longest line (MB)")
     p.add_argument("--max-lines", type=int, default=Limits.lines, help="most lines over all files")
     return p
@@ -115,7 +133,11 @@ class Sender:
             self.tokens += item.tokens
         elif isinstance(item, Checkpoint):
             self.run.log_checkpoint(item.step, item.uri)
-        if self.rollouts >= BATCH_ROLLOUTS or self.tokens >= BATCH_TOKENS or self.points >= BATCH_METRIC_POINTS:
+        if (
+            self.rollouts >= BATCH_ROLLOUTS
+            or self.tokens >= BATCH_TOKENS
+            or self.points >= BATCH_METRIC_POINTS
+        ):
             self.wait()
 
     def wait(self) -> None:
@@ -142,8 +164,14 @@ def _progress(out: IO[str]) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    console=Console(file=out), transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=out),
+        transient=False,
+    )
 
 
 def check(fmt: str, reader: Reader, limits: Limits, total_bytes: int, out: IO[str]) -> ImportPlan:
@@ -154,12 +182,22 @@ def check(fmt: str, reader: Reader, limits: Limits, total_bytes: int, out: IO[st
     return plan
 
 
-def send(plan: ImportPlan, reader: Reader, limits: Limits, args: argparse.Namespace, out: IO[str]) -> IngestRun:
+def send(
+    plan: ImportPlan, reader: Reader, limits: Limits, args: argparse.Namespace, out: IO[str]
+) -> IngestRun:
     header = plan.header
     run = start_run(
-        project=args.project, name=header.name, config=header.config, source=header.source,
-        source_info=header.source_info, max_steps=plan.max_steps, experiment=header.experiment, url=args.url,
-        key=plan.key(args.project), spool_dir=args.spool_dir, stamp_elapsed=False,  # the steps happened earlier
+        project=args.project,
+        name=header.name,
+        config=header.config,
+        source=header.source,
+        source_info=header.source_info,
+        max_steps=plan.max_steps,
+        experiment=header.experiment,
+        url=args.url,
+        key=plan.key(args.project),
+        spool_dir=args.spool_dir,
+        stamp_elapsed=False,  # the steps happened earlier
     )
     sender = Sender(run)
     outcome = plan.finish or Finish("(default)", args.status)
@@ -205,16 +243,24 @@ def run_import(args: argparse.Namespace, out: IO[str] | None = None, err: IO[str
     outcome = plan.finish.status if plan.finish else f"{args.status} (the files do not say; --status)"
     print(f"{path} ({fmt}): {plan.summary()}; outcome {outcome}", file=out)
     if args.check:
-        print(f"checked, nothing sent (the run's key in project {args.project}: {plan.key(args.project)})", file=out)
+        print(
+            f"checked, nothing sent (the run's key in project {args.project}: {plan.key(args.project)})",
+            file=out,
+        )
         return 0
     run = send(plan, reader, limits, args, err)
     if run.rejections:
         print(f"error: the server refused part of the run: {run.rejections[0]}", file=err)
         return 1
     if not run.spool.is_empty():
-        print(f"the server did not take everything: it waits in {run.spool.dir}; `rlvr sync` sends it", file=err)
+        print(
+            f"the server did not take everything: it waits in {run.spool.dir}; `rlvr sync` sends it", file=err
+        )
         return 1
-    print(f"run {run.run_id} ({plan.header.name}): {run.page_url or '(no page: the server did not answer)'}", file=out)
+    print(
+        f"run {run.run_id} ({plan.header.name}): {run.page_url or '(no page: the server did not answer)'}",
+        file=out,
+    )
     return 0
 
 

@@ -52,7 +52,9 @@ MAX_FINISH_REASON = 32
 MAX_REWARD_KEYS = 64  # entries of ``rewards`` and of ``details``
 MAX_URI = 1_024
 MAX_ERROR_MESSAGE = 10_000
-MAX_JSON_DEPTH = 48  # free-form values (config, details): the server's strict reader allows 64 for the whole batch
+MAX_JSON_DEPTH = (
+    48  # free-form values (config, details): the server's strict reader allows 64 for the whole batch
+)
 TRAINER_FILES = ("metrics.jsonl", "rollouts.jsonl", "events.jsonl")
 
 
@@ -150,7 +152,9 @@ class Reading:
                 lineno += 1
                 where = f"{path}:{lineno}"
                 if len(raw) > limit and not raw.endswith(b"\n"):
-                    raise ImportFileError(where, "", f"the line is longer than {limit:,} bytes (the limit of a line)")
+                    raise ImportFileError(
+                        where, "", f"the line is longer than {limit:,} bytes (the limit of a line)"
+                    )
                 self._hash.update(raw)
                 if self.on_bytes is not None:
                     self.on_bytes(len(raw))
@@ -158,7 +162,9 @@ class Reading:
                     continue
                 self.lines += 1
                 if self.lines > self.limits.lines:
-                    raise ImportFileError(where, "", f"more than {self.limits.lines:,} lines (the limit of an import)")
+                    raise ImportFileError(
+                        where, "", f"more than {self.limits.lines:,} lines (the limit of an import)"
+                    )
                 yield where, _decode(raw, where)
 
 
@@ -198,8 +204,15 @@ def step_of(obj: Mapping[str, Any], where: str, name: str = "step") -> int:
     return value
 
 
-def text_of(obj: Mapping[str, Any], name: str, where: str, *, limit: int, required: bool = False,
-            default: str | None = None) -> str | None:
+def text_of(
+    obj: Mapping[str, Any],
+    name: str,
+    where: str,
+    *,
+    limit: int,
+    required: bool = False,
+    default: str | None = None,
+) -> str | None:
     value = obj.get(name)
     if value is None:
         if required:
@@ -274,8 +287,12 @@ def run_header(obj: Mapping[str, Any], where: str, default_name: str) -> RunHead
     if isinstance(version, bool) or not isinstance(version, int):
         raise _fail(where, "version", f"is required: the format version, {FORMAT_VERSION}")
     if version > FORMAT_VERSION or version < 1:
-        raise _fail(where, "version", f"is {version}, but this client reads version {FORMAT_VERSION} only: "
-                                      "update the rlvr-studio package, or write version 1")
+        raise _fail(
+            where,
+            "version",
+            f"is {version}, but this client reads version {FORMAT_VERSION} only: "
+            "update the rlvr-studio package, or write version 1",
+        )
     source = obj.get("source", "import")
     if source not in SOURCES:
         raise _fail(where, "source", f"must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -283,8 +300,10 @@ def run_header(obj: Mapping[str, Any], where: str, default_name: str) -> RunHead
     return RunHeader(
         name=text_of(obj, "name", where, limit=MAX_NAME, default=default_name) or default_name,
         experiment=text_of(obj, "experiment", where, limit=MAX_NAME),
-        config=_object(obj, "config", where), source=str(source),
-        source_info=_object(obj, "source_info", where), max_steps=max_steps,
+        config=_object(obj, "config", where),
+        source=str(source),
+        source_info=_object(obj, "source_info", where),
+        max_steps=max_steps,
     )
 
 
@@ -318,7 +337,9 @@ def prompt_id_for(prompt: str) -> str:
     return "p-" + hashlib.sha1(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def rollout_item(obj: Mapping[str, Any], where: str, limits: Limits, allowed: tuple[str, ...] = ROLLOUT_LINE_FIELDS) -> Rollout:
+def rollout_item(
+    obj: Mapping[str, Any], where: str, limits: Limits, allowed: tuple[str, ...] = ROLLOUT_LINE_FIELDS
+) -> Rollout:
     """A rollout line (or a JsonlSink ``rollouts.jsonl`` row): every field checked by type and bound, then
     shaped by the client's own ``rollout_payload`` (the same code ``IngestRun.log_rollouts`` runs)."""
     _only(obj, allowed, where, "rollout line")
@@ -326,10 +347,14 @@ def rollout_item(obj: Mapping[str, Any], where: str, limits: Limits, allowed: tu
     for name in ("group", "sample_index"):
         value = obj.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
-            raise _fail(where, name, "is required: an integer from 0 to 1,000,000 (the rollout's slot in its step)")
+            raise _fail(
+                where, name, "is required: an integer from 0 to 1,000,000 (the rollout's slot in its step)"
+            )
     prompt = text_of(obj, "prompt", where, limit=MAX_TEXT, default="") or ""
     out: dict[str, Any] = {
-        "group": obj["group"], "sample_index": obj["sample_index"], "prompt": prompt,
+        "group": obj["group"],
+        "sample_index": obj["sample_index"],
+        "prompt": prompt,
         "completion": text_of(obj, "completion", where, limit=MAX_TEXT, required=True),
         "prompt_id": text_of(obj, "prompt_id", where, limit=MAX_PROMPT_ID) or prompt_id_for(prompt),
         "finish_reason": text_of(obj, "finish_reason", where, limit=MAX_FINISH_REASON, default="unknown"),
@@ -364,7 +389,9 @@ def _details(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _fail(where, "details", f"must be an object of verifier name -> object, got {type(value).__name__}")
+        raise _fail(
+            where, "details", f"must be an object of verifier name -> object, got {type(value).__name__}"
+        )
     if len(value) > MAX_REWARD_KEYS:
         raise _fail(where, "details", f"has {len(value)} entries; at most {MAX_REWARD_KEYS}")
     for key, record in value.items():
@@ -386,21 +413,31 @@ def _token_arrays(obj: Mapping[str, Any], where: str, limits: Limits) -> dict[st
         if len(value) > limits.tokens:
             raise _fail(where, name, f"has {len(value):,} tokens; at most {limits.tokens:,} per rollout")
         out[name] = value
-    if ids is not None and any(isinstance(t, bool) or not isinstance(t, int) or not -(2**31) <= t < 2**31 for t in ids):
-        bad = next(i for i, t in enumerate(ids) if isinstance(t, bool) or not isinstance(t, int) or not -(2**31) <= t < 2**31)
+    if ids is not None and any(
+        isinstance(t, bool) or not isinstance(t, int) or not -(2**31) <= t < 2**31 for t in ids
+    ):
+        bad = next(
+            i
+            for i, t in enumerate(ids)
+            if isinstance(t, bool) or not isinstance(t, int) or not -(2**31) <= t < 2**31
+        )
         raise _fail(where, f"token_ids[{bad}]", f"must be a 32-bit integer, got {ids[bad]!r}")
     if tokens is not None:
         for i, token in enumerate(tokens):
             if not isinstance(token, str) or len(token) > MAX_TOKEN_TEXT:
                 raise _fail(where, f"tokens[{i}]", f"must be a string of at most {MAX_TOKEN_TEXT} characters")
     if ids is not None and tokens is not None and len(ids) != len(tokens):
-        raise _fail(where, "tokens", f"has {len(tokens)} entries but token_ids {len(ids)}: give one per token")
+        raise _fail(
+            where, "tokens", f"has {len(tokens)} entries but token_ids {len(ids)}: give one per token"
+        )
     length = len(tokens) if tokens is not None else len(ids or [])
     channels = obj.get("token_values")
     if channels is None:
         return out
     if not isinstance(channels, dict):
-        raise _fail(where, "token_values", f"must be an object of channel -> list, got {type(channels).__name__}")
+        raise _fail(
+            where, "token_values", f"must be an object of channel -> list, got {type(channels).__name__}"
+        )
     checked: dict[str, list[float | None]] = {}
     for channel, values in channels.items():
         name = f"token_values.{channel}"
@@ -408,7 +445,9 @@ def _token_arrays(obj: Mapping[str, Any], where: str, limits: Limits) -> dict[st
             raise _fail(where, name, f"unknown channel; the channels are {', '.join(TOKEN_CHANNELS)}")
         if not isinstance(values, list) or len(values) != length:
             got = f"{len(values)} values" if isinstance(values, list) else type(values).__name__
-            raise _fail(where, name, f"must be a list of one number (or null) per token: {got} for {length} tokens")
+            raise _fail(
+                where, name, f"must be a list of one number (or null) per token: {got} for {length} tokens"
+            )
         checked[channel] = [number_or_none(v, where, f"{name}[{i}]") for i, v in enumerate(values)]
     out["token_values"] = checked
     return out
@@ -422,16 +461,24 @@ def read_ingest_file(path: Path) -> Reader:
 
     def read(reading: Reading) -> Iterator[RunHeader | Item]:
         header_at: str | None = None
-        for where, obj in reading.json_lines(path, name="ingest-file"):  # the content names the run, not the file name
+        for where, obj in reading.json_lines(
+            path, name="ingest-file"
+        ):  # the content names the run, not the file name
             kind = obj.get("type")
             if header_at is None:
                 if kind != "run":
-                    raise _fail(where, "type", f"the first line must be the run line ({{\"type\": \"run\", \"version\": "
-                                               f"{FORMAT_VERSION}, ...}}), got {kind!r}")
+                    raise _fail(
+                        where,
+                        "type",
+                        f'the first line must be the run line ({{"type": "run", "version": '
+                        f"{FORMAT_VERSION}, ...}}), got {kind!r}",
+                    )
                 header_at = where
                 yield run_header(obj, where, default_name=path.stem)
             elif kind == "run":
-                raise _fail(where, "type", f"a second run line (the run line is {header_at}): one run per file")
+                raise _fail(
+                    where, "type", f"a second run line (the run line is {header_at}): one run per file"
+                )
             elif kind == "metrics":
                 yield metrics_item(obj, where)
             elif kind == "rollout":
@@ -522,12 +569,18 @@ class ImportPlan:
 
     def summary(self) -> str:
         steps = "no steps" if self.first_step is None else f"steps {self.first_step}..{self.last_step}"
-        return (f"{steps}: {self.metric_lines:,} metric lines ({self.metric_points:,} values), {self.rollouts:,} "
-                f"rollouts ({self.tokens:,} tokens), {self.checkpoints:,} checkpoints")
+        return (
+            f"{steps}: {self.metric_lines:,} metric lines ({self.metric_points:,} values), {self.rollouts:,} "
+            f"rollouts ({self.tokens:,} tokens), {self.checkpoints:,} checkpoints"
+        )
 
 
-def scan(format_name: str, reader: Reader, limits: Limits | None = None,
-         on_bytes: Callable[[int], None] | None = None) -> ImportPlan:
+def scan(
+    format_name: str,
+    reader: Reader,
+    limits: Limits | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> ImportPlan:
     """Read everything once and check it (ImportFileError at the first problem); nothing is sent."""
     reading = Reading(limits=limits or Limits(), on_bytes=on_bytes)
     stream = reader(reading)
@@ -540,7 +593,9 @@ def scan(format_name: str, reader: Reader, limits: Limits | None = None,
         if isinstance(item, RunHeader):
             raise IngestError(f"{format_name}: a second run")
         if plan.finish is not None:
-            raise ImportFileError(item.where, "type", f"comes after the finish line ({plan.finish.where}): finish is last")
+            raise ImportFileError(
+                item.where, "type", f"comes after the finish line ({plan.finish.where}): finish is last"
+            )
         if isinstance(item, Finish):
             plan.finish = item
             continue
@@ -552,9 +607,14 @@ def scan(format_name: str, reader: Reader, limits: Limits | None = None,
         elif isinstance(item, Rollout):
             slot = (item.step, int(item.fields["group"]), int(item.fields["sample_index"]))
             if slot in slots:
-                raise ImportFileError(item.where, "sample_index", (
-                    f"step {slot[0]} group {slot[1]} sample_index {slot[2]} is already taken by {slots[slot]}: "
-                    "give each completion of a step its own (group, sample_index)"))
+                raise ImportFileError(
+                    item.where,
+                    "sample_index",
+                    (
+                        f"step {slot[0]} group {slot[1]} sample_index {slot[2]} is already taken by {slots[slot]}: "
+                        "give each completion of a step its own (group, sample_index)"
+                    ),
+                )
             slots[slot] = item.where
             plan.rollouts += 1
             plan.tokens += item.tokens
@@ -564,7 +624,9 @@ def scan(format_name: str, reader: Reader, limits: Limits | None = None,
     return plan
 
 
-def items(reader: Reader, limits: Limits | None = None, on_bytes: Callable[[int], None] | None = None) -> Iterator[Item]:
+def items(
+    reader: Reader, limits: Limits | None = None, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[Item]:
     """The items again (the second pass, to send them), without the header."""
     for item in reader(Reading(limits=limits or Limits(), on_bytes=on_bytes)):
         if not isinstance(item, RunHeader):

@@ -58,7 +58,9 @@ CLIENT_VERSION = "1"
 BATCH_ROLLOUTS = 64
 BATCH_TOKENS = 131_072
 BATCH_METRIC_POINTS = 2_000
-ELAPSED_KEY = "perf/elapsed_s"  # the run page's wall-clock x-axis (trainer/step/progress.py logs it for native runs)
+ELAPSED_KEY = (
+    "perf/elapsed_s"  # the run page's wall-clock x-axis (trainer/step/progress.py logs it for native runs)
+)
 
 
 @dataclass
@@ -74,13 +76,19 @@ class _Queue:
         return not (self.metrics or self.rollouts or self.checkpoints or self.finish or self.announce)
 
     def full(self) -> bool:
-        return len(self.rollouts) >= BATCH_ROLLOUTS or self.tokens >= BATCH_TOKENS or len(self.metrics) >= BATCH_METRIC_POINTS
+        return (
+            len(self.rollouts) >= BATCH_ROLLOUTS
+            or self.tokens >= BATCH_TOKENS
+            or len(self.metrics) >= BATCH_METRIC_POINTS
+        )
 
 
 def _jsonable(item: dict[str, Any]) -> dict[str, Any]:
     """What the sender could not convert, in a form the spool can still write (for a person to read)."""
-    return {key: value if isinstance(value, (str, int, bool, type(None))) else repr(value)[:10_000]
-            for key, value in item.items()}
+    return {
+        key: value if isinstance(value, (str, int, bool, type(None))) else repr(value)[:10_000]
+        for key, value in item.items()
+    }
 
 
 def resolve_server(url: str | None, token: str | None) -> tuple[str, str]:
@@ -103,8 +111,16 @@ class IngestRun:
     """One outside run being logged. Thread-safe; every method returns at once (``flush`` and ``finish`` wait)."""
 
     def __init__(
-        self, *, run: dict[str, Any], transport: Transport, spool: RunSpool, flush_interval_s: float = 1.0,
-        attempts: int = 4, backoff: Backoff | None = None, retry_interval_s: float = 5.0, announce: bool = True,
+        self,
+        *,
+        run: dict[str, Any],
+        transport: Transport,
+        spool: RunSpool,
+        flush_interval_s: float = 1.0,
+        attempts: int = 4,
+        backoff: Backoff | None = None,
+        retry_interval_s: float = 5.0,
+        announce: bool = True,
         stamp_elapsed: bool = True,
     ) -> None:
         self.run = run
@@ -169,12 +185,17 @@ class IngestRun:
 
     def log_checkpoint(self, step: int, uri: str) -> None:
         if not isinstance(uri, str) or not uri:
-            raise IngestError("log_checkpoint: uri must be a non-empty string (a folder or an object-store URI)")
+            raise IngestError(
+                "log_checkpoint: uri must be a non-empty string (a folder or an object-store URI)"
+            )
         point = {"step": check_step(step, "log_checkpoint"), "uri": uri}
         self._put(lambda q: q.checkpoints.append(point))
 
     def finish(
-        self, status: str = "succeeded", final_metrics: Mapping[str, Any] | None = None, error_message: str = "",
+        self,
+        status: str = "succeeded",
+        final_metrics: Mapping[str, Any] | None = None,
+        error_message: str = "",
         timeout_s: float | None = 120.0,
     ) -> bool:
         """Queue the outcome, send everything, stop the thread. True when the server has it all; False when
@@ -182,8 +203,12 @@ class IngestRun:
         refused rollouts (``rollouts_dropped`` counts them; the run shows the count beside its status)."""
         if status not in FINISH_STATUSES:
             raise IngestError(f"finish: status must be one of {', '.join(FINISH_STATUSES)}, got {status!r}")
-        outcome = {"status": status, "final_metrics": clean_values(final_metrics or {}, "finish"),
-                   "error_message": str(error_message)[:10_000]}
+        outcome = {
+            "status": status,
+            "final_metrics": clean_values(final_metrics or {}, "finish"),
+            "error_message": str(error_message)[:10_000],
+        }
+
         def add(queue: _Queue) -> None:
             queue.finish = outcome
 
@@ -193,7 +218,10 @@ class IngestRun:
         if self.rollouts_dropped:
             logger.error(
                 "RLVR Studio: %d rollout(s) of run %s could not be delivered (kept in %s with the reasons); the "
-                "run shows the count", self.rollouts_dropped, self.key, self.spool.dir / "rejected",
+                "run shows the count",
+                self.rollouts_dropped,
+                self.key,
+                self.spool.dir / "rejected",
             )
         return delivered and not self.rollouts_dropped
 
@@ -204,7 +232,11 @@ class IngestRun:
         with self._lock:
             self._flush_wanted = True
             self._lock.notify_all()
-            while not (self._queue.empty() and not self._busy and (self.spool.is_empty() or (stop_when_offline and self.offline))):
+            while not (
+                self._queue.empty()
+                and not self._busy
+                and (self.spool.is_empty() or (stop_when_offline and self.offline))
+            ):
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     break
@@ -214,7 +246,10 @@ class IngestRun:
         if not delivered:
             logger.warning(
                 "RLVR Studio: %d batch(es) of run %s wait in %s (the server is unreachable); they are sent when it "
-                "answers, or later with `rlvr sync`", len(self.spool.pending()), self.key, self.spool.dir,
+                "answers, or later with `rlvr sync`",
+                len(self.spool.pending()),
+                self.key,
+                self.spool.dir,
             )
         return delivered
 
@@ -264,7 +299,9 @@ class IngestRun:
         next_retry = 0.0
         while True:
             with self._lock:
-                urgent = self._closing or self._queue.full() or (self._flush_wanted and not self._queue.empty())
+                urgent = (
+                    self._closing or self._queue.full() or (self._flush_wanted and not self._queue.empty())
+                )
                 if not urgent:
                     self._lock.wait(timeout=self.flush_interval_s)
                 closing, flushing = self._closing, self._flush_wanted
@@ -276,7 +313,9 @@ class IngestRun:
                 if not self.offline or time.monotonic() >= next_retry or closing:
                     self._drain(closing)
                     if self.offline:  # someone waiting in flush() hears sooner that the server is back
-                        next_retry = time.monotonic() + (min(1.0, self.retry_interval_s) if flushing else self.retry_interval_s)
+                        next_retry = time.monotonic() + (
+                            min(1.0, self.retry_interval_s) if flushing else self.retry_interval_s
+                        )
             finally:
                 with self._lock:
                     self._busy = False
@@ -299,12 +338,16 @@ class IngestRun:
             batch["rollouts"] = good
         try:
             self.spool.append(batch)
-        except (TypeError, ValueError) as err:  # a value JSON cannot hold: keep it readable, never lose the thread
+        except (
+            TypeError,
+            ValueError,
+        ) as err:  # a value JSON cannot hold: keep it readable, never lose the thread
             kept = self.spool.append(_jsonable(batch))
             self._reject(kept, f"the batch holds a value JSON cannot carry: {err}", batch)
         if bad:
-            kept = self.spool.append({"version": batch["version"], "run": batch["run"],
-                                      "rollouts": [_jsonable(r) for r, _ in bad]})
+            kept = self.spool.append(
+                {"version": batch["version"], "run": batch["run"], "rollouts": [_jsonable(r) for r, _ in bad]}
+            )
             self._reject(kept, "; ".join(reason for _, reason in bad[:5]))
 
     def _drain(self, closing: bool) -> None:
@@ -319,12 +362,16 @@ class IngestRun:
                 batch["rollouts_dropped"] = self.rollouts_dropped
             try:
                 answer = send_with_retries(
-                    self.transport, batch, attempts=1 if (self.offline and not closing) else self.attempts,
+                    self.transport,
+                    batch,
+                    attempts=1 if (self.offline and not closing) else self.attempts,
                     backoff=self.backoff,
                 )
             except Unreachable as err:
                 if not self.offline:
-                    logger.warning("RLVR Studio: %s; spooling run %s to %s and retrying", err, self.key, self.spool.dir)
+                    logger.warning(
+                        "RLVR Studio: %s; spooling run %s to %s and retrying", err, self.key, self.spool.dir
+                    )
                 self.offline = True
                 return
             except TooLarge as err:
@@ -348,7 +395,9 @@ class IngestRun:
         """Replace an oversized batch by its halves (appended: every item is idempotent and order-free but
         the outcome, which goes to the later half)."""
         batch = spooled.read()
-        items = [(name, item) for name in ("metrics", "rollouts", "checkpoints") for item in batch.get(name, [])]
+        items = [
+            (name, item) for name in ("metrics", "rollouts", "checkpoints") for item in batch.get(name, [])
+        ]
         if len(items) < 2:
             return False
         half = len(items) // 2
@@ -378,7 +427,9 @@ class IngestRun:
         self.rejections.append(message)
         self.rollouts_dropped += len(batch.get("rollouts") or [])
         logger.error("RLVR Studio refused a batch of run %s (kept in %s): %s", self.key, where, message)
-        if isinstance(batch.get("finish"), dict) and any(batch.get(n) for n in ("metrics", "rollouts", "checkpoints")):
+        if isinstance(batch.get("finish"), dict) and any(
+            batch.get(n) for n in ("metrics", "rollouts", "checkpoints")
+        ):
             self.spool.append({"version": batch["version"], "run": batch["run"], "finish": batch["finish"]})
 
     def _at_exit(self) -> None:
@@ -390,8 +441,12 @@ class IngestRun:
 def _source_info(given: Mapping[str, Any] | None, command: str | None) -> dict[str, Any]:
     """Host, client version and the (redacted) command, then what the caller gave; a command the caller gave
     is redacted too, and none is sent when sending it is off."""
-    info: dict[str, Any] = {"host": socket.gethostname(), "client_version": CLIENT_VERSION, "command": command,
-                            **plain_json(dict(given or {}))}
+    info: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "client_version": CLIENT_VERSION,
+        "command": command,
+        **plain_json(dict(given or {})),
+    }
     if command is None or not isinstance(info["command"], str):
         info.pop("command")
     else:
@@ -400,11 +455,23 @@ def _source_info(given: Mapping[str, Any] | None, command: str | None) -> dict[s
 
 
 def start_run(
-    *, project: str, name: str, config: Mapping[str, Any] | None = None, source: str = "script",
-    source_info: Mapping[str, Any] | None = None, experiment: str | None = None, max_steps: int = 0,
-    retention: Mapping[str, Any] | None = None, key: str | None = None, url: str | None = None,
-    token: str | None = None, spool_dir: str | Path | None = None, flush_interval_s: float = 1.0,
-    attempts: int = 4, transport: Transport | None = None, stamp_elapsed: bool = True,
+    *,
+    project: str,
+    name: str,
+    config: Mapping[str, Any] | None = None,
+    source: str = "script",
+    source_info: Mapping[str, Any] | None = None,
+    experiment: str | None = None,
+    max_steps: int = 0,
+    retention: Mapping[str, Any] | None = None,
+    key: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    spool_dir: str | Path | None = None,
+    flush_interval_s: float = 1.0,
+    attempts: int = 4,
+    transport: Transport | None = None,
+    stamp_elapsed: bool = True,
     send_command: bool | None = None,
 ) -> IngestRun:
     """Start (or, with the ``key`` of an earlier call, continue) a run in ``project`` (its slug or id).
@@ -424,8 +491,12 @@ def start_run(
     server, api_token = (transport.url, "") if transport is not None else resolve_server(url, token)
     run_key = check_key(key or uuid.uuid4().hex)
     run: dict[str, Any] = {
-        "project": str(project), "key": run_key, "name": str(name),
-        "experiment": str(experiment or name), "config": plain_json(dict(config or {})), "source": source,
+        "project": str(project),
+        "key": run_key,
+        "name": str(name),
+        "experiment": str(experiment or name),
+        "config": plain_json(dict(config or {})),
+        "source": source,
         "source_info": _source_info(source_info, command),
         "max_steps": check_step(max_steps, "start_run max_steps"),
     }
@@ -433,14 +504,23 @@ def start_run(
         run["retention"] = dict(retention)
     spool = RunSpool(Path(spool_dir) if spool_dir is not None else default_spool_dir(), run_key)
     spool.write_run({**run, "run_id": (spool.read_run() or {}).get("run_id")})
-    started = IngestRun(run=run, transport=transport or Transport(server, api_token), spool=spool,
-                        flush_interval_s=flush_interval_s, attempts=max(1, attempts), stamp_elapsed=stamp_elapsed)
+    started = IngestRun(
+        run=run,
+        transport=transport or Transport(server, api_token),
+        spool=spool,
+        flush_interval_s=flush_interval_s,
+        attempts=max(1, attempts),
+        stamp_elapsed=stamp_elapsed,
+    )
     started.flush(timeout_s=10, stop_when_offline=True)  # the run's id and page; offline, it goes on spooling
     return started
 
 
 def sync_spool(
-    *, spool_dir: str | Path | None = None, url: str | None = None, token: str | None = None,
+    *,
+    spool_dir: str | Path | None = None,
+    url: str | None = None,
+    token: str | None = None,
     transport: Transport | None = None,
 ) -> dict[str, int]:
     """Send every batch a process left in the spool (it crashed, or finished while the server was down);
@@ -456,7 +536,9 @@ def sync_spool(
             continue
         run = {k: v for k, v in described.items() if k != "run_id"}
         # The spooled batches name the run themselves: no announcing batch.
-        sender = IngestRun(run=run, transport=transport or Transport(server, api_token), spool=spool, announce=False)
+        sender = IngestRun(
+            run=run, transport=transport or Transport(server, api_token), spool=spool, announce=False
+        )
         sender.close()
         left[key] = len(spool.pending())
     return left

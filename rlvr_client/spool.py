@@ -133,6 +133,10 @@ def spooled_keys(root: Path) -> list[str]:
         return []
     keys = []
     for entry in sorted(root.iterdir()):
-        if entry.is_dir() and KEY_PATTERN.match(entry.name) and any(BATCH_NAME.match(p.name) for p in entry.iterdir()):
+        if (
+            entry.is_dir()
+            and KEY_PATTERN.match(entry.name)
+            and any(BATCH_NAME.match(p.name) for p in entry.iterdir())
+        ):
             keys.append(entry.name)
     return keys

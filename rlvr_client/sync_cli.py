@@ -15,7 +15,9 @@ from rlvr_client.wire import IngestError
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="rlvr sync", description=__doc__)
-    parser.add_argument("--spool-dir", default=None, help=f"the spool (default $RLVR_SPOOL_DIR or {default_spool_dir()})")
+    parser.add_argument(
+        "--spool-dir", default=None, help=f"the spool (default $RLVR_SPOOL_DIR or {default_spool_dir()})"
+    )
     parser.add_argument("--url", default=None, help="the server (default $RLVR_URL, else `rlvr login`'s)")
     args = parser.parse_args(list(argv)[1:])
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -28,5 +30,7 @@ def main(argv: Sequence[str]) -> int:
         print("nothing to send: the spool is empty")
         return 0
     for key, waiting in left.items():
-        print(f"{key}: {'sent' if waiting == 0 else f'{waiting} batch(es) still waiting (server unreachable)'}")
+        print(
+            f"{key}: {'sent' if waiting == 0 else f'{waiting} batch(es) still waiting (server unreachable)'}"
+        )
     return 0 if all(v == 0 for v in left.values()) else 1

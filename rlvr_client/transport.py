@@ -60,18 +60,24 @@ def _message(response: httpx.Response) -> tuple[str, dict[str, Any]]:
     message = str(body.get("message") or body.get("detail") or f"HTTP {response.status_code}")
     fields = (body.get("extra") or {}).get("fields") or {}
     if isinstance(fields, dict):
-        message += "".join(f"\n  {path}: {' '.join(map(str, msgs))}" for path, msgs in list(fields.items())[:20])
+        message += "".join(
+            f"\n  {path}: {' '.join(map(str, msgs))}" for path, msgs in list(fields.items())[:20]
+        )
     return message, body
 
 
 class Transport:
     """POSTs batches to ``<url>/api/ingest/batches/`` with the API token."""
 
-    def __init__(self, url: str, token: str, timeout_s: float = 60.0, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self, url: str, token: str, timeout_s: float = 60.0, http: httpx.Client | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.http = http or httpx.Client(timeout=timeout_s)
         self.headers = {
-            "Authorization": f"Token {token}", "Content-Type": "application/json", "Content-Encoding": "gzip",
+            "Authorization": f"Token {token}",
+            "Content-Type": "application/json",
+            "Content-Encoding": "gzip",
             "Accept": "application/json",
         }
 
@@ -90,7 +96,9 @@ class Transport:
         if response.status_code >= 400:
             message, data = _message(response)
             if response.status_code == 401:
-                message = f"{self.url} refused the API token (run `rlvr login` again, or set RLVR_TOKEN): {message}"
+                message = (
+                    f"{self.url} refused the API token (run `rlvr login` again, or set RLVR_TOKEN): {message}"
+                )
             raise Refused(response.status_code, message, data)
         data = response.json()
         return data if isinstance(data, dict) else {}
@@ -100,8 +108,13 @@ class Transport:
 
 
 def send_with_retries(
-    transport: Transport, batch: dict[str, Any], *, attempts: int, backoff: Backoff,
-    sleep: Callable[[float], None] = time.sleep, should_stop: Callable[[], bool] = lambda: False,
+    transport: Transport,
+    batch: dict[str, Any],
+    *,
+    attempts: int,
+    backoff: Backoff,
+    sleep: Callable[[float], None] = time.sleep,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """``transport.send`` up to ``attempts`` times while the server is unreachable; raises the last
     ``Unreachable``, or ``Refused`` at once."""

@@ -140,10 +140,17 @@ METRIC_KEYS: dict[str, str] = {
     "step_time": "perf/step_s",
     "num_tokens": "perf/tokens_total",  # TRL's cumulative prompt + completion tokens: the "tokens" x-axis
 }
-FINAL_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss"})
+FINAL_KEYS = frozenset(
+    {"train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss"}
+)
 _REWARD_MEAN = re.compile(r"^rewards/(.+)/mean$")
 _PLACEHOLDER = re.compile(r"^<[A-Z_]+>$")  # TrainingArguments.to_dict's stand-in for a secret
-WRAPPED = ("_generate_and_score_completions", "_calculate_rewards", "_compute_loss", "_get_per_token_logps_and_entropies")
+WRAPPED = (
+    "_generate_and_score_completions",
+    "_calculate_rewards",
+    "_compute_loss",
+    "_get_per_token_logps_and_entropies",
+)
 
 
 def map_metrics(logs: Mapping[str, Any], *, loss_is_pg_loss: bool = False) -> dict[str, float]:
@@ -231,9 +238,16 @@ class RLVRStudioCallback(TrainerCallback):
     ``on_train_end``; only on the main process. ``instrument`` adds it and the rollout tap."""
 
     def __init__(
-        self, *, project: str, name: str | None = None, experiment: str | None = None,
-        config: Mapping[str, Any] | None = None, key: str | None = None, url: str | None = None,
-        token: str | None = None, spool_dir: str | Path | None = None,
+        self,
+        *,
+        project: str,
+        name: str | None = None,
+        experiment: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        url: str | None = None,
+        token: str | None = None,
+        spool_dir: str | Path | None = None,
     ) -> None:
         self.project, self.name, self.experiment, self.config = project, name, experiment, config
         self.key, self.url, self.token, self.spool_dir = key, url, token, spool_dir
@@ -245,7 +259,9 @@ class RLVRStudioCallback(TrainerCallback):
         self._final: dict[str, float] = {}
         self._open = False
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if not state.is_world_process_zero or self._open:
             return
         import trl
@@ -254,36 +270,66 @@ class RLVRStudioCallback(TrainerCallback):
         name_or_path = getattr(getattr(model, "config", None), "_name_or_path", "")
         output_dir = str(args.output_dir or ".")
         self.run = start_run(
-            project=self.project, name=self.name or args.run_name or os.path.basename(os.path.abspath(output_dir)),
+            project=self.project,
+            name=self.name or args.run_name or os.path.basename(os.path.abspath(output_dir)),
             experiment=self.experiment,
-            config=_jsonable(self.config if self.config is not None else
-                             {**changed_settings(args), "model_name_or_path": name_or_path}),
-            source="trl", source_info={"library": "trl", "version": trl.__version__, "model": name_or_path, **self.source_info},
-            max_steps=max(int(state.max_steps), 0), key=self.key, url=self.url, token=self.token, spool_dir=self.spool_dir,
+            config=_jsonable(
+                self.config
+                if self.config is not None
+                else {**changed_settings(args), "model_name_or_path": name_or_path}
+            ),
+            source="trl",
+            source_info={
+                "library": "trl",
+                "version": trl.__version__,
+                "model": name_or_path,
+                **self.source_info,
+            },
+            max_steps=max(int(state.max_steps), 0),
+            key=self.key,
+            url=self.url,
+            token=self.token,
+            spool_dir=self.spool_dir,
         )
         self._open, self._last, self._final = True, {}, {}
-        print(f"RLVR Studio: logging this run to {self.run.page_url or self.run.transport.url}", file=sys.stderr)
+        print(
+            f"RLVR Studio: logging this run to {self.run.page_url or self.run.transport.url}", file=sys.stderr
+        )
 
     def on_log(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-        logs: dict[str, Any] | None = None, **kwargs: Any,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> None:
         if self.run is None or not self._open or not logs:
             return
         if FINAL_KEYS & set(logs):  # the end-of-training summary: final metrics, not a chart point
-            self._final.update({k: v for k, v in map_metrics(logs).items() if k.removeprefix("trl/") in FINAL_KEYS})
+            self._final.update(
+                {k: v for k, v in map_metrics(logs).items() if k.removeprefix("trl/") in FINAL_KEYS}
+            )
             return
         values = map_metrics(logs, loss_is_pg_loss=self.loss_is_pg_loss)
         if not any(k.startswith("eval/") for k in values):
             self._last = values
-        self._send(f"the metrics of step {state.global_step}", self.run.log_metrics, int(state.global_step), values)
+        self._send(
+            f"the metrics of step {state.global_step}", self.run.log_metrics, int(state.global_step), values
+        )
 
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self.run is not None and self._open:
             folder = os.path.join(str(args.output_dir or "."), f"{CHECKPOINT_PREFIX}-{state.global_step}")
-            self._send("a checkpoint", self.run.log_checkpoint, int(state.global_step), os.path.abspath(folder))
+            self._send(
+                "a checkpoint", self.run.log_checkpoint, int(state.global_step), os.path.abspath(folder)
+            )
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self.tap is not None:
             self.tap.flush()  # on every process: it gathers
         self.end("succeeded")
@@ -305,7 +351,9 @@ class RLVRStudioCallback(TrainerCallback):
         if self.run is None or not self._open:
             return
         self._open = False
-        self.run.finish(status, final_metrics={**self._last, **self._final}, error_message=error_message, timeout_s=60)
+        self.run.finish(
+            status, final_metrics={**self._last, **self._final}, error_message=error_message, timeout_s=60
+        )
 
 
 @dataclass
@@ -329,7 +377,9 @@ class RolloutTap:
         self.trainer = trainer
         self.send = send
         tokenizer = trainer.processing_class
-        self.tokenizer: Any = getattr(trainer, "_tokenizer", None) or getattr(tokenizer, "tokenizer", tokenizer)
+        self.tokenizer: Any = getattr(trainer, "_tokenizer", None) or getattr(
+            tokenizer, "tokenizer", tokenizer
+        )
         self.pending: _Generation | None = None
         self._rewards: list[list[float]] | None = None
         self._rows_in_loss: list[int] | None = None
@@ -359,8 +409,11 @@ class RolloutTap:
         advantages = output["advantages"].detach().float().cpu()  # [B], or [B, T] from a subclass
         channels = {
             name: output[key].detach().float().cpu().tolist()  # [B, T]
-            for name, key in (("ref_logprob", "ref_per_token_logps"), ("old_logprob", "old_per_token_logps"),
-                              ("logprob", "sampling_per_token_logps"))
+            for name, key in (
+                ("ref_logprob", "ref_per_token_logps"),
+                ("old_logprob", "old_per_token_logps"),
+                ("logprob", "sampling_per_token_logps"),
+            )
             if output.get(key) is not None
         }
         if "logprob" not in channels and "old_logprob" in channels:
@@ -369,7 +422,9 @@ class RolloutTap:
             channels["old_logprob"] = channels["logprob"]
         prompts = [
             [tok for tok, keep in zip(row, keep_row, strict=True) if keep]
-            for row, keep_row in zip(output["prompt_ids"].tolist(), output["prompt_mask"].tolist(), strict=True)
+            for row, keep_row in zip(
+                output["prompt_ids"].tolist(), output["prompt_mask"].tolist(), strict=True
+            )
         ]
         token_str = _token_strings(self.tokenizer, [row[:n] for row, n in zip(ids, lengths, strict=True)])
         eos = {*getattr(t, "eos_token_ids", [self.tokenizer.eos_token_id]), self.tokenizer.pad_token_id}
@@ -388,31 +443,39 @@ class RolloutTap:
                 advantage = sum(kept) / len(kept) if kept else 0.0
             prompt = self.tokenizer.decode(prompts[i], skip_special_tokens=False)
             source = inputs[i] if i < len(inputs) else {}
-            rows.append({
-                "prompt_id": _prompt_id(source, prompt),
-                "group": g // t.num_generations,
-                "sample_index": g % t.num_generations,
-                "prompt": prompt,
-                "completion": self.tokenizer.decode(row[:n], skip_special_tokens=True),
-                "finish_reason": "eos" if n and row[n - 1] in eos else "length",
-                "reward": _weighted_sum(scores, weights),
-                "rewards": {name: _number(s) for name, s in zip(t.reward_func_names, scores, strict=False)},
-                "correct": None,
-                "details": {},
-                "advantage": _number(advantage),
-                "token_ids": row[:n],
-                "tokens": [token_str[tok] for tok in row[:n]],
-                "token_values": {
-                    "advantage": [a if m else 0.0 for a, m in zip(per_token, loss_mask, strict=True)],
-                    "loss_mask": loss_mask,
-                    **{name: values[i][:n] for name, values in channels.items()},
-                },
-                "answer": _answer(source),
-            })
+            rows.append(
+                {
+                    "prompt_id": _prompt_id(source, prompt),
+                    "group": g // t.num_generations,
+                    "sample_index": g % t.num_generations,
+                    "prompt": prompt,
+                    "completion": self.tokenizer.decode(row[:n], skip_special_tokens=True),
+                    "finish_reason": "eos" if n and row[n - 1] in eos else "length",
+                    "reward": _weighted_sum(scores, weights),
+                    "rewards": {
+                        name: _number(s) for name, s in zip(t.reward_func_names, scores, strict=False)
+                    },
+                    "correct": None,
+                    "details": {},
+                    "advantage": _number(advantage),
+                    "token_ids": row[:n],
+                    "tokens": [token_str[tok] for tok in row[:n]],
+                    "token_values": {
+                        "advantage": [a if m else 0.0 for a, m in zip(per_token, loss_mask, strict=True)],
+                        "loss_mask": loss_mask,
+                        **{name: values[i][:n] for name, values in channels.items()},
+                    },
+                    "answer": _answer(source),
+                }
+            )
         self._rewards = None
         self.pending = _Generation(
-            step=int(t.state.global_step) + 1, rows=rows, lengths=lengths, first_pass=[None] * len(rows),
-            passes_left=int(getattr(t.args, "steps_per_generation", 1)), needs_logprob="logprob" not in channels,
+            step=int(t.state.global_step) + 1,
+            rows=rows,
+            lengths=lengths,
+            first_pass=[None] * len(rows),
+            passes_left=int(getattr(t.args, "steps_per_generation", 1)),
+            needs_logprob="logprob" not in channels,
         )
         output[ROW_KEY] = torch.arange(len(rows), device=output["completion_ids"].device)  # [B]
 
@@ -441,7 +504,10 @@ class RolloutTap:
         for j, r in enumerate(self._rows_in_loss):
             if self.pending.first_pass[r] is None:
                 n = self.pending.lengths[r]
-                self.pending.first_pass[r] = (logps_rows[j][:n], entropy_rows[j][:n] if entropy_rows else None)
+                self.pending.first_pass[r] = (
+                    logps_rows[j][:n],
+                    entropy_rows[j][:n] if entropy_rows else None,
+                )
 
     def flush(self) -> None:
         """Send the pending generation (gathered to the main process). Every process calls it at the same point."""
@@ -466,7 +532,9 @@ class RolloutTap:
 def _token_strings(tokenizer: Any, rows: list[list[int]]) -> dict[int, str]:
     """Each distinct id decoded once (a token's string depends on it alone), special tokens kept."""
     distinct = sorted({tok for row in rows for tok in row})
-    decoded = tokenizer.batch_decode([[tok] for tok in distinct], skip_special_tokens=False) if distinct else []
+    decoded = (
+        tokenizer.batch_decode([[tok] for tok in distinct], skip_special_tokens=False) if distinct else []
+    )
     return dict(zip(distinct, decoded, strict=True))
 
 
@@ -509,6 +577,7 @@ def _tap_methods(trainer: Any, tap: RolloutTap) -> None:
             output = original(inputs, *args, **kwargs)
             tap.generated(inputs, output)
             return output
+
         return wrapper
 
     def rewards(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -516,12 +585,14 @@ def _tap_methods(trainer: Any, tap: RolloutTap) -> None:
             rewards_per_func = original(*args, **kwargs)
             tap.rewards_computed(rewards_per_func)
             return rewards_per_func
+
         return wrapper
 
     def loss(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
             with tap.loss_forward(inputs):
                 return original(model, inputs, *args, **kwargs)
+
         return wrapper
 
     def logps(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -530,6 +601,7 @@ def _tap_methods(trainer: Any, tap: RolloutTap) -> None:
             if kwargs.get("compute_entropy"):  # the loss forward's call (the old and ref logprobs pass False)
                 tap.logps_computed(result[0], result[1])
             return result
+
         return wrapper
 
     for name, make in zip(WRAPPED, (generate, rewards, loss, logps), strict=True):
@@ -537,9 +609,17 @@ def _tap_methods(trainer: Any, tap: RolloutTap) -> None:
 
 
 def instrument(
-    trainer: GRPOTrainer, *, project: str, name: str | None = None, experiment: str | None = None,
-    config: Mapping[str, Any] | None = None, key: str | None = None, url: str | None = None,
-    token: str | None = None, spool_dir: str | Path | None = None, send_rollouts: bool = True,
+    trainer: GRPOTrainer,
+    *,
+    project: str,
+    name: str | None = None,
+    experiment: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    key: str | None = None,
+    url: str | None = None,
+    token: str | None = None,
+    spool_dir: str | Path | None = None,
+    send_rollouts: bool = True,
 ) -> GRPOTrainer:
     """Make ``trainer`` report to RLVR Studio project ``project`` (slug or id) as run ``name`` (default:
     ``args.run_name``, else the output folder's name); returns the same trainer.
@@ -551,7 +631,9 @@ def instrument(
     from trl import GRPOTrainer
 
     if trl.__version__ != TESTED_TRL:
-        logger.warning("RLVR Studio: the TRL integration follows trl %s; this is trl %s", TESTED_TRL, trl.__version__)
+        logger.warning(
+            "RLVR Studio: the TRL integration follows trl %s; this is trl %s", TESTED_TRL, trl.__version__
+        )
     if not isinstance(trainer, GRPOTrainer):
         raise IngestError(
             f"instrument() takes a trl GRPOTrainer, got {type(trainer).__name__}; for another Trainer, "
@@ -560,11 +642,18 @@ def instrument(
     if getattr(trainer, "_rlvr_studio_callback", None) is not None:
         raise IngestError("this trainer is already instrumented for RLVR Studio: call instrument() once")
     callback = RLVRStudioCallback(
-        project=project, name=name, experiment=experiment, config=config, key=key, url=url, token=token,
+        project=project,
+        name=name,
+        experiment=experiment,
+        config=config,
+        key=key,
+        url=url,
+        token=token,
         spool_dir=spool_dir,
     )
     callback.loss_is_pg_loss = (
-        trainer.beta == 0.0 and not getattr(trainer, "_entropy_bonus_enabled", False)
+        trainer.beta == 0.0
+        and not getattr(trainer, "_entropy_bonus_enabled", False)
         and not getattr(trainer, "aux_loss_enabled", False)
     )
     callback.source_info = {"reward_funcs": list(trainer.reward_func_names)}

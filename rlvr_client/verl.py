@@ -98,7 +98,7 @@ def metric_name(key: str) -> str:
         return METRIC_KEYS[key]
     for prefix, ours in PREFIX_KEYS:
         if key.startswith(prefix):
-            return ours + key[len(prefix):]
+            return ours + key[len(prefix) :]
     return OTHER_PREFIX + key
 
 
@@ -151,7 +151,9 @@ def dump_metrics(rollouts: Sequence[Rollout], *, rewards: bool) -> dict[str, flo
                 groups.setdefault(int(r.fields["group"]), set()).add(float(r.fields["reward"]))
         out["rollout/zero_std_frac"] = sum(len(g) == 1 for g in groups.values()) / len(groups)
     lengths = [len(r.fields["token_ids"]) for r in rollouts if r.fields.get("token_ids")]
-    if rewards and lengths:  # re-tokenized (--tokenizer): verl's own response_length/mean is better when at hand
+    if (
+        rewards and lengths
+    ):  # re-tokenized (--tokenizer): verl's own response_length/mean is better when at hand
         out["rollout/response_len_mean"] = statistics.fmean(lengths)
     return out
 
@@ -170,7 +172,9 @@ class Retokenizer:
         try:
             from transformers import AutoTokenizer
         except ImportError:
-            raise IngestError("--tokenizer needs the transformers package (pip install transformers)") from None
+            raise IngestError(
+                "--tokenizer needs the transformers package (pip install transformers)"
+            ) from None
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
         except (OSError, ValueError) as err:
@@ -190,7 +194,9 @@ class Retokenizer:
 def _answer(value: Any, where: str) -> str | None:
     if value is None:
         return None
-    text = value if isinstance(value, str) else json.dumps(plain_json(value, where, "gts"), ensure_ascii=False)
+    text = (
+        value if isinstance(value, str) else json.dumps(plain_json(value, where, "gts"), ensure_ascii=False)
+    )
     if len(text) > MAX_TEXT:
         raise ImportFileError(where, "gts", f"has {len(text):,} characters; at most {MAX_TEXT:,}")
     return text
@@ -217,7 +223,9 @@ def _extra_rewards(extras: Mapping[str, Any], where: str) -> dict[str, float | N
 
 
 def step_rollouts(
-    lines: Iterable[tuple[str, Mapping[str, Any]]], step: int, retokenize: Retokenizer | None = None,
+    lines: Iterable[tuple[str, Mapping[str, Any]]],
+    step: int,
+    retokenize: Retokenizer | None = None,
     limits: Limits | None = None,
 ) -> Iterator[Rollout]:
     """The rollouts of one ``<step>.jsonl``: group = the input's first appearance in the file, sample_index = its
@@ -236,16 +244,25 @@ def step_rollouts(
         taken[group] = sample_index + 1
         extras = {k: v for k, v in obj.items() if k not in DUMP_FIELDS}
         fields: dict[str, Any] = {
-            "group": group, "sample_index": sample_index, "prompt_id": prompt_id_for(prompt), "prompt": prompt,
-            "completion": completion, "finish_reason": UNKNOWN_FINISH, "answer": _answer(obj.get("gts"), where),
-            "reward": score, "rewards": {"score": score, **_extra_rewards(extras, where)},
-            "correct": _correct(extras.get("acc")), "advantage": None,
+            "group": group,
+            "sample_index": sample_index,
+            "prompt_id": prompt_id_for(prompt),
+            "prompt": prompt,
+            "completion": completion,
+            "finish_reason": UNKNOWN_FINISH,
+            "answer": _answer(obj.get("gts"), where),
+            "reward": score,
+            "rewards": {"score": score, **_extra_rewards(extras, where)},
+            "correct": _correct(extras.get("acc")),
+            "advantage": None,
             "details": {"verl": plain_json(extras, where, "(reward extra info)")} if extras else {},
         }
         if retokenize is not None:
             ids, tokens = retokenize(completion)
             if len(ids) > limits.tokens:
-                raise ImportFileError(where, "output", f"is {len(ids):,} tokens; at most {limits.tokens:,} per rollout")
+                raise ImportFileError(
+                    where, "output", f"is {len(ids):,} tokens; at most {limits.tokens:,} per rollout"
+                )
             fields.update(token_ids=ids, tokens=tokens)
         yield Rollout(where, step, rollout_payload(step, fields, where))
 
@@ -256,7 +273,9 @@ def dump_steps(path: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def read_dump_dir(path: Path, metrics_file: Path | None = None, retokenize: Retokenizer | None = None) -> Reader:
+def read_dump_dir(
+    path: Path, metrics_file: Path | None = None, retokenize: Retokenizer | None = None
+) -> Reader:
     """verl's ``trainer.rollout_data_dir`` as a run: each step's rollouts, the step's metrics from the
     FileLogger ``metrics_file`` (mapped by ``METRIC_KEYS``) or else computed from the dump (``dump_metrics``)."""
     steps = dump_steps(path)
@@ -285,7 +304,9 @@ def file_logger_metrics(path: Path, reading: Reading) -> Iterator[Metrics]:
     for where, obj in reading.json_lines(path, name=f"metrics:{path.name}"):
         data = obj.get("data")
         if not isinstance(data, dict):
-            raise ImportFileError(where, "data", "must be an object of metric -> value (verl's FileLogger line)")
+            raise ImportFileError(
+                where, "data", "must be an object of metric -> value (verl's FileLogger line)"
+            )
         values, _ = map_metrics(data)
         yield Metrics(where, step_of(obj, where), values)
 
@@ -338,7 +359,9 @@ class _DumpFollower:
             return []
         out = []
         for step, path in dump_steps(self.folder):
-            if (before_step is not None and step >= before_step) or (self.floor is not None and step < self.floor):
+            if (before_step is not None and step >= before_step) or (
+                self.floor is not None and step < self.floor
+            ):
                 continue
             size = path.stat().st_size
             if self.sent.get(step) != size and (before_step is None or step not in self.sent):
@@ -364,25 +387,42 @@ class RlvrTracking:
     (``rlvr sync``)."""
 
     def __init__(
-        self, project_name: str, experiment_name: str, config: Mapping[str, Any] | None = None, *,
-        project: str | None = None, experiment: str | None = None, url: str | None = None, token: str | None = None,
-        key: str | None = None, spool_dir: str | Path | None = None, run: IngestRun | None = None,
+        self,
+        project_name: str,
+        experiment_name: str,
+        config: Mapping[str, Any] | None = None,
+        *,
+        project: str | None = None,
+        experiment: str | None = None,
+        url: str | None = None,
+        token: str | None = None,
+        key: str | None = None,
+        spool_dir: str | Path | None = None,
+        run: IngestRun | None = None,
     ) -> None:
         plain = plain_json(json.loads(json.dumps(dict(config or {}), default=str)), "verl config", "config")
         self.config: dict[str, Any] = plain if isinstance(plain, dict) else {}
-        self.max_steps = int(_config_value(self.config, "trainer", "total_training_steps")
-                             or _config_value(self.config, "actor_rollout_ref", "actor", "optim", "total_training_steps")
-                             or 0)
+        self.max_steps = int(
+            _config_value(self.config, "trainer", "total_training_steps")
+            or _config_value(self.config, "actor_rollout_ref", "actor", "optim", "total_training_steps")
+            or 0
+        )
         self.last_step: int | None = None
         self.skipped: set[str] = set()
         self._lock = threading.Lock()
         self._finished = False
         rlvr_project = project or os.environ.get("RLVR_PROJECT") or project_name
         self.run = run or start_run(
-            project=rlvr_project, name=experiment_name, config=self.config, source="verl",
+            project=rlvr_project,
+            name=experiment_name,
+            config=self.config,
+            source="verl",
             source_info={"library": "verl", "version": _verl_version(), "verl_project": project_name},
-            experiment=experiment or os.environ.get("RLVR_EXPERIMENT") or None, max_steps=self.max_steps,
-            url=url, token=token, key=key or run_key(rlvr_project, project_name, experiment_name, self.config),
+            experiment=experiment or os.environ.get("RLVR_EXPERIMENT") or None,
+            max_steps=self.max_steps,
+            url=url,
+            token=token,
+            key=key or run_key(rlvr_project, project_name, experiment_name, self.config),
             spool_dir=spool_dir,
         )
         folder = _config_value(self.config, "trainer", "rollout_data_dir")
@@ -414,7 +454,9 @@ class RlvrTracking:
         fresh = set(skipped) - self.skipped
         if fresh:
             self.skipped |= fresh
-            logger.info("RLVR Studio: verl metrics that are not numbers are not sent: %s", ", ".join(sorted(fresh)))
+            logger.info(
+                "RLVR Studio: verl metrics that are not numbers are not sent: %s", ", ".join(sorted(fresh))
+            )
         if values:
             self.run.log_metrics(step, values)
         self.last_step = step if self.last_step is None else max(self.last_step, step)
@@ -428,8 +470,10 @@ class RlvrTracking:
             for start in range(0, len(rollouts), DUMP_CHUNK):
                 if start:  # the client cuts what is queued into one batch, and the server takes 1,024 rollouts a batch
                     self.run.flush(timeout_s=60.0, stop_when_offline=True)
-                chunk = rollouts[start:start + DUMP_CHUNK]
-                self.run.log_rollouts(step, [{k: v for k, v in r.fields.items() if k != "step"} for r in chunk])
+                chunk = rollouts[start : start + DUMP_CHUNK]
+                self.run.log_rollouts(
+                    step, [{k: v for k, v in r.fields.items() if k != "step"} for r in chunk]
+                )
             accuracy = dump_metrics(rollouts, rewards=False)
             if accuracy:
                 self.run.log_metrics(step, accuracy)
@@ -440,8 +484,10 @@ class RlvrTracking:
         if _config_value(self.config, "trainer", "val_only"):
             return "succeeded", ""
         if self.max_steps and (self.last_step or 0) < self.max_steps:
-            return "failed", (f"verl stopped at step {self.last_step or 0} of {self.max_steps} without saying why "
-                              "(see verl's log); a resumed run continues this one")
+            return "failed", (
+                f"verl stopped at step {self.last_step or 0} of {self.max_steps} without saying why "
+                "(see verl's log); a resumed run continues this one"
+            )
         return "succeeded", ""
 
     def _guarded(self, action: Callable[[], object]) -> None:
@@ -478,8 +524,13 @@ def install(tracking_cls: type | None = None) -> type:
     cls.supported_backend = [*cls.supported_backend, BACKEND]
     original_init = cls.__init__
 
-    def __init__(self: Any, project_name: str, experiment_name: str, default_backend: Any = "console",
-                 config: Any = None) -> None:
+    def __init__(
+        self: Any,
+        project_name: str,
+        experiment_name: str,
+        default_backend: Any = "console",
+        config: Any = None,
+    ) -> None:
         original_init(self, project_name, experiment_name, default_backend, config)
         names = [default_backend] if isinstance(default_backend, str) else list(default_backend)
         if BACKEND in names:

@@ -33,12 +33,32 @@ FINISH_STATUSES = ("succeeded", "failed", "cancelled")
 # Field names of trainer.sinks.RolloutRecord (and TOKEN_CHANNELS), repeated here so the client imports
 # neither the trainer package nor its dependencies; tests/webapp/ingest checks that they agree.
 ROLLOUT_FIELDS = (
-    "prompt_id", "group", "sample_index", "prompt", "completion", "finish_reason", "reward", "rewards", "correct",
-    "details", "advantage", "token_ids", "tokens", "token_values", "answer",
+    "prompt_id",
+    "group",
+    "sample_index",
+    "prompt",
+    "completion",
+    "finish_reason",
+    "reward",
+    "rewards",
+    "correct",
+    "details",
+    "advantage",
+    "token_ids",
+    "tokens",
+    "token_values",
+    "answer",
 )
 TOKEN_CHANNELS = (
-    "logprob", "old_logprob", "ref_logprob", "entropy", "advantage", "loss_mask", "teacher_logprob",
-    "teacher_entropy", "segment",
+    "logprob",
+    "old_logprob",
+    "ref_logprob",
+    "entropy",
+    "advantage",
+    "loss_mask",
+    "teacher_logprob",
+    "teacher_entropy",
+    "segment",
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -107,19 +127,27 @@ def check_rollout(step: int, rollout: Mapping[str, Any], where: str) -> dict[str
     sender thread) converts the values."""
     unknown = sorted(set(rollout) - set(ROLLOUT_FIELDS) - {"step"})
     if unknown:
-        raise IngestError(f"{where}: unknown field(s) {', '.join(unknown)}; the fields are {', '.join(ROLLOUT_FIELDS)}")
+        raise IngestError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; the fields are {', '.join(ROLLOUT_FIELDS)}"
+        )
     for name in ("group", "sample_index"):
         value = rollout.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise IngestError(f"{where}: {name} must be a non-negative integer (the slot of the rollout in its step)")
+            raise IngestError(
+                f"{where}: {name} must be a non-negative integer (the slot of the rollout in its step)"
+            )
     out: dict[str, Any] = {**{k: v for k, v in rollout.items() if k != "step"}, "step": step}
     tokens, ids = out.get("tokens"), out.get("token_ids")
     if ids is not None and tokens is not None and len(ids) != len(tokens):
-        raise IngestError(f"{where}: token_ids has {len(ids)} entries and tokens {len(tokens)}: give one per token")
+        raise IngestError(
+            f"{where}: token_ids has {len(ids)} entries and tokens {len(tokens)}: give one per token"
+        )
     length = len(tokens) if tokens is not None else (len(ids) if ids is not None else 0)
     for channel, values in dict(out.get("token_values") or {}).items():
         if channel not in TOKEN_CHANNELS:
-            raise IngestError(f"{where}: unknown token channel {channel!r}; the channels are {', '.join(TOKEN_CHANNELS)}")
+            raise IngestError(
+                f"{where}: unknown token channel {channel!r}; the channels are {', '.join(TOKEN_CHANNELS)}"
+            )
         if len(values) != length:
             raise IngestError(f"{where}: token_values.{channel} has {len(values)} values for {length} tokens")
     return out
@@ -134,7 +162,9 @@ def clean_rollout(rollout: Mapping[str, Any], where: str) -> dict[str, Any]:
         if out.get(name) is not None:
             out[name] = storable_text(out[name])
     if out.get("correct") is not None:
-        correct = out["correct"].item() if hasattr(out["correct"], "item") else out["correct"]  # numpy's bool_
+        correct = (
+            out["correct"].item() if hasattr(out["correct"], "item") else out["correct"]
+        )  # numpy's bool_
         if not isinstance(correct, bool):
             raise IngestError(f"{where}.correct must be True, False or None (unknown), got {correct!r}")
         out["correct"] = correct

@@ -21,9 +21,15 @@ APP_SERVICES = ("web", "worker", "worker-gpu")
 # Read from the environment but not configuration: set by our own entry points, by pytest, or the
 # user's desktop convention for where `rlvr login` keeps its token.
 NOT_CONFIGURATION = {
-    "DJANGO_SETTINGS_MODULE", "PYTEST_VERSION", "XDG_CONFIG_HOME",
+    "DJANGO_SETTINGS_MODULE",
+    "PYTEST_VERSION",
+    "XDG_CONFIG_HOME",
     # Set by torchrun / our distributed launcher for its child ranks, never by a user.
-    "RANK", "LOCAL_RANK", "RLVR_DIST_RANK", "OMP_NUM_THREADS", "PYTHONPATH",
+    "RANK",
+    "LOCAL_RANK",
+    "RLVR_DIST_RANK",
+    "OMP_NUM_THREADS",
+    "PYTHONPATH",
     # Set by the colocated vLLM engine for vLLM itself (its engine core in-process: trainer/rollout/vllm_backends.py).
     "VLLM_ENABLE_V1_MULTIPROCESSING",
 }
@@ -83,7 +89,9 @@ def test_the_stack_has_every_service_from_one_image(compose: dict[str, Any]) -> 
     assert {services[name]["image"] for name in APP_SERVICES} == {"rlvr-studio:0.1.0"}
     assert all(services[name]["build"]["context"] == "." for name in APP_SERVICES)
     dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
-    assert dockerfile.startswith("#") and "ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\n" in dockerfile
+    assert (
+        dockerfile.startswith("#") and "ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\n" in dockerfile
+    )
 
 
 def test_every_image_is_pinned_to_a_version(compose: dict[str, Any]) -> None:
@@ -113,7 +121,9 @@ def test_migrations_run_once_in_their_own_service_before_web_and_workers(compose
     for name in (*APP_SERVICES, "worker-cpu"):
         service = compose["services"][name]
         assert service["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
-        assert "migrate" not in command_words(service), f"{name} must not migrate itself (two web replicas would race)"
+        assert "migrate" not in command_words(service), (
+            f"{name} must not migrate itself (two web replicas would race)"
+        )
 
 
 def test_the_local_override_names_only_local_images_and_host_networking() -> None:
@@ -147,7 +157,9 @@ def test_service_commands_name_modules_that_exist(compose: dict[str, Any]) -> No
         words = command_words(service)
         for i, word in enumerate(words):
             if word == "-A":
-                assert module_file(words[i + 1]).is_file(), f"{name}: celery app {words[i + 1]} does not exist"
+                assert module_file(words[i + 1]).is_file(), (
+                    f"{name}: celery app {words[i + 1]} does not exist"
+                )
                 from celery import Celery
 
                 assert isinstance(importlib.import_module(words[i + 1]).app, Celery), f"{name}: no Celery app"
@@ -162,7 +174,9 @@ def test_service_commands_name_modules_that_exist(compose: dict[str, Any]) -> No
     assert checked >= 4
 
 
-def test_the_gpu_worker_reserves_an_nvidia_gpu_and_takes_training_one_at_a_time(compose: dict[str, Any]) -> None:
+def test_the_gpu_worker_reserves_an_nvidia_gpu_and_takes_training_one_at_a_time(
+    compose: dict[str, Any],
+) -> None:
     service = compose["services"]["worker-gpu"]
     words = command_words(service)
     assert words[words.index("-Q") + 1] == "training"
@@ -178,7 +192,13 @@ def test_the_general_worker_takes_the_default_and_eval_queues(compose: dict[str,
 
 
 def test_every_variable_the_code_reads_is_documented() -> None:
-    assert {"DATABASE_URL", "REDIS_URL", "RLVR_SECRET_KEY", "RLVR_HOME", "PORT"} <= variables_read_by_code()  # the scan works
+    assert {
+        "DATABASE_URL",
+        "REDIS_URL",
+        "RLVR_SECRET_KEY",
+        "RLVR_HOME",
+        "PORT",
+    } <= variables_read_by_code()  # the scan works
     missing = variables_read_by_code() - documented_variables()
     assert not missing, f"read by the code but not in .env.example: {sorted(missing)}"
 
@@ -194,7 +214,9 @@ def test_every_documented_variable_is_read_by_the_code_or_by_compose() -> None:
     assert not unused, f".env.example documents variables nothing reads: {sorted(unused)}"
 
 
-def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_read(compose: dict[str, Any]) -> None:
+def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_read(
+    compose: dict[str, Any],
+) -> None:
     assert interpolated_variables() <= documented_variables()
     code = variables_read_by_code() | READ_BY_LIBRARIES
     for name in APP_SERVICES:
@@ -205,11 +227,20 @@ def test_every_variable_compose_uses_is_documented_and_every_app_variable_is_rea
 def test_every_app_service_gets_the_token_store_settings(compose: dict[str, Any]) -> None:
     for name in (*APP_SERVICES, "worker-cpu"):
         environment = compose["services"][name]["environment"]
-        assert environment["RLVR_TOKEN_STORE"] == "${RLVR_TOKEN_STORE:-/data/rollout-tokens}"  # on the shared volume
-        assert {"RLVR_S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "RLVR_ROLLOUT_RETENTION"} <= set(environment)
+        assert (
+            environment["RLVR_TOKEN_STORE"] == "${RLVR_TOKEN_STORE:-/data/rollout-tokens}"
+        )  # on the shared volume
+        assert {
+            "RLVR_S3_ENDPOINT_URL",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "RLVR_ROLLOUT_RETENTION",
+        } <= set(environment)
 
 
-def test_the_s3_profile_runs_minio_on_a_volume_of_its_own_with_the_apps_credentials(compose: dict[str, Any]) -> None:
+def test_the_s3_profile_runs_minio_on_a_volume_of_its_own_with_the_apps_credentials(
+    compose: dict[str, Any],
+) -> None:
     minio = compose["services"]["minio"]
     assert minio["profiles"] == ["s3"] and minio["image"].startswith("minio/minio")
     assert "minio:/data" in minio["volumes"] and "minio" in compose["volumes"]
@@ -222,7 +253,18 @@ def test_the_s3_profile_runs_minio_on_a_volume_of_its_own_with_the_apps_credenti
 # Every service that may run user code: the workers (code verifier) and web (the verifier test bench).
 SANDBOXED = ("web", "worker", "worker-gpu", "worker-cpu")
 # What bubblewrap calls to build the code sandbox (trainer/sandbox): the workers' profile must allow them.
-BWRAP_NEEDS = {"clone", "clone3", "unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "sethostname", "capset"}
+BWRAP_NEEDS = {
+    "clone",
+    "clone3",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "sethostname",
+    "capset",
+}
 # Machine administration and the kernel interfaces the workers never use: the profile must refuse them.
 WORKERS_NEVER_NEED = {
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
@@ -237,10 +279,17 @@ def test_services_that_run_user_code_have_the_seccomp_profile_and_apparmor_setti
 ) -> None:
     for name in SANDBOXED:
         service = compose["services"][name]
-        assert set(service["security_opt"]) == {"seccomp=deploy/seccomp-sandbox.json", "apparmor=unconfined"}, name
-        assert service["init"] is True, f"{name}: without an init the sandbox's exited bwrap processes stay zombies"
+        assert set(service["security_opt"]) == {
+            "seccomp=deploy/seccomp-sandbox.json",
+            "apparmor=unconfined",
+        }, name
+        assert service["init"] is True, (
+            f"{name}: without an init the sandbox's exited bwrap processes stay zombies"
+        )
     for name in ("postgres", "redis"):
-        assert "security_opt" not in compose["services"][name]  # services that run no user code keep Docker's default
+        assert (
+            "security_opt" not in compose["services"][name]
+        )  # services that run no user code keep Docker's default
 
 
 def test_the_workers_seccomp_profile_allows_bubblewrap_and_refuses_machine_administration() -> None:

@@ -60,7 +60,9 @@ def string_problem(text: str) -> str | None:
     return None
 
 
-def check_plain_value(value: Any, path: str = "", max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> None:
+def check_plain_value(
+    value: Any, path: str = "", max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES
+) -> None:
     """Raise UnsafeInput for a NUL / lone surrogate in any string or key, a non-finite float, nesting
     deeper than ``max_depth`` or more than ``max_nodes`` values, naming the dotted path. Iterative, so
     depth never exhausts the stack; the node cap bounds the walk even over shared sub-objects."""
@@ -118,7 +120,9 @@ def _too_many_digits() -> str:
 
 
 def _bounded_int(literal: str) -> int:
-    if len(literal.lstrip("-")) > MAX_INT_DIGITS:  # before int(): past 4,300 digits it raises a bare ValueError
+    if (
+        len(literal.lstrip("-")) > MAX_INT_DIGITS
+    ):  # before int(): past 4,300 digits it raises a bare ValueError
         raise UnsafeInput(f"JSON holds a number that {_too_many_digits()}")
     return int(literal)
 
@@ -126,7 +130,9 @@ def _bounded_int(literal: str) -> int:
 def _finite_float(literal: str) -> float:
     value = float(literal)
     if not math.isfinite(value):
-        raise UnsafeInput(f"JSON holds the number {literal[:40]}, which overflows a float: numbers must be finite")
+        raise UnsafeInput(
+            f"JSON holds the number {literal[:40]}, which overflows a float: numbers must be finite"
+        )
     return value
 
 
@@ -137,7 +143,9 @@ def strict_json_loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     problem = json_depth_problem(text, max_depth)
     if problem:
         raise UnsafeInput(problem)
-    value = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float)
+    value = json.loads(
+        text, parse_constant=_refuse_constant, parse_int=_bounded_int, parse_float=_finite_float
+    )
     check_plain_value(value, max_depth=max_depth)
     return value
 
@@ -158,14 +166,18 @@ def check_yaml_events(text: str, max_depth: int = MAX_DEPTH, max_nodes: int = MA
 
     Events are linear in the text and hold no objects. The stop matters: PyYAML's scanner keeps each open
     flow collection as a possible key, so reading all of ``[[[[...`` is quadratic (37 s for 40 KB)."""
-    yaml.reader.Reader(text)  # PyYAML's check for characters YAML does not allow, naming where (libyaml's differs)
+    yaml.reader.Reader(
+        text
+    )  # PyYAML's check for characters YAML does not allow, naming where (libyaml's differs)
     try:
         _check_events(yaml.parse(text, Loader=_YamlParser), max_depth, max_nodes)
     except yaml.scanner.ScannerError as err:
         if "nesting depth" not in str(err.problem):
             raise
         # libyaml stops at its own limit (1,000 levels) while looking ahead, before the events reach ours.
-        raise _yaml_refusal(f"YAML nests more than {max_depth} levels deep: flatten it", err.problem_mark) from None
+        raise _yaml_refusal(
+            f"YAML nests more than {max_depth} levels deep: flatten it", err.problem_mark
+        ) from None
 
 
 def _check_events(events: Any, max_depth: int, max_nodes: int) -> None:
@@ -173,18 +185,23 @@ def _check_events(events: Any, max_depth: int, max_nodes: int) -> None:
     for event in events:
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise _yaml_refusal(
-                "YAML anchors and aliases (&name, *name) are not accepted: write each value out", event.start_mark
+                "YAML anchors and aliases (&name, *name) are not accepted: write each value out",
+                event.start_mark,
             )
         if isinstance(event, _COLLECTION_START):
             depth += 1
             if depth > max_depth:
-                raise _yaml_refusal(f"YAML nests more than {max_depth} levels deep: flatten it", event.start_mark)
+                raise _yaml_refusal(
+                    f"YAML nests more than {max_depth} levels deep: flatten it", event.start_mark
+                )
         elif isinstance(event, _COLLECTION_END):
             depth -= 1
         if isinstance(event, (*_COLLECTION_START, yaml.ScalarEvent)):
             nodes += 1
             if nodes > max_nodes:
-                raise _yaml_refusal(f"YAML holds more than {max_nodes:,} values: send less data", event.start_mark)
+                raise _yaml_refusal(
+                    f"YAML holds more than {max_nodes:,} values: send less data", event.start_mark
+                )
 
 
 class _BoundedYamlLoader(_YamlParser):  # type: ignore[misc, valid-type]

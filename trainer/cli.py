@@ -33,10 +33,11 @@ def _cmd_methods(args: argparse.Namespace) -> int:
         default = f" (default {axis.default})" if axis.default else " (a list, applied in order)"
         print(f"{field}{default}: {axis.description}")
         for entry in axis.choices():
-            params = ", ".join(
-                f"{name}={info.default!r}" for name, info in entry.params.model_fields.items()
+            params = ", ".join(f"{name}={info.default!r}" for name, info in entry.params.model_fields.items())
+            print(
+                f"  {entry.name:<18} {entry.description}"
+                + (f"\n  {'':<18} params: {params}" if params else "")
             )
-            print(f"  {entry.name:<18} {entry.description}" + (f"\n  {'':<18} params: {params}" if params else ""))
         print()
     return 0
 
@@ -61,8 +62,12 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
         import shutil
 
         shutil.rmtree(tiny_model_path(name), ignore_errors=True)
-    report = model_build_reporter(PhaseLines(sys.stderr))  # progress on stderr; the notes and the folder on stdout
-    path = ensure_tiny_model(name, sft_steps=args.sft_steps, on_progress=report, log=lambda m: print(m, flush=True))
+    report = model_build_reporter(
+        PhaseLines(sys.stderr)
+    )  # progress on stderr; the notes and the folder on stdout
+    path = ensure_tiny_model(
+        name, sft_steps=args.sft_steps, on_progress=report, log=lambda m: print(m, flush=True)
+    )
     print(path)
     return 0
 
@@ -141,21 +146,33 @@ def _report_demo_accuracy(benchmark: str, output_dir: str) -> None:
     bench = builtin_benchmark(benchmark)
     key = f"eval/{bench.name}/{GREEDY_ACCURACY}"
     path = Path(output_dir) / "metrics.jsonl"
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.exists() else []
+    rows = (
+        [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if path.exists()
+        else []
+    )
     points = [(row["step"], row[key]) for row in rows if key in row]
     if len(points) < 2:
         return
     (first_step, first), (last_step, last) = points[0], points[-1]
-    print(f"greedy accuracy on {bench.data.size} held-out problems: {first:.3f} at step {first_step} -> "
-          f"{last:.3f} at step {last_step}")
+    print(
+        f"greedy accuracy on {bench.data.size} held-out problems: {first:.3f} at step {first_step} -> "
+        f"{last:.3f} at step {last_step}"
+    )
 
 
 def _add_training_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--resume", metavar="DIR", help="continue from a checkpoint (a run directory or step-NNNNNN)")
+    p.add_argument(
+        "--resume", metavar="DIR", help="continue from a checkpoint (a run directory or step-NNNNNN)"
+    )
     p.add_argument("--output-dir", help="override checkpoint.output_dir")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field, e.g. training.max_steps=20")
+    p.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a field, e.g. training.max_steps=20"
+    )
     p.add_argument("--log-every", type=int, default=10, help="print a summary line every N steps")
-    p.add_argument("--overwrite", action="store_true", help="delete checkpoints of an earlier run in the output dir")
+    p.add_argument(
+        "--overwrite", action="store_true", help="delete checkpoints of an earlier run in the output dir"
+    )
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
@@ -174,25 +191,37 @@ def _cmd_rollout_server(args: argparse.Namespace) -> int:
     from trainer.rollout.vllm_backends import vllm_engine_args
 
     engine_args = vllm_engine_args(
-        resolve_model_path(args.model), dtype=args.dtype, seed=args.seed,
-        gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+        resolve_model_path(args.model),
+        dtype=args.dtype,
+        seed=args.seed,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
         kv_cache_gb=args.kv_cache_gb,
     )
     if args.cpus:  # before vLLM starts its threads, which inherit the mask
         try:
             os.sched_setaffinity(0, parse_cpus(args.cpus))
         except OSError as err:
-            raise ConfigError(f"--cpus {args.cpus}: this machine lets the server use {sorted(os.sched_getaffinity(0))} "
-                              f"({err.strerror})") from None
-    serve(engine_args, Path(args.weights_root), args.host, args.port,
-          Path(args.ready_file) if args.ready_file else None)
+            raise ConfigError(
+                f"--cpus {args.cpus}: this machine lets the server use {sorted(os.sched_getaffinity(0))} "
+                f"({err.strerror})"
+            ) from None
+    serve(
+        engine_args,
+        Path(args.weights_root),
+        args.host,
+        args.port,
+        Path(args.ready_file) if args.ready_file else None,
+    )
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     from trainer.models.tiny_model import BUILT_IN_MODELS, DEMO_MODEL
 
-    parser = argparse.ArgumentParser(prog="rlvr", description="RLVR Studio: RL with verifiable rewards for LMs.")
+    parser = argparse.ArgumentParser(
+        prog="rlvr", description="RLVR Studio: RL with verifiable rewards for LMs."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train from a YAML/JSON experiment file")
@@ -209,20 +238,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("init-model", help="build and warm-start a built-in tiny model (cached)")
     p.add_argument(
-        "--model", default=DEMO_MODEL, choices=BUILT_IN_MODELS,
+        "--model",
+        default=DEMO_MODEL,
+        choices=BUILT_IN_MODELS,
         help=f"which built-in model (default {DEMO_MODEL}, the demo's student)",
     )
-    p.add_argument("--force", action="store_true", help="rebuild even if cached (only this model, not the one it starts from)")
-    p.add_argument("--sft-steps", type=int, default=None, help="warm-start SFT steps (default: the model's recipe)")
     p.add_argument(
-        "--teacher", action="store_true",
+        "--force",
+        action="store_true",
+        help="rebuild even if cached (only this model, not the one it starts from)",
+    )
+    p.add_argument(
+        "--sft-steps", type=int, default=None, help="warm-start SFT steps (default: the model's recipe)"
+    )
+    p.add_argument(
+        "--teacher",
+        action="store_true",
         help="build the stronger teacher of --model for on-policy distillation instead (e.g. tiny:chain-teacher; "
         "a model it starts from is built first if missing)",
     )
     p.set_defaults(func=_cmd_init_model)
 
-    p = sub.add_parser("export", help="write a plain Hugging Face model from a checkpoint (merges LoRA adapters)")
-    p.add_argument("checkpoint", help="a step-NNNNNN checkpoint directory or a run's output directory (latest)")
+    p = sub.add_parser(
+        "export", help="write a plain Hugging Face model from a checkpoint (merges LoRA adapters)"
+    )
+    p.add_argument(
+        "checkpoint", help="a step-NNNNNN checkpoint directory or a run's output directory (latest)"
+    )
     p.add_argument("out", help="directory to write the merged model to")
     p.set_defaults(func=_cmd_export)
 
@@ -230,20 +272,39 @@ def build_parser() -> argparse.ArgumentParser:
         "rollout-server",
         help="serve generation with vLLM to training runs (rollout.vllm_mode: server); token in RLVR_ROLLOUT_TOKEN",
     )
-    p.add_argument("--model", required=True, help="the policy's initial weights: a local model directory or tiny:<name>")
-    p.add_argument("--weights-root", required=True, help="the only directory new weights may be loaded from (runs write there)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)")
+    p.add_argument(
+        "--model", required=True, help="the policy's initial weights: a local model directory or tiny:<name>"
+    )
+    p.add_argument(
+        "--weights-root",
+        required=True,
+        help="the only directory new weights may be loaded from (runs write there)",
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 in a container)"
+    )
     p.add_argument("--port", type=int, default=8100, help="port (0: any free one, written to --ready-file)")
     p.add_argument("--ready-file", help="write the server's URL here once it serves")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.3,
-                   help="share of GPU memory (CPU: of RAM) vLLM may take (default 0.3)")
+    p.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.3,
+        help="share of GPU memory (CPU: of RAM) vLLM may take (default 0.3)",
+    )
     p.add_argument("--max-model-len", type=int, default=None, help="context length (default: the model's)")
-    p.add_argument("--cpus", default=None,
-                   help="CPU cores the server may use, e.g. 1 or 4-7 (generation apart from training on a CPU host)")
-    p.add_argument("--kv-cache-gb", type=float, default=None,
-                   help="GiB for the KV cache (default: the utilization share on a GPU, 1 GiB on the CPU)")
+    p.add_argument(
+        "--cpus",
+        default=None,
+        help="CPU cores the server may use, e.g. 1 or 4-7 (generation apart from training on a CPU host)",
+    )
+    p.add_argument(
+        "--kv-cache-gb",
+        type=float,
+        default=None,
+        help="GiB for the KV cache (default: the utilization share on a GPU, 1 GiB on the CPU)",
+    )
     p.set_defaults(func=_cmd_rollout_server)
 
     from trainer.evaluation.cli import add_eval_parser

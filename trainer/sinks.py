@@ -34,7 +34,6 @@ TOKEN_CHANNELS: tuple[str, ...] = (
 )
 
 
-
 @dataclass
 class TrainResult:
     """What ``train`` returns (also after a multi-process launch)."""
@@ -43,6 +42,7 @@ class TrainResult:
     steps_done: int
     final_metrics: dict[str, float]
     output_dir: str
+
 
 @dataclass
 class RolloutRecord:
@@ -156,7 +156,9 @@ class PhaseReport:
 
 
 PhaseCallback = Callable[[PhaseReport], None]
-PHASE_INTERVAL_S = 0.5  # at most ~2 reports a second reach the sinks (one database write each on the web side)
+PHASE_INTERVAL_S = (
+    0.5  # at most ~2 reports a second reach the sinks (one database write each on the web side)
+)
 
 
 def throttle_phases(
@@ -201,8 +203,12 @@ def phase_line(phase: PhaseReport) -> str:
     """A phase as the run page words it: "Building the built-in model tiny:chain (warm-start SFT, once): 120 / 800
     steps · about 3m 2s left"; a finished one says how long it took."""
     if phase.finished:
-        return f"{phase.label}: {phase.done} / {phase.total} steps · done in {format_duration(phase.elapsed_s)}"
-    return f"{phase.label}: {phase.done} / {phase.total} steps · {time_left_text(phase.eta_s, finished=False)}"
+        return (
+            f"{phase.label}: {phase.done} / {phase.total} steps · done in {format_duration(phase.elapsed_s)}"
+        )
+    return (
+        f"{phase.label}: {phase.done} / {phase.total} steps · {time_left_text(phase.eta_s, finished=False)}"
+    )
 
 
 class PhaseLines:
@@ -211,18 +217,28 @@ class PhaseLines:
     ``interval_s`` in between, so a build of minutes is never silent and never floods a log."""
 
     def __init__(
-        self, stream: IO[str] | None = None, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic
+        self,
+        stream: IO[str] | None = None,
+        interval_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream or sys.stderr
         self.interval_s = interval_s
         self.clock = clock
-        self._last: tuple[tuple[str, str], float] | None = None  # (phase, subject), when its last line was printed
+        self._last: tuple[tuple[str, str], float] | None = (
+            None  # (phase, subject), when its last line was printed
+        )
 
     def __call__(self, phase: PhaseReport) -> None:
         key, now = (phase.name, phase.subject), self.clock()
         if self.stream.isatty():
             self.stream.write(f"\r\033[K{phase_line(phase)}" + ("\n" if phase.finished else ""))
-        elif self._last is None or self._last[0] != key or phase.finished or now - self._last[1] >= self.interval_s:
+        elif (
+            self._last is None
+            or self._last[0] != key
+            or phase.finished
+            or now - self._last[1] >= self.interval_s
+        ):
             self.stream.write(phase_line(phase) + "\n")
             self._last = (key, now)
         self.stream.flush()
@@ -313,7 +329,8 @@ class JsonlSink:
         if not path.exists():
             return
         kept = [
-            line for line in path.read_text(encoding="utf-8").splitlines()
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip() and json.loads(line).get("step", 0) <= step
         ]
         path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
@@ -382,13 +399,19 @@ class ConsoleSink:
         line saying how long it took; rich redraws at its own rate, so frequent updates cost little."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        if not self.console.is_terminal:  # rich draws no bar there: plain lines, as ``rlvr init-model`` prints
+        if (
+            not self.console.is_terminal
+        ):  # rich draws no bar there: plain lines, as ``rlvr init-model`` prints
             self._phase_lines(phase)
             return
         if self._phase_progress is None:
             self._phase_progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                console=self.console, transient=False,
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=False,
             )
             self._phase_progress.start()
         key = (phase.name, phase.subject)
@@ -417,7 +440,9 @@ class ConsoleSink:
             transient=False,
         )
         self._progress.start()
-        self._task = self._progress.add_task("training", total=info.max_steps, completed=info.start_step, status="")
+        self._task = self._progress.add_task(
+            "training", total=info.max_steps, completed=info.start_step, status=""
+        )
 
     def on_step(self, report: StepReport) -> None:
         m = report.metrics

@@ -224,7 +224,9 @@ def explain(pattern: str, error: str, *, what: str = "pattern") -> str:
     construct = None
     if kind == "invalid perl operator":
         if fragment.startswith("(?P"):
-            construct = "named backreference (?P=name)" if "(?P=" in pattern else f"group syntax {fragment}..."
+            construct = (
+                "named backreference (?P=name)" if "(?P=" in pattern else f"group syntax {fragment}..."
+            )
         else:
             construct = next((name for start, name in _GROUP_CONSTRUCTS if fragment.startswith(start)), None)
             construct = construct or f"group syntax {fragment}..."
@@ -248,7 +250,9 @@ def explain(pattern: str, error: str, *, what: str = "pattern") -> str:
             "characters with a backslash (RE2 syntax)"
         )
     hint = next((h for key, h in _HINTS.items() if key in construct), None)
-    return f"{what} {shown(pattern)}: {construct} is not supported: {_SYNTAX}" + (f" ({hint})" if hint else "")
+    return f"{what} {shown(pattern)}: {construct} is not supported: {_SYNTAX}" + (
+        f" ({hint})" if hint else ""
+    )
 
 
 def shown(pattern: str, limit: int = 80) -> str:

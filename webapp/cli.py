@@ -18,7 +18,8 @@ from rlvr_client.cli import COMMAND_HELP
 TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema", "methods"})
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 
-USAGE = """usage: rlvr <command> [options]     (rlvr <command> --help for its options)
+USAGE = (
+    """usage: rlvr <command> [options]     (rlvr <command> --help for its options)
 
 training (this machine, no server):
   train CONFIG        train from a YAML/JSON experiment file
@@ -35,7 +36,9 @@ the platform (this machine):
   createuser NAME     create a user (and optionally add them to a project)
 
 API client (a running server):
-""" + COMMAND_HELP
+"""
+    + COMMAND_HELP
+)
 
 
 def _layer(command: str) -> Callable[[Sequence[str]], int] | None:

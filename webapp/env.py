@@ -53,7 +53,9 @@ def env_int(
     try:
         number = int(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not an integer: write digits only, e.g. {default}") from None
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not an integer: write digits only, e.g. {default}"
+        ) from None
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name}={number} is too small: it must be at least {minimum}")
     return number

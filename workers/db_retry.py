@@ -37,8 +37,12 @@ def retry_window_s() -> float:
 
 
 def with_db_retry(
-    write: Callable[[], T], what: str, *, window_s: float | None = None,
-    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    write: Callable[[], T],
+    what: str,
+    *,
+    window_s: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """``write()``, retried on connection errors with backoff (0.25 s doubling to 5 s) for ``window_s``;
     raises DatabaseUnavailable (from the last error) once the window has passed."""
@@ -53,10 +57,14 @@ def with_db_retry(
             _close_broken()
             if clock() + delay > deadline:
                 raise DatabaseUnavailable(
-                    f"the database was unreachable for more than {window:g} s while {what}: {err}".replace("\n", " ")
+                    f"the database was unreachable for more than {window:g} s while {what}: {err}".replace(
+                        "\n", " "
+                    )
                 ) from err
             if tries == 1:
-                logger.warning("%s: the database is unreachable (%s); retrying for up to %g s", what, err, window)
+                logger.warning(
+                    "%s: the database is unreachable (%s); retrying for up to %g s", what, err, window
+                )
             sleep(delay)
             delay = min(delay * 2, MAX_DELAY_S)
         else:

@@ -32,8 +32,12 @@ def redis_client() -> Any:
 
 
 def holder_alive(
-    run_id: int, client: Any, heartbeat_s: float = HEARTBEAT_S, ttl_s: float = TTL_S,
-    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    run_id: int,
+    client: Any,
+    heartbeat_s: float = HEARTBEAT_S,
+    ttl_s: float = TTL_S,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> bool:
     """Watch the run's lease until it proves its holder alive (refreshed, or newly written) or dead
     (expired, or absent for two heartbeats). Takes up to ``ttl_s`` for a dead holder."""
@@ -51,8 +55,13 @@ def holder_alive(
 
 
 def claim(
-    run_id: int, holder: str, client: Any, heartbeat_s: float = HEARTBEAT_S, ttl_s: float = TTL_S,
-    sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    run_id: int,
+    holder: str,
+    client: Any,
+    heartbeat_s: float = HEARTBEAT_S,
+    ttl_s: float = TTL_S,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> str | None:
     """Take the run's lease for ``holder``; the token to keep it with, or None while a live holder has it."""
     token = f"{holder}/{uuid.uuid4().hex}"
@@ -69,7 +78,9 @@ class Heartbeat:
     Redis errors only warn (once per outage): the run goes on, and the lease is rewritten when Redis is back.
     """
 
-    def __init__(self, run_id: int, holder: str, client: Any, heartbeat_s: float = HEARTBEAT_S, ttl_s: float = TTL_S) -> None:
+    def __init__(
+        self, run_id: int, holder: str, client: Any, heartbeat_s: float = HEARTBEAT_S, ttl_s: float = TTL_S
+    ) -> None:
         self.run_id, self.holder, self.client = run_id, holder, client
         self.heartbeat_s, self.ttl_s = heartbeat_s, ttl_s
         self._stop = threading.Event()
@@ -81,7 +92,9 @@ class Heartbeat:
             self.client.set(lease_key(self.run_id), f"{self.holder}/{uuid.uuid4().hex}", ex=int(self.ttl_s))
         except Exception as err:
             if not self._failing:
-                logger.warning("run %s: cannot refresh its lease in Redis (%s); training goes on", self.run_id, err)
+                logger.warning(
+                    "run %s: cannot refresh its lease in Redis (%s); training goes on", self.run_id, err
+                )
             self._failing = True
         else:
             self._failing = False
@@ -100,4 +113,6 @@ class Heartbeat:
         try:
             self.client.delete(lease_key(self.run_id))
         except Exception as err:
-            logger.warning("run %s: could not release its lease (%s); it expires in %ss", self.run_id, err, self.ttl_s)
+            logger.warning(
+                "run %s: could not release its lease (%s); it expires in %ss", self.run_id, err, self.ttl_s
+            )

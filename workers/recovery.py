@@ -70,13 +70,18 @@ def plan_start(
     if resume_from:
         step = complete_checkpoint_step(resume_from)
         if step is not None:
-            return StartPlan(resume_from, step, True, f"resuming from the checkpoint at step {step} ({resume_from}).")
+            return StartPlan(
+                resume_from, step, True, f"resuming from the checkpoint at step {step} ({resume_from})."
+            )
     if not (resume_from or earlier_attempt):
         return StartPlan(None, 0, False, "starting from step 0.")
     for step, path in sorted(checkpoints, reverse=True):
         if step <= stored_step and complete_checkpoint_step(path) == step:
             return StartPlan(
-                path, step, True, f"resuming from the checkpoint at step {step} ({path}) after an interrupted attempt."
+                path,
+                step,
+                True,
+                f"resuming from the checkpoint at step {step} ({path}) after an interrupted attempt.",
             )
     missing = f" ({resume_from} is gone)" if resume_from else ""
     return StartPlan(None, 0, True, f"starting again from step 0: no usable checkpoint{missing}.")
@@ -87,7 +92,9 @@ def runs_running_on(nodename: str) -> list[int]:
     from webapp.experiments.models import Run, RunSource, RunStatus
 
     return list(
-        Run.objects.filter(status=RunStatus.RUNNING, worker=nodename, source=RunSource.NATIVE).values_list("pk", flat=True)
+        Run.objects.filter(status=RunStatus.RUNNING, worker=nodename, source=RunSource.NATIVE).values_list(
+            "pk", flat=True
+        )
     )  # an outside run's "worker" is the host it trains on, never a Celery node of ours
 
 
@@ -102,7 +109,9 @@ def requeue_runs_of_dead_incarnation(nodename: str) -> list[int]:
     client = redis_client()
     for run_id in runs_running_on(nodename):
         if holder_alive(run_id, client):
-            logger.warning("run %s is being trained by another live worker named %s; leaving it", run_id, nodename)
+            logger.warning(
+                "run %s is being trained by another live worker named %s; leaving it", run_id, nodename
+            )
             continue
         logger.warning("run %s was running on %s when it died; re-queueing it", run_id, nodename)
         run_requeue_after_worker_loss(run_id=run_id)
@@ -123,7 +132,9 @@ def requeue_evaluations_of_dead_incarnation(nodename: str) -> list[int]:
     from webapp.benchmarks.services import eval_requeue_after_worker_loss
 
     requeued = []
-    for eval_run_id in EvalRun.objects.filter(status=EvalStatus.RUNNING, worker=nodename).values_list("pk", flat=True):
+    for eval_run_id in EvalRun.objects.filter(status=EvalStatus.RUNNING, worker=nodename).values_list(
+        "pk", flat=True
+    ):
         logger.warning("evaluation %s was running on %s when it died; re-queueing it", eval_run_id, nodename)
         if eval_requeue_after_worker_loss(eval_run_id=eval_run_id):
             enqueue_evaluation(eval_run_id)

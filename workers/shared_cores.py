@@ -32,7 +32,11 @@ def _builds_here() -> list[tuple[str, int]]:
 
 
 def shared_cores_message(model: str, pid: int, threads: int | None) -> str:
-    share = f"this worker's {threads} torch thread{'s' if threads != 1 else ''}" if threads else "this worker's torch threads"
+    share = (
+        f"this worker's {threads} torch thread{'s' if threads != 1 else ''}"
+        if threads
+        else "this worker's torch threads"
+    )
     return (
         f"The built-in model {model} is being built beside this run on the same machine (process {pid}): the build "
         f"and the training steps share {share} and the cores under them, so steps run slower until it finishes. "
@@ -44,7 +48,10 @@ class SharedCoresWatch(NullSink):
     """Listens to a run's steps; warns the run once per model build it finds running beside it."""
 
     def __init__(
-        self, run_id: int, interval_s: float = 5.0, builds: Builds = _builds_here,
+        self,
+        run_id: int,
+        interval_s: float = 5.0,
+        builds: Builds = _builds_here,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.run_id = run_id
@@ -77,7 +84,10 @@ class SharedCoresWatch(NullSink):
             threads = None
         try:
             services.run_log_event(
-                run_id=self.run_id, level="warning", kind="shared_cores", step=step,
+                run_id=self.run_id,
+                level="warning",
+                kind="shared_cores",
+                step=step,
                 message=shared_cores_message(model, pid, threads),
             )
         except DatabaseError as err:

@@ -51,8 +51,14 @@ class DjangoRunSink:
         inform: a database hiccup costs a warning, never the build (the next report tries again)."""
         try:
             services.run_record_phase(
-                run_id=self.run_id, name=phase.name, label=phase.label, subject=phase.subject, done=phase.done,
-                total=phase.total, elapsed_s=phase.elapsed_s, eta_s=phase.eta_s,
+                run_id=self.run_id,
+                name=phase.name,
+                label=phase.label,
+                subject=phase.subject,
+                done=phase.done,
+                total=phase.total,
+                elapsed_s=phase.elapsed_s,
+                eta_s=phase.eta_s,
             )
         except DatabaseError as err:
             logger.warning("run %s: could not record the %s phase: %s", self.run_id, phase.name, err)
@@ -67,7 +73,8 @@ class DjangoRunSink:
         self._write(
             lambda: services.run_log_event(
                 run_id=self.run_id, level="info", kind="start", step=info.start_step, message=message
-            ), "recording the start",
+            ),
+            "recording the start",
         )
 
     def on_step(self, report: StepReport) -> None:
@@ -78,8 +85,13 @@ class DjangoRunSink:
         def store() -> None:
             self._write(
                 lambda: services.run_record_step(
-                    run_id=self.run_id, step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=rollouts,
-                ), f"storing step {report.step}",
+                    run_id=self.run_id,
+                    step=report.step,
+                    max_steps=report.max_steps,
+                    metrics=metrics,
+                    rollouts=rollouts,
+                ),
+                f"storing step {report.step}",
             )
             # One line per step in the worker's log (`docker compose logs worker-cpu`), once it is stored.
             logger.info("run %s: step %s/%s stored", self.run_id, report.step, report.max_steps)
@@ -142,7 +154,9 @@ class DjangoRunSink:
         try:
             prune()
         except Exception:
-            logger.exception("run %s: pruning rollouts by its retention policy failed; retrying later", self.run_id)
+            logger.exception(
+                "run %s: pruning rollouts by its retention policy failed; retrying later", self.run_id
+            )
             connection.close()
 
 
@@ -157,7 +171,9 @@ class StopPoller:
     ``interval_s`` (the loop calls it every step, and tiny steps take milliseconds). A database hiccup
     reads as "keep going": a missed cancel is seen at the next poll."""
 
-    def __init__(self, run_id: int, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, run_id: int, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.run_id = run_id
         self.interval_s = interval_s
         self.clock = clock

@@ -60,7 +60,9 @@ class StepWriter:
         earlier job's exception (the first time), or StepWriterStopped after it."""
         self._raise_error()
         if self._error is not None:
-            raise StepWriterStopped(f"{self.name}: not storing more steps after an earlier one failed") from self._error
+            raise StepWriterStopped(
+                f"{self.name}: not storing more steps after an earlier one failed"
+            ) from self._error
         if self._closed:
             raise StepWriterStopped(f"{self.name} is closed")
         self._slots.acquire()  # backpressure: blocks while max_pending steps are in flight

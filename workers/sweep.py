@@ -40,7 +40,6 @@ from workers.lease import HEARTBEAT_S, TTL_S, holder_alive, lease_key
 logger = logging.getLogger(__name__)
 
 
-
 def sweep_lock_key() -> str:
     """One sweep per interval per database (deployments, or test sessions, may share a Redis)."""
     from django.conf import settings
@@ -51,7 +50,9 @@ def sweep_lock_key() -> str:
 def running_native_runs() -> list[int]:
     from webapp.experiments.models import Run, RunSource, RunStatus
 
-    return list(Run.objects.filter(status=RunStatus.RUNNING, source=RunSource.NATIVE).values_list("pk", flat=True))
+    return list(
+        Run.objects.filter(status=RunStatus.RUNNING, source=RunSource.NATIVE).values_list("pk", flat=True)
+    )
 
 
 def recover_stranded_runs(
@@ -86,7 +87,9 @@ def tasks_in_broker(client: Any, queue: str = RUN_TRAINING.queue) -> set[str]:
     found: set[str] = set()
     for message in raw:
         try:
-            headers = (json.loads(message) if isinstance(message, bytes | str) else message).get("headers") or {}
+            headers = (json.loads(message) if isinstance(message, bytes | str) else message).get(
+                "headers"
+            ) or {}
         except (ValueError, AttributeError):
             continue
         found.add(str(headers.get("id", "")))
@@ -98,9 +101,13 @@ def tasks_in_broker(client: Any, queue: str = RUN_TRAINING.queue) -> set[str]:
 def queued_runs_without_task(client: Any) -> list[int]:
     from webapp.experiments.models import Run, RunSource, RunStatus
 
-    queued = Run.objects.filter(status=RunStatus.QUEUED, source=RunSource.NATIVE).values_list("pk", "celery_task_id")
+    queued = Run.objects.filter(status=RunStatus.QUEUED, source=RunSource.NATIVE).values_list(
+        "pk", "celery_task_id"
+    )
     present = tasks_in_broker(client)
-    return [pk for pk, task_id in queued if f"run:{pk}" not in present and (not task_id or task_id not in present)]
+    return [
+        pk for pk, task_id in queued if f"run:{pk}" not in present and (not task_id or task_id not in present)
+    ]
 
 
 def resend_lost_tasks(run_ids: Iterable[int]) -> list[int]:
@@ -141,7 +148,9 @@ class Sweeper:
         from workers.lease import redis_client
 
         client = redis_client()
-        if not client.set(sweep_lock_key(), f"{self.name}/{uuid.uuid4().hex}", nx=True, ex=max(1, int(self.interval_s))):
+        if not client.set(
+            sweep_lock_key(), f"{self.name}/{uuid.uuid4().hex}", nx=True, ex=max(1, int(self.interval_s))
+        ):
             return False
         recover_stranded_runs(client, max_attempts=self.max_attempts)
         missing = set(queued_runs_without_task(client))
@@ -156,7 +165,9 @@ class Sweeper:
             try:
                 self.sweep_once()
             except Exception as err:  # the database or Redis down: the next interval tries again
-                logger.warning("the stranded-run sweep failed (%s); trying again in %g s", err, self.interval_s)
+                logger.warning(
+                    "the stranded-run sweep failed (%s); trying again in %g s", err, self.interval_s
+                )
             finally:
                 connections.close_all()  # this thread's; the pool forks children from this process
 

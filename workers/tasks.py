@@ -14,7 +14,6 @@ from workers.failures import describe_failure
 logger = logging.getLogger(__name__)
 
 
-
 @app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks.run_training")
 def run_training(self: Task[Any, Any], run_id: int) -> str:
     """Train run ``run_id`` to its end and record it; returns the outcome (or 'skipped' for a duplicate).
@@ -65,7 +64,9 @@ def _start_and_train(run_id: int, me: str) -> str:
         return "cancelled"
     try:
         plan = plan_start(
-            resume_from=run.resume_from, earlier_attempt=earlier_attempt, stored_step=run.step,
+            resume_from=run.resume_from,
+            earlier_attempt=earlier_attempt,
+            stored_step=run.step,
             checkpoints=[(c.step, c.path) for c in selectors.checkpoints_for_run(run=run)],
         )
     except Exception as err:
@@ -75,7 +76,9 @@ def _start_and_train(run_id: int, me: str) -> str:
     # Written now, not when the run was marked started: the checkpoints decide where this attempt begins.
     services.run_log_attempt(run_id=run_id, plan=plan.note, step=plan.step, resumed=plan.truncate)
     try:
-        config_data = run_config_for_worker(run=run)  # checked again here, references resolved to server paths
+        config_data = run_config_for_worker(
+            run=run
+        )  # checked again here, references resolved to server paths
     except Exception as err:
         return _fail(run_id, err)
     return _train(run_id, config_data, plan.resume_from, references(run.config, config_data))
@@ -105,8 +108,12 @@ def _train(
     try:
         config = config_from_dict(config_data, source=f"run {run_id}")
         result = train(  # SharedCoresWatch: a warning event when a model build shares this machine's cores
-            config, sink=MultiSink([sink, SharedCoresWatch(run_id)]), should_stop=StopPoller(run_id), resume_from=resume_from,
-            log=log, overwrite_output_dir=resume_from is None,
+            config,
+            sink=MultiSink([sink, SharedCoresWatch(run_id)]),
+            should_stop=StopPoller(run_id),
+            resume_from=resume_from,
+            log=log,
+            overwrite_output_dir=resume_from is None,
         )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink
@@ -140,8 +147,12 @@ def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -
     try:
         with_db_retry(
             lambda: services.run_fail(run_id=run_id, message=message, traceback_text=trace),
-            f"recording the failure of run {run_id}", window_s=window,
+            f"recording the failure of run {run_id}",
+            window_s=window,
         )
     except DatabaseUnavailable:
-        logger.error("run %s: could not record its failure; the sweep will recover it once the database is back", run_id)
+        logger.error(
+            "run %s: could not record its failure; the sweep will recover it once the database is back",
+            run_id,
+        )
     return "failed"

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-
 @app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks_eval.run_evaluation")
 def run_evaluation(self: Task[Any, Any], eval_run_id: int) -> str:
     """Evaluate ``eval_run_id`` to its end; returns the outcome ('succeeded', 'cancelled', 'failed') or
@@ -48,7 +47,9 @@ def _evaluate(eval_run_id: int, row: EvalRun) -> str:
     sink = DjangoEvalSink(eval_run_id)
     stop = EvalStopPoller(eval_run_id)
     try:
-        config_data, model_path = eval_inputs_for_worker(eval_run=row)  # checked again, resolved to server paths
+        config_data, model_path = eval_inputs_for_worker(
+            eval_run=row
+        )  # checked again, resolved to server paths
         config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
         done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
         result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)

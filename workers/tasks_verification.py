@@ -16,7 +16,10 @@ from workers.celery_app import app
 
 
 @app.task(
-    bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks_verification.run_verification_job"
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    name="workers.tasks_verification.run_verification_job",
 )
 def run_verification_job(self: Task[Any, Any], job_id: int) -> str:
     """Run job ``job_id`` to its end; 'succeeded', 'failed', or 'skipped' (gone, or already finished)."""

@@ -94,7 +94,9 @@ def arm_key(spec: ArmSpec) -> tuple[str, dict[str, Any]]:
     """(key, provenance) of ``spec`` at the current code revision and model files."""
     config = spec.config("<run-dir>")
     provenance = {"v": STORE_VERSION, "code_revision": code_revision(), "models": _models(config)}
-    blob = json.dumps({**provenance, "config": _keyed_config(config), "eval": spec.eval.to_json()}, sort_keys=True)
+    blob = json.dumps(
+        {**provenance, "config": _keyed_config(config), "eval": spec.eval.to_json()}, sort_keys=True
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:20], provenance
 
 
@@ -109,8 +111,16 @@ def stored_path(store: Path, key: str) -> Path:
 
 def _start_evaluation(store: Path, model_dir: str, spec: EvalSpec, exclude: frozenset[str]) -> dict[str, Any]:
     """The starting model's evaluation, shared by every arm that starts from it (stored like an arm)."""
-    blob = json.dumps({"v": STORE_VERSION, "code": code_revision(), "model": model_hash(model_dir),
-                       "eval": spec.to_json(), "exclude": sorted(exclude)}, sort_keys=True)
+    blob = json.dumps(
+        {
+            "v": STORE_VERSION,
+            "code": code_revision(),
+            "model": model_hash(model_dir),
+            "eval": spec.to_json(),
+            "exclude": sorted(exclude),
+        },
+        sort_keys=True,
+    )
     path = store / "start" / f"{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
     if path.is_file():
         return dict(json.loads(path.read_text()))
@@ -150,20 +160,39 @@ def run_arm(spec: ArmSpec, store: Path, use_store: bool = True) -> ArmResult:
             tokens.append(tokens[-1] + m.get("budget/tokens_generated", 0.0))
         t1 = time.perf_counter()
         checkpoints = {int(c.name.removeprefix("step-")): c for c in list_checkpoints(run_dir)}
-        start = _start_evaluation(store, str(resolve_model_path(config.model.name_or_path)), spec.eval, exclude)
+        start = _start_evaluation(
+            store, str(resolve_model_path(config.model.name_or_path)), spec.eval, exclude
+        )
         evals = [{"step": 0, "cumulative_rollouts": 0.0, "cumulative_tokens": 0.0, **start}]
         for step in sorted(checkpoints):
-            evals.append({"step": step, "cumulative_rollouts": rollouts[step], "cumulative_tokens": tokens[step],
-                          **evaluate(str(checkpoints[step]), spec.eval, exclude, final=step == spec.steps)})
+            evals.append(
+                {
+                    "step": step,
+                    "cumulative_rollouts": rollouts[step],
+                    "cumulative_tokens": tokens[step],
+                    **evaluate(str(checkpoints[step]), spec.eval, exclude, final=step == spec.steps),
+                }
+            )
         eval_s = time.perf_counter() - t1
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     if evals[-1]["step"] != spec.steps:
-        raise RuntimeError(f"arm {key}: no checkpoint at the last step {spec.steps} (steps must be a multiple of eval_every)")
-    extra = {"key": key, **provenance, "git_commit": git_commit(), "seed": spec.seed, "steps": spec.steps,
-             "eval": spec.eval.to_json(), "eval_s": eval_s, "prepare_cost": spec.prepare_cost,
-             "overrides": spec.overrides, "group_sizes_first_steps": sink.group_sizes[:5],
-             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        raise RuntimeError(
+            f"arm {key}: no checkpoint at the last step {spec.steps} (steps must be a multiple of eval_every)"
+        )
+    extra = {
+        "key": key,
+        **provenance,
+        "git_commit": git_commit(),
+        "seed": spec.seed,
+        "steps": spec.steps,
+        "eval": spec.eval.to_json(),
+        "eval_s": eval_s,
+        "prepare_cost": spec.prepare_cost,
+        "overrides": spec.overrides,
+        "group_sizes_first_steps": sink.group_sizes[:5],
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     result = ArmResult(sink.metrics, evals, wall, extra)
     store.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

@@ -44,8 +44,15 @@ def arm_config(
 ) -> dict[str, Any]:
     """The full experiment dict of one arm: baseline + overrides + the harness's own fields."""
     config = deep_merge(BASELINE, overrides)
-    return deep_merge(config, {
-        "seed": seed,
-        "training": {"max_steps": steps},
-        "checkpoint": {"output_dir": output_dir, "save_steps": eval_every, "save_total_limit": steps // eval_every + 2},
-    })
+    return deep_merge(
+        config,
+        {
+            "seed": seed,
+            "training": {"max_steps": steps},
+            "checkpoint": {
+                "output_dir": output_dir,
+                "save_steps": eval_every,
+                "save_total_limit": steps // eval_every + 2,
+            },
+        },
+    )

@@ -47,8 +47,11 @@ def problems(n: int, exclude: frozenset[str]) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
     size = n + len(exclude) // 4 + 64
     while len(out) < n:
-        out = [(s.prompt, s.answer) for s in chain_arithmetic_samples(size, seed=EVAL_SEED, level="mixed")
-               if s.prompt not in exclude][:n]
+        out = [
+            (s.prompt, s.answer)
+            for s in chain_arithmetic_samples(size, seed=EVAL_SEED, level="mixed")
+            if s.prompt not in exclude
+        ][:n]
         size *= 2
     return tuple(out)
 
@@ -77,7 +80,8 @@ def evaluate(model_dir: str, spec: EvalSpec, exclude: frozenset[str], final: boo
     texts = greedy_completions(model, tok, [p for p, _ in chosen], MAX_NEW_TOKENS, batch=spec.batch)
     right = _answers_right(texts, [a for _, a in chosen])
     out: dict[str, Any] = {
-        "greedy": sum(right) / len(right), "greedy_n": len(right),
+        "greedy": sum(right) / len(right),
+        "greedy_n": len(right),
         "bare": sum(t.lstrip().startswith("####") for t in texts) / len(texts),
     }
     if not final:
@@ -92,8 +96,14 @@ def evaluate(model_dir: str, spec: EvalSpec, exclude: frozenset[str], final: boo
             enc = tok([p for p, _ in chunk], return_tensors="pt", padding=True, padding_side="left")
             torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator)))
             ids = model.generate(  # type: ignore[operator]
-                **enc, max_new_tokens=MAX_NEW_TOKENS, do_sample=True, temperature=spec.temperature, top_k=0, top_p=1.0,
-                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                **enc,
+                max_new_tokens=MAX_NEW_TOKENS,
+                do_sample=True,
+                temperature=spec.temperature,
+                top_k=0,
+                top_p=1.0,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
             )
             texts += tok.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     right = _answers_right(texts, [a for _, a in sampled])

@@ -33,9 +33,18 @@ METHODS: list[Method] = [
         paper="001:L105",
         claim="Give every prompt a few rollouts, then repeatedly add rollouts to the prompts with the highest group "
         "reward variance until a fixed total budget is used. Up to 2.3x fewer rollouts to reach target accuracy on math.",
-        parts=(ClaimPart("rollouts_to_target", "lower", "fewer rollouts to the target accuracy"),
-               ClaimPart("rollouts_total", "same", "the same total budget")),
-        overrides={"budget": {"allocator": "vigor", "vigor_initial_rollouts": 4, "vigor_increment": 2, "vigor_rounds": 2}},
+        parts=(
+            ClaimPart("rollouts_to_target", "lower", "fewer rollouts to the target accuracy"),
+            ClaimPart("rollouts_total", "same", "the same total budget"),
+        ),
+        overrides={
+            "budget": {
+                "allocator": "vigor",
+                "vigor_initial_rollouts": 4,
+                "vigor_increment": 2,
+                "vigor_rounds": 2,
+            }
+        },
         figures=("final_sampled_accuracy", "final_accuracy", "zero_std_frac_early"),
         note="same 64-rollout budget per step as GRPO: 4 per prompt, then 2 rounds dealt 2 at a time to the "
         "non-silent groups, highest variance first; the target is half of the comparison arm's held-out greedy "
@@ -46,8 +55,7 @@ METHODS: list[Method] = [
         paper="001:L97",
         claim="SARA: commit effective groups, abandon saturated ones after a short probe, and give the freed budget "
         "to fresh prompts. Matches DPS with 22% fewer rollouts than DS.",
-        parts=(ClaimPart("rollouts_total", "lower", "fewer rollouts than DS"),
-               SAME_ACCURACY),
+        parts=(ClaimPart("rollouts_total", "lower", "fewer rollouts than DS"), SAME_ACCURACY),
         overrides={"budget": {"allocator": "early_abandon", "early_abandon_after": 4}},
         baseline_overrides=DS,
         comparison="dynamic sampling",
@@ -62,9 +70,19 @@ METHODS: list[Method] = [
         "effective groups, abandon saturated ones after a short probe, give the freed budget to fresh prompts. "
         "Matches DPS with 22% fewer rollouts than DS.",
         parts=(ClaimPart("rollouts_total", "lower", "fewer rollouts than DS"), SAME_ACCURACY),
-        overrides={"budget": {**DS["budget"], "allocator": "sara", "sara_probe": 2, "sara_step": 2,
-                              "prompt_sampler": "beta_learnability", "thompson": True}},
-        baseline_overrides={"budget": {**DS["budget"], "prompt_sampler": "beta_learnability", "thompson": True}},
+        overrides={
+            "budget": {
+                **DS["budget"],
+                "allocator": "sara",
+                "sara_probe": 2,
+                "sara_step": 2,
+                "prompt_sampler": "beta_learnability",
+                "thompson": True,
+            }
+        },
+        baseline_overrides={
+            "budget": {**DS["budget"], "prompt_sampler": "beta_learnability", "thompson": True}
+        },
         comparison="dynamic sampling on the same prompt sampler",
         figures=("final_accuracy", "zero_std_frac_early"),
         note="the 'sara' allocator (trainer/methods/allocation.py): a 2-rollout probe, then abandon below 0.2 / "
@@ -77,9 +95,15 @@ METHODS: list[Method] = [
         paper="001:L23",
         claim="ThinkPrior more than halves early silent groups and cuts wasted rollouts through step 30 by nearly a "
         "fifth; no detectable difference in final accuracy. (Uniform sampling spends 39% of rollouts on silent groups.)",
-        parts=(ClaimPart("zero_std_frac_early", "lower", "fewer silent groups early (claimed: more than halved)"),
-               ClaimPart("wasted_rollouts_early", "lower", "fewer wasted rollouts through step 30 (claimed: -19%)"),
-               SAME_ACCURACY),
+        parts=(
+            ClaimPart(
+                "zero_std_frac_early", "lower", "fewer silent groups early (claimed: more than halved)"
+            ),
+            ClaimPart(
+                "wasted_rollouts_early", "lower", "fewer wasted rollouts through step 30 (claimed: -19%)"
+            ),
+            SAME_ACCURACY,
+        ),
         overrides=THINKPRIOR,
         figures=("final_accuracy",),
         prepare=anchor_pass_rates,
@@ -90,8 +114,10 @@ METHODS: list[Method] = [
         paper="001:L23",
         claim="The measured ThinkPrior+DAPO composition reduces generated rollouts by 10.6% while both arms retain "
         "the same update budget.",
-        parts=(ClaimPart("rollouts_generated", "lower", "fewer generated rollouts (claimed: -10.6%)"),
-               ClaimPart("rollouts_total", "lower", "fewer rollouts counting the anchor pass")),
+        parts=(
+            ClaimPart("rollouts_generated", "lower", "fewer generated rollouts (claimed: -10.6%)"),
+            ClaimPart("rollouts_total", "lower", "fewer rollouts counting the anchor pass"),
+        ),
         overrides=THINKPRIOR,
         baseline_overrides=DS,
         comparison="dynamic sampling",

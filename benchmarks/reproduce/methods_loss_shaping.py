@@ -60,24 +60,65 @@ def gapo_scale(arm: ArmResult, baseline: ArmResult) -> float:
     return _mean(arm.series("actor/gapo_scale_mean", 1.0))
 
 
-_register("dual_clip_frac", "share of loss tokens held at the dual-clip cap, mean over the run", dual_clip_frac, "{:.5f}")
-_register("majority_correct", "share of groups whose majority answer is right (pseudo-label accuracy), mean over "
-          "the run (nan without a vote)", majority_correct)
-_register("segments_per_completion", "HISPO segments per completion, mean over the run (1 = sequence level)",
-          segments_per_completion, "{:.2f}")
-_register("gapo_scale", "mean GAPO clip-range multiplier per completion over the run (1 = fixed clipping)", gapo_scale)
-_register("truncated_frac", "fraction of completions cut at max_completion_length, mean over the run", truncated_frac, "{:.4f}")
-_register("response_len_last", f"mean completion length (tokens), last {LAST_STEPS} steps", response_len_last, "{:.2f}")
-_register("clip_frac", "share of loss tokens whose ratio was clipped (actor/clip_frac), mean over the run", clip_frac, "{:.4f}")
-_register("train_accuracy_last", f"training accuracy against the reference answers, last {LAST_STEPS} steps",
-          accuracy_last)
-_register("rarity_groups", "groups whose positive advantage was actually redistributed (more than one cue "
-          "cluster), summed over the run", rarity_groups, "{:.0f}")
+_register(
+    "dual_clip_frac",
+    "share of loss tokens held at the dual-clip cap, mean over the run",
+    dual_clip_frac,
+    "{:.5f}",
+)
+_register(
+    "majority_correct",
+    "share of groups whose majority answer is right (pseudo-label accuracy), mean over "
+    "the run (nan without a vote)",
+    majority_correct,
+)
+_register(
+    "segments_per_completion",
+    "HISPO segments per completion, mean over the run (1 = sequence level)",
+    segments_per_completion,
+    "{:.2f}",
+)
+_register(
+    "gapo_scale",
+    "mean GAPO clip-range multiplier per completion over the run (1 = fixed clipping)",
+    gapo_scale,
+)
+_register(
+    "truncated_frac",
+    "fraction of completions cut at max_completion_length, mean over the run",
+    truncated_frac,
+    "{:.4f}",
+)
+_register(
+    "response_len_last",
+    f"mean completion length (tokens), last {LAST_STEPS} steps",
+    response_len_last,
+    "{:.2f}",
+)
+_register(
+    "clip_frac",
+    "share of loss tokens whose ratio was clipped (actor/clip_frac), mean over the run",
+    clip_frac,
+    "{:.4f}",
+)
+_register(
+    "train_accuracy_last",
+    f"training accuracy against the reference answers, last {LAST_STEPS} steps",
+    accuracy_last,
+)
+_register(
+    "rarity_groups",
+    "groups whose positive advantage was actually redistributed (more than one cue "
+    "cluster), summed over the run",
+    rarity_groups,
+    "{:.0f}",
+)
 
 
 def _never(measure: str, below: float, what: str, arm: str = "method"):  # type: ignore[no-untyped-def]
     """An applicability rule: not applicable when ``measure`` of every probe seed's ``arm`` ('method' or
     'comparison') is below ``below``."""
+
     def rule(method: list[ArmResult], comparison: list[ArmResult]) -> str | None:
         fn = MEASURES[measure].fn
         arms = method if arm == "method" else comparison
@@ -86,12 +127,15 @@ def _never(measure: str, below: float, what: str, arm: str = "method"):  # type:
             shown = ", ".join(MEASURES[measure].fmt.format(v) for v in values)
             return f"{what} ({measure} of the {arm} arm {shown} on the probe seeds)"
         return None
+
     return rule
 
 
 REUSE = {"algorithm": {"num_iterations": 2}}  # both arms of the clipping rows: ratios move off 1
-REUSE_NOTE = ("both arms reuse each batch for 2 optimizer passes (num_iterations 2), otherwise every ratio is 1 "
-              "and no clip rule acts.")
+REUSE_NOTE = (
+    "both arms reuse each batch for 2 optimizer passes (num_iterations 2), otherwise every ratio is 1 "
+    "and no clip rule acts."
+)
 HIGHER_GREEDY = ClaimPart("final_accuracy", "higher", "higher held-out accuracy (greedy)")
 HIGHER_SAMPLED = ClaimPart("final_sampled_accuracy", "higher", "higher held-out accuracy (sampled)")
 
@@ -124,15 +168,18 @@ METHODS: list[Method] = [
         comparison="GRPO with 2 passes per batch",
         figures=("clip_frac", "gapo_scale"),
         note="clip radius x clamp(|A| / rms(A), 1, 3), our form (the abstract gives none); the student's base pass "
-        "rate is about 10%, the low-pass-rate regime; sampled accuracy stands in for Pass@1, no Pass@k. " + REUSE_NOTE,
+        "rate is about 10%, the low-pass-rate regime; sampled accuracy stands in for Pass@1, no Pass@k. "
+        + REUSE_NOTE,
     ),
     Method(
         name="dual_clip",
         paper="ext:Ye et al. 2020",
         claim="[ext] Dual-clip PPO: for negative advantages, bound the loss at c |A| (c = 3) so a token whose "
         "ratio exploded cannot dominate the update; a stability device, not an accuracy gain.",
-        parts=(ClaimPart("final_sampled_accuracy", "same", "accuracy unchanged (sampled)"),
-               ClaimPart("final_accuracy", "same", "accuracy unchanged (greedy)")),
+        parts=(
+            ClaimPart("final_sampled_accuracy", "same", "accuracy unchanged (sampled)"),
+            ClaimPart("final_accuracy", "same", "accuracy unchanged (greedy)"),
+        ),
         overrides={"algorithm": {"dual_clip": True, "dual_clip_c": 3.0}},
         baseline_overrides=REUSE,
         comparison="GRPO with 2 passes per batch",
@@ -145,8 +192,10 @@ METHODS: list[Method] = [
         paper="004:L291",
         claim="Sample N answers; the majority answer is the pseudo-label; reward = 1 if a rollout matches it. "
         "Majority-vote reward: +27.1 on MATH-500 vs +29.1 with ground truth (Qwen2.5-Math-7B).",
-        parts=(ClaimPart("final_sampled_accuracy", "same", "close to the ground-truth reward (sampled)"),
-               ClaimPart("final_accuracy", "same", "close to the ground-truth reward (greedy)")),
+        parts=(
+            ClaimPart("final_sampled_accuracy", "same", "close to the ground-truth reward (sampled)"),
+            ClaimPart("final_accuracy", "same", "close to the ground-truth reward (greedy)"),
+        ),
         overrides={"shaping": {"label_free_reward": "majority_vote"}},
         comparison="GRPO with the ground-truth reward",
         figures=("train_accuracy_last", "majority_correct", "final_reward"),
@@ -160,12 +209,19 @@ METHODS: list[Method] = [
         paper="ext:DAPO",
         claim="[ext] DAPO soft overlong punishment: a length-aware penalty in the last L_cache tokens before the "
         "limit reduces reward noise from truncated samples and keeps responses inside the budget.",
-        parts=(ClaimPart("truncated_frac", "lower", "fewer truncated completions"),
-               ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy")),
+        parts=(
+            ClaimPart("truncated_frac", "lower", "fewer truncated completions"),
+            ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy"),
+        ),
         overrides={"shaping": {"overlong_buffer": 16, "overlong_penalty_factor": 1.0}},
         figures=("response_len_last", "final_accuracy"),
-        applicable=_never("truncated_frac", 0.002, "without the penalty hardly any completion reached the length "
-                          "limit, so there were no truncated samples for it to remove", arm="comparison"),
+        applicable=_never(
+            "truncated_frac",
+            0.002,
+            "without the penalty hardly any completion reached the length "
+            "limit, so there were no truncated samples for it to remove",
+            arm="comparison",
+        ),
         note="buffer 16 of 80 tokens (DAPO: 4096 of 20480); the longest correct scratchpads (68 tokens) fall in the "
         "buffer, as long correct answers do in DAPO's setting.",
     ),
@@ -174,8 +230,10 @@ METHODS: list[Method] = [
         paper="004:L467",
         claim="Truncation is the length penalty, together with batch normalization, higher clipping and dynamic "
         "sampling (DLER); here the plain linear length penalty those methods refine. Output length cut by over 70%.",
-        parts=(ClaimPart("response_len_last", "lower", "shorter outputs (claimed: -70%)"),
-               ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy")),
+        parts=(
+            ClaimPart("response_len_last", "lower", "shorter outputs (claimed: -70%)"),
+            ClaimPart("final_sampled_accuracy", "same", "no loss of accuracy"),
+        ),
         overrides={"shaping": {"length_penalty": 0.2}},
         figures=("final_accuracy", "truncated_frac"),
         note="reward -= 0.2 x length / 80 on every completion, no batch normalisation or truncation schedule "
@@ -185,14 +243,17 @@ METHODS: list[Method] = [
     Method(
         name="cue_grpo_rarity",
         paper="001:L71",
-        claim="Split verified-correct rollouts into clusters using deterministic \"Strategy Cues\"; redistribute "
+        claim='Split verified-correct rollouts into clusters using deterministic "Strategy Cues"; redistribute '
         "the group's positive advantage mass inversely to cluster size, so rare correct solution forms get more "
         "credit. Largest AIME gains at high sampling budgets.",
         parts=(HIGHER_SAMPLED, HIGHER_GREEDY),
         overrides={"shaping": {"rarity_redistribution": True, "rarity_cue": "completion"}},
         figures=("rarity_groups", "train_accuracy_last"),
-        applicable=_never("rarity_groups", 1.0, "no group ever had two clusters of correct answers, so the arm "
-                          "trained exactly as GRPO"),
+        applicable=_never(
+            "rarity_groups",
+            1.0,
+            "no group ever had two clusters of correct answers, so the arm trained exactly as GRPO",
+        ),
         note="the cue is the whole completion (whitespace collapsed): a correct bare answer and a correct scratchpad "
         "are two solution forms; held-out accuracy at one sample, not pass@k at high budgets.",
     ),

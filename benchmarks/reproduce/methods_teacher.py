@@ -12,7 +12,9 @@ from benchmarks.reproduce.baseline import TEACHER
 from benchmarks.reproduce.measures import LAST_STEPS, MEASURES, ArmResult, Measure
 from benchmarks.reproduce.method import ClaimPart, Method
 
-MAJORITY_VOTE = {"shaping": {"label_free_reward": "majority_vote"}}  # the majority_vote_reward row's method arm
+MAJORITY_VOTE = {
+    "shaping": {"label_free_reward": "majority_vote"}
+}  # the majority_vote_reward row's method arm
 
 
 def _mean(values: list[float]) -> float:
@@ -26,7 +28,8 @@ def entropy_last(arm: ArmResult, baseline: ArmResult) -> float:
 
 if "entropy_last" not in MEASURES:  # the harness imports this module once; a re-import must not fail
     MEASURES["entropy_last"] = Measure(
-        "entropy_last", f"policy entropy on training tokens (actor/entropy, nats), mean of the last {LAST_STEPS} steps",
+        "entropy_last",
+        f"policy entropy on training tokens (actor/entropy, nats), mean of the last {LAST_STEPS} steps",
         entropy_last,
     )
 
@@ -89,8 +92,10 @@ METHODS: list[Method] = [
         "normalization and PPO clipping. ECR: zero-sum, entropy-damped token redistribution. Avg@12: 17.21% "
         "(Qwen3-1.7B) and 65.09% (Qwen3-4B); +0.89 / +0.56 points over the strongest baseline.",
         parts=(HIGHER_SAMPLED, HIGHER_GREEDY),
-        overrides={"teacher": {"name_or_path": TEACHER, "fusion": "puu", "puu_coef": 0.1},
-                   "algorithm": {"token_credit": "ecr", "ecr_strength": 1.0}},
+        overrides={
+            "teacher": {"name_or_path": TEACHER, "fusion": "puu", "puu_coef": 0.1},
+            "algorithm": {"token_credit": "ecr", "ecr_strength": 1.0},
+        },
         figures=("final_reward", "entropy_last"),
         note="anchor = the sampling policy; ECR weights 1 + s(d - mean d) with d = sign(A) gap (1 - H/log V), "
         "floor 0.1 (our form; the abstract gives none); compared with plain GRPO, not the paper's baselines.",

@@ -35,12 +35,21 @@ class Places:
 
     @staticmethod
     def default() -> Places:
-        return Places(HERE / "arms", HERE / "results.json", ROOT / "docs" / "reproduction.md",
-                      ROOT / "docs" / "reproduction_curves.csv")
+        return Places(
+            HERE / "arms",
+            HERE / "results.json",
+            ROOT / "docs" / "reproduction.md",
+            ROOT / "docs" / "reproduction_curves.csv",
+        )
 
     @staticmethod
     def under(folder: Path) -> Places:
-        return Places(folder / "arms", folder / "results.json", folder / "reproduction.md", folder / "reproduction_curves.csv")
+        return Places(
+            folder / "arms",
+            folder / "results.json",
+            folder / "reproduction.md",
+            folder / "reproduction_curves.csv",
+        )
 
 
 def discover_methods() -> dict[str, tuple[str, Method]]:
@@ -53,10 +62,14 @@ def discover_methods() -> dict[str, tuple[str, Method]]:
         area = info.name.removeprefix("methods_")
         for method in getattr(module, "METHODS", []):
             if method.name in found:
-                raise SystemExit(f"method {method.name!r} is defined in both methods_{found[method.name][0]}.py and {info.name}.py")
+                raise SystemExit(
+                    f"method {method.name!r} is defined in both methods_{found[method.name][0]}.py and {info.name}.py"
+                )
             names = [p.measure for p in method.parts] + list(method.figures)
             if not method.parts or any(n not in MEASURES for n in names):
-                raise SystemExit(f"method {method.name!r} needs claim parts naming known measures; known: {', '.join(MEASURES)}")
+                raise SystemExit(
+                    f"method {method.name!r} needs claim parts naming known measures; known: {', '.join(MEASURES)}"
+                )
             found[method.name] = (area, method)
     return found
 
@@ -69,12 +82,16 @@ def select(names: str, available: dict[str, tuple[str, Method]]) -> list[tuple[s
         if name.startswith("area:"):
             area = [am for am in available.values() if am[0] == name.removeprefix("area:")]
             if not area:
-                raise SystemExit(f"no method in {name!r}; areas: {', '.join(sorted({a for a, _ in available.values()}))}")
+                raise SystemExit(
+                    f"no method in {name!r}; areas: {', '.join(sorted({a for a, _ in available.values()}))}"
+                )
             chosen += area
         elif name in available:
             chosen.append(available[name])
         else:
-            raise SystemExit(f"unknown method {name!r}; known: {', '.join(sorted(available))} (or area:<name>, all)")
+            raise SystemExit(
+                f"unknown method {name!r}; known: {', '.join(sorted(available))} (or area:<name>, all)"
+            )
     return chosen
 
 
@@ -87,8 +104,9 @@ class RowPlan:
     pairs: tuple[tuple[int, ArmSpec, ArmSpec], ...]
 
 
-def plan_row(area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec,
-             store: Path) -> RowPlan:
+def plan_row(
+    area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec, store: Path
+) -> RowPlan:
     if method.not_applicable:
         return RowPlan(area, method, ())
     extra: dict[str, Any] = {}
@@ -97,8 +115,11 @@ def plan_row(area: str, method: Method, seeds: Sequence[int], steps: int, eval_e
         extra, cost = method.prepare(store, deep_merge(BASELINE, method.baseline_overrides))
     method_overrides = deep_merge(deep_merge(method.baseline_overrides, method.overrides), extra)
     pairs = tuple(
-        (seed, ArmSpec(method.baseline_overrides, seed, steps, eval_every, spec),
-         ArmSpec(method_overrides, seed, steps, eval_every, spec, prepare_cost=cost))
+        (
+            seed,
+            ArmSpec(method.baseline_overrides, seed, steps, eval_every, spec),
+            ArmSpec(method_overrides, seed, steps, eval_every, spec, prepare_cost=cost),
+        )
         for seed in seeds
     )
     return RowPlan(area, method, pairs)

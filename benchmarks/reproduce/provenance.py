@@ -56,10 +56,22 @@ def model_hash(model_dir: str) -> str:
 def git_commit() -> str:
     """The checkout's HEAD (12 hex, '+dirty' with uncommitted changes), or 'unknown' outside git: shown, not keyed."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "trainer", "benchmarks/reproduce"], cwd=ROOT,
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "trainer", "benchmarks/reproduce"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")

@@ -37,7 +37,6 @@ def applicability(plan: RowPlan, store: Path) -> str | None:
     return method.applicable([load_arm(a) for a, _ in paths], [load_arm(b) for _, b in paths])
 
 
-
 def _arms(plan: RowPlan, store: Path) -> tuple[list[ArmResult], list[ArmResult], int]:
     """(method arms, comparison arms, missing count) of the row's seeds, in seed order."""
     methods, comparisons, missing = [], [], 0
@@ -54,8 +53,12 @@ def _figure(name: str, methods: list[ArmResult], comparisons: list[ArmResult]) -
     m = MEASURES[name]
     values = [m.fn(a, b) for a, b in zip(methods, comparisons, strict=True)]
     base = [m.fn(b, b) for b in comparisons]
-    return {"measure": name, "method_values": values, "comparison_values": base,
-            "paired": paired(values, base).to_json()}
+    return {
+        "measure": name,
+        "method_values": values,
+        "comparison_values": base,
+        "paired": paired(values, base).to_json(),
+    }
 
 
 def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -67,10 +70,16 @@ def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]],
     for plan in plans:
         method = plan.method
         row: dict[str, Any] = {
-            "method": method.name, "area": plan.area, "paper": method.paper, "claim": method.claim,
-            "comparison": method.comparison, "note": method.note, "seeds": [s for s, _, _ in plan.pairs],
+            "method": method.name,
+            "area": plan.area,
+            "paper": method.paper,
+            "claim": method.claim,
+            "comparison": method.comparison,
+            "note": method.note,
+            "seeds": [s for s, _, _ in plan.pairs],
             "steps": plan.pairs[0][1].steps if plan.pairs else None,
-            "overrides": method.overrides, "baseline_overrides": method.baseline_overrides,
+            "overrides": method.overrides,
+            "baseline_overrides": method.baseline_overrides,
             "command": f"{COMMAND} --methods {method.name}",
         }
         reason = applicability(plan, store)
@@ -81,8 +90,13 @@ def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]],
             rows.append(row)
             continue
         if reason is not None:
-            row.update(verdict=NOT_APPLICABLE, reason=reason, parts=[], costs=[],
-                       figures=[_figure(p.measure, methods, comparisons) for p in method.parts] if methods else [])
+            row.update(
+                verdict=NOT_APPLICABLE,
+                reason=reason,
+                parts=[],
+                costs=[],
+                figures=[_figure(p.measure, methods, comparisons) for p in method.parts] if methods else [],
+            )
             row["arms"] = _provenance(methods, comparisons)
             rows.append(row)
             continue
@@ -91,16 +105,22 @@ def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]],
             fig = _figure(part.measure, methods, comparisons)
             stats = Paired(**{k: (float("nan") if v is None else v) for k, v in fig["paired"].items()})
             verdict = part_verdict(part.direction, stats)
-            fig.update(text=part.text, direction=part.direction, verdict=verdict,
-                       verdict_text=describe(part.direction, verdict, stats, MEASURES[part.measure].fmt))
+            fig.update(
+                text=part.text,
+                direction=part.direction,
+                verdict=verdict,
+                verdict_text=describe(part.direction, verdict, stats, MEASURES[part.measure].fmt),
+            )
             if part.measure == "final_accuracy":
                 fig["eval_se"] = statistics.fmean(
                     paired_eval_se(a.evals[-1]["greedy_bits"], b.evals[-1]["greedy_bits"])
-                    for a, b in zip(methods, comparisons, strict=True))
+                    for a, b in zip(methods, comparisons, strict=True)
+                )
             parts.append(fig)
         shown = [p.measure for p in method.parts]
         row.update(
-            verdict=row_verdict([p["verdict"] for p in parts]), parts=parts,
+            verdict=row_verdict([p["verdict"] for p in parts]),
+            parts=parts,
             figures=[_figure(f, methods, comparisons) for f in method.figures if f not in shown],
             costs=[_figure(c, methods, comparisons) for c in COSTS],
             arms=_provenance(methods, comparisons),
@@ -110,15 +130,25 @@ def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]],
 
 
 def _provenance(methods: list[ArmResult], comparisons: list[ArmResult]) -> list[dict[str, Any]]:
-    return [{"role": role, "seed": a.extra.get("seed"), "key": a.extra.get("key"),
-             "code_revision": a.extra.get("code_revision"), "git_commit": a.extra.get("git_commit"),
-             "models": a.extra.get("models")}
-            for role, arms in (("method", methods), ("comparison", comparisons)) for a in arms]
+    return [
+        {
+            "role": role,
+            "seed": a.extra.get("seed"),
+            "key": a.extra.get("key"),
+            "code_revision": a.extra.get("code_revision"),
+            "git_commit": a.extra.get("git_commit"),
+            "models": a.extra.get("models"),
+        }
+        for role, arms in (("method", methods), ("comparison", comparisons))
+        for a in arms
+    ]
 
 
 def write(places: Places, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     """Merge ``rows`` into results.json and rewrite the table and the curves from every row there."""
-    results: dict[str, Any] = json.loads(places.results.read_text()) if places.results.is_file() else {"rows": {}}
+    results: dict[str, Any] = (
+        json.loads(places.results.read_text()) if places.results.is_file() else {"rows": {}}
+    )
     for row in rows:
         results["rows"][row["method"]] = row
     results["rows"] = dict(sorted(results["rows"].items()))
@@ -148,16 +178,42 @@ def curves_csv(rows: list[dict[str, Any]], store: Path) -> str:
     """Every stored arm's held-out curve, one line per (row, role, seed, checkpoint)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["method", "role", "seed", "arm_key", "step", "cumulative_rollouts", "cumulative_tokens",
-                     "greedy_accuracy", "greedy_problems", "bare_share", "sampled_accuracy", "sampled_problems"])
+    writer.writerow(
+        [
+            "method",
+            "role",
+            "seed",
+            "arm_key",
+            "step",
+            "cumulative_rollouts",
+            "cumulative_tokens",
+            "greedy_accuracy",
+            "greedy_problems",
+            "bare_share",
+            "sampled_accuracy",
+            "sampled_problems",
+        ]
+    )
     for row in rows:
         for arm in row.get("arms", []):
             path = stored_path(store, arm["key"])
             if not path.is_file():
                 continue
             for point in load_arm(path).evals:
-                writer.writerow([row["method"], arm["role"], arm["seed"], arm["key"], point["step"],
-                                 f"{point['cumulative_rollouts']:.0f}", f"{point.get('cumulative_tokens', 0):.0f}",
-                                 f"{point['greedy']:.4f}", point["greedy_n"], f"{point['bare']:.4f}",
-                                 f"{point['sampled']:.4f}" if "sampled" in point else "", point.get("sampled_n", "")])
+                writer.writerow(
+                    [
+                        row["method"],
+                        arm["role"],
+                        arm["seed"],
+                        arm["key"],
+                        point["step"],
+                        f"{point['cumulative_rollouts']:.0f}",
+                        f"{point.get('cumulative_tokens', 0):.0f}",
+                        f"{point['greedy']:.4f}",
+                        point["greedy_n"],
+                        f"{point['bare']:.4f}",
+                        f"{point['sampled']:.4f}" if "sampled" in point else "",
+                        point.get("sampled_n", ""),
+                    ]
+                )
     return out.getvalue()

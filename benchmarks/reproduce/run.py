@@ -72,7 +72,9 @@ def train_missing(specs: list[tuple[str, ArmSpec]], store: Path, jobs: int, log:
             done += 1
             log(_progress(done, len(todo), labels[key], seconds, t0))
     else:
-        with multiprocessing.get_context("spawn").Pool(jobs, initializer=_init_worker, maxtasksperchild=8) as pool:
+        with multiprocessing.get_context("spawn").Pool(
+            jobs, initializer=_init_worker, maxtasksperchild=8
+        ) as pool:
             for key, seconds in pool.imap_unordered(_train_one, work):
                 done += 1
                 log(_progress(done, len(todo), labels[key], seconds, t0))
@@ -86,18 +88,38 @@ def _progress(done: int, total: int, label: str, seconds: float, t0: float) -> s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", default="all", help="'all', or comma-separated method names / area:<area>")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--methods", default="all", help="'all', or comma-separated method names / area:<area>"
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULT_SEEDS)
     parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
-    parser.add_argument("--eval-every", type=int, default=DEFAULT_EVAL_EVERY, help="held-out curve point every N steps")
-    parser.add_argument("--eval-problems", type=int, default=EVAL.greedy_problems,
-                        help="size of the fixed held-out set (greedy); the sampled and curve subsets scale with it")
-    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="arms trained at a time")
-    parser.add_argument("--out", type=Path, help="write the store, results, table and curves under this folder "
-                        "instead of benchmarks/reproduce/ and docs/")
-    parser.add_argument("--no-train", action="store_true", help="train nothing: rebuild the table from stored arms "
-                        "and list the rows whose arms are missing at this code revision")
+    parser.add_argument(
+        "--eval-every", type=int, default=DEFAULT_EVAL_EVERY, help="held-out curve point every N steps"
+    )
+    parser.add_argument(
+        "--eval-problems",
+        type=int,
+        default=EVAL.greedy_problems,
+        help="size of the fixed held-out set (greedy); the sampled and curve subsets scale with it",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=min(2, os.cpu_count() or 1), help="arms trained at a time"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="write the store, results, table and curves under this folder "
+        "instead of benchmarks/reproduce/ and docs/",
+    )
+    parser.add_argument(
+        "--no-train",
+        action="store_true",
+        help="train nothing: rebuild the table from stored arms "
+        "and list the rows whose arms are missing at this code revision",
+    )
     parser.add_argument("--list", action="store_true", help="list the discovered methods and exit")
     args = parser.parse_args(argv)
     from benchmarks.reproduce import report
@@ -105,7 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     available = discover_methods()
     if args.list:
         for name, (area, m) in sorted(available.items()):
-            print(f"{area:12s} {name:28s} {m.paper:18s} " + "; ".join(f"{p.measure} {p.direction}" for p in m.parts))
+            print(
+                f"{area:12s} {name:28s} {m.paper:18s} "
+                + "; ".join(f"{p.measure} {p.direction}" for p in m.parts)
+            )
         return 0
     if args.steps < 1 or args.steps % args.eval_every:
         raise SystemExit("--steps must be a positive multiple of --eval-every")
@@ -114,19 +139,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 20 <= args.eval_problems <= 20000:
         raise SystemExit("--eval-problems must be between 20 and 20000")
     scale = args.eval_problems / EVAL.greedy_problems
-    spec = replace(EVAL, greedy_problems=args.eval_problems, sampled_problems=max(10, round(EVAL.sampled_problems * scale)),
-                   curve_problems=max(10, round(EVAL.curve_problems * scale)))
+    spec = replace(
+        EVAL,
+        greedy_problems=args.eval_problems,
+        sampled_problems=max(10, round(EVAL.sampled_problems * scale)),
+        curve_problems=max(10, round(EVAL.curve_problems * scale)),
+    )
     places = Places.under(args.out) if args.out else Places.default()
     _init_worker()
     log = lambda s: print(s, flush=True)  # noqa: E731
     chosen = select(args.methods, available)
-    plans = [plan_row(area, m, args.seeds, args.steps, args.eval_every, spec, places.store) for area, m in chosen]
+    plans = [
+        plan_row(area, m, args.seeds, args.steps, args.eval_every, spec, places.store) for area, m in chosen
+    ]
     if not args.no_train:
-        probe = [(f"{p.method.name} seed {s} {role}", a) for p in plans if p.method.applicable
-                 for s, c, m in p.pairs[:PROBE_SEEDS] for role, a in (("comparison", c), ("method", m))]
+        probe = [
+            (f"{p.method.name} seed {s} {role}", a)
+            for p in plans
+            if p.method.applicable
+            for s, c, m in p.pairs[:PROBE_SEEDS]
+            for role, a in (("comparison", c), ("method", m))
+        ]
         train_missing(probe, places.store, args.jobs, log)
-        rest = [(f"{p.method.name} seed {s} {role}", a) for p in plans if report.applicability(p, places.store) is None
-                for s, c, m in p.pairs for role, a in (("comparison", c), ("method", m))]
+        rest = [
+            (f"{p.method.name} seed {s} {role}", a)
+            for p in plans
+            if report.applicability(p, places.store) is None
+            for s, c, m in p.pairs
+            for role, a in (("comparison", c), ("method", m))
+        ]
         train_missing(rest, places.store, args.jobs, log)
     rows, missing = report.build_rows(plans, places.store)
     report.write(places, rows, args)

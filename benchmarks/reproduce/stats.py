@@ -55,7 +55,9 @@ def _betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
     if x < (a + 1.0) / (a + b + 2.0):
         return front * _betacf(a, b, x) / a
     return 1.0 - front * _betacf(b, a, 1.0 - x) / b
@@ -100,7 +102,9 @@ class Paired:
         return self.ci_low > 0 or self.ci_high < 0
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(self).items()}
+        return {
+            k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(self).items()
+        }
 
 
 def paired(method: list[float], comparison: list[float]) -> Paired:
@@ -111,8 +115,11 @@ def paired(method: list[float], comparison: list[float]) -> Paired:
     if n == 0:
         return Paired(0, nan, nan, nan, nan, nan, nan, nan, nan)
     diffs = [m - c for m, c in pairs]
-    m_mean, c_mean, effect = (statistics.fmean(p[0] for p in pairs), statistics.fmean(p[1] for p in pairs),
-                              statistics.fmean(diffs))
+    m_mean, c_mean, effect = (
+        statistics.fmean(p[0] for p in pairs),
+        statistics.fmean(p[1] for p in pairs),
+        statistics.fmean(diffs),
+    )
     relative = effect / c_mean if c_mean else nan
     if n < 2:
         return Paired(n, m_mean, c_mean, effect, nan, nan, nan, nan, relative)

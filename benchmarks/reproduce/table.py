@@ -38,27 +38,51 @@ def _effect(fig: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def _summary(rows: list[dict[str, Any]]) -> str:
-    lines = ["| method | seeds | compared with | claim part | measured quantity | method vs comparison (means) | "
-             "effect (relative) | 95% CI | min. detectable | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| method | seeds | compared with | claim part | measured quantity | method vs comparison (means) | "
+        "effect (relative) | 95% CI | min. detectable | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         seeds = f"{len(row['seeds'])} ({row['seeds'][0]}-{row['seeds'][-1]})" if row["seeds"] else "-"
         head = [f"**{row['method']}** (`{row['paper']}`)", seeds, row["comparison"]]
         if row["verdict"] in (NOT_APPLICABLE, "not run"):
             why = row.get("reason", f"arms missing: `{row['command']}`")
-            lines.append("| " + " | ".join(_cell(x) for x in [*head, "-", "-", "-", "-", "-", "-",
-                                                                   f"**{row['verdict']}**: {why}"]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(x) for x in [*head, "-", "-", "-", "-", "-", "-", f"**{row['verdict']}**: {why}"]
+                )
+                + " |"
+            )
             continue
         for i, part in enumerate(row["parts"]):
             cells = head if i == 0 else ["", "", ""]
-            verdict = part["verdict_text"] + (f" (row: **{row['verdict']}**)" if i == len(row["parts"]) - 1 else "")
-            lines.append("| " + " | ".join(_cell(x) for x in [
-                *cells, part["text"], f"`{part['measure']}` ({part['direction']})", *_effect(part), verdict]) + " |")
+            verdict = part["verdict_text"] + (
+                f" (row: **{row['verdict']}**)" if i == len(row["parts"]) - 1 else ""
+            )
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(x)
+                    for x in [
+                        *cells,
+                        part["text"],
+                        f"`{part['measure']}` ({part['direction']})",
+                        *_effect(part),
+                        verdict,
+                    ]
+                )
+                + " |"
+            )
     return "\n".join(lines)
 
 
 def _costs(rows: list[dict[str, Any]]) -> str:
-    lines = ["| method | rollouts (method vs comparison; effect, 95% CI) | completion tokens | seconds of training |",
-             "|---|---|---|---|"]
+    lines = [
+        "| method | rollouts (method vs comparison; effect, 95% CI) | completion tokens | seconds of training |",
+        "|---|---|---|---|",
+    ]
     for row in rows:
         if not row.get("costs"):
             continue
@@ -81,7 +105,12 @@ def _eval_noise(rows: list[dict[str, Any]]) -> str:
                     seed_sd.append(part["paired"]["sd"])
     if not eval_se:
         return "(no row measured greedy accuracy yet)"
-    accuracies = [p["paired"]["comparison_mean"] for r in rows for p in r.get("parts", []) if p["measure"] == "final_accuracy"]
+    accuracies = [
+        p["paired"]["comparison_mean"]
+        for r in rows
+        for p in r.get("parts", [])
+        if p["measure"] == "final_accuracy"
+    ]
     acc = statistics.fmean(accuracies)
     binomial = math.sqrt(acc * (1 - acc) / EVAL.greedy_problems)
     sampled = math.sqrt(2 * acc * (1 - acc) / EVAL.sampled_problems)
@@ -103,7 +132,10 @@ def _groups(rows: list[dict[str, Any]]) -> str:
     def names(pred: Any) -> str:
         chosen = [f"`{r['method']}`" for r in rows if pred(r)]
         return ", ".join(chosen) or "none"
-    direction = lambda r: any(p["verdict"] == AS_CLAIMED and p["direction"] != "same" for p in r.get("parts", []))  # noqa: E731
+
+    def direction(r: dict[str, Any]) -> bool:
+        return any(p["verdict"] == AS_CLAIMED and p["direction"] != "same" for p in r.get("parts", []))
+
     return (
         f"- **Reproduced in direction** (every part as claimed): {names(lambda r: r['verdict'] == AS_CLAIMED)}.\n"
         f"- **Partly** (some parts as claimed, others not): {names(lambda r: r['verdict'] == PARTLY)}.\n"
@@ -120,12 +152,16 @@ def _groups(rows: list[dict[str, Any]]) -> str:
 def _provenance(rows: list[dict[str, Any]]) -> str:
     revisions = sorted({a["code_revision"] for r in rows for a in r.get("arms", [])})
     commits = sorted({a["git_commit"] for r in rows for a in r.get("arms", [])})
-    models = sorted({f"{role} `{h}`" for r in rows for a in r.get("arms", []) for role, h in (a["models"] or {}).items()})
+    models = sorted(
+        {f"{role} `{h}`" for r in rows for a in r.get("arms", []) for role, h in (a["models"] or {}).items()}
+    )
     arms = len({a["key"] for r in rows for a in r.get("arms", [])})
-    return (f"{arms} stored arms (benchmarks/reproduce/arms/, one gzip JSON each, keyed by code revision, model "
-            f"hashes and config); code revision {', '.join(f'`{r}`' for r in revisions) or 'n/a'} "
-            f"(benchmarks/reproduce/provenance.py); trained at git commit {', '.join(f'`{c}`' for c in commits) or 'n/a'}; "
-            f"model files {', '.join(models) or 'n/a'}.")
+    return (
+        f"{arms} stored arms (benchmarks/reproduce/arms/, one gzip JSON each, keyed by code revision, model "
+        f"hashes and config); code revision {', '.join(f'`{r}`' for r in revisions) or 'n/a'} "
+        f"(benchmarks/reproduce/provenance.py); trained at git commit {', '.join(f'`{c}`' for c in commits) or 'n/a'}; "
+        f"model files {', '.join(models) or 'n/a'}."
+    )
 
 
 def _details(rows: list[dict[str, Any]]) -> str:
@@ -133,18 +169,24 @@ def _details(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         out.append(f"### {row['method']} (`{row['paper']}`)\n")
         out.append(f"Claim: {row['claim']}\n")
-        out.append(f"Compared with {row['comparison']}; {len(row['seeds'])} seeds ({' '.join(map(str, row['seeds']))}), "
-                   f"{row['steps']} steps. Row: `{row['command']}`\n")
+        out.append(
+            f"Compared with {row['comparison']}; {len(row['seeds'])} seeds ({' '.join(map(str, row['seeds']))}), "
+            f"{row['steps']} steps. Row: `{row['command']}`\n"
+        )
         if row.get("reason"):
             out.append(f"Not applicable: {row['reason']}.\n")
         figures = [*row.get("parts", []), *row.get("figures", []), *row.get("costs", [])]
         if figures:
-            out.append("| measured quantity | method vs comparison | effect | 95% CI | min. detectable | per seed (method / comparison) |")
+            out.append(
+                "| measured quantity | method vs comparison | effect | 95% CI | min. detectable | per seed (method / comparison) |"
+            )
             out.append("|---|---|---|---|---|---|")
             for fig in figures:
                 m = fig["measure"]
-                per_seed = " ".join(f"{_fmt(m, a)}/{_fmt(m, b)}" for a, b in
-                                    zip(fig["method_values"], fig["comparison_values"], strict=True))
+                per_seed = " ".join(
+                    f"{_fmt(m, a)}/{_fmt(m, b)}"
+                    for a, b in zip(fig["method_values"], fig["comparison_values"], strict=True)
+                )
                 out.append("| " + " | ".join(_cell(x) for x in [f"`{m}`", *_effect(fig), per_seed]) + " |")
             out.append("")
         if row.get("note"):
@@ -164,11 +206,11 @@ command resumes where it stopped and, once every arm is stored, retrains nothing
 byte for byte. `{COMMAND} --no-train` rebuilds it from the stored arms and lists any missing at the current
 code revision.
 
-**Task and baseline.** Chain arithmetic with a scratchpad (`{data['source']}`, {data['task']} levels,
-{data['size']} training problems): the built-in `{STUDENT}` student answers most problems bare and is rarely
+**Task and baseline.** Chain arithmetic with a scratchpad (`{data["source"]}`, {data["task"]} levels,
+{data["size"]} training problems): the built-in `{STUDENT}` student answers most problems bare and is rarely
 right; `{TEACHER}` is the teacher and ThinkPrior's anchor. Every arm is the shared plain-GRPO baseline
-(benchmarks/reproduce/baseline.py: {training['prompts_per_step']} prompts x {rollout['num_generations']}
-completions of up to {rollout['max_completion_length']} tokens, lr {training['learning_rate']}, DAPO token-sum
+(benchmarks/reproduce/baseline.py: {training["prompts_per_step"]} prompts x {rollout["num_generations"]}
+completions of up to {rollout["max_completion_length"]} tokens, lr {training["learning_rate"]}, DAPO token-sum
 loss) with the method's overrides; each row compares it with its comparison arm on the same seeds. The papers'
 claims come from much larger models: what does not show here is reported as such, not tuned.
 

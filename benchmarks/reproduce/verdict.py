@@ -17,7 +17,12 @@ from __future__ import annotations
 from benchmarks.reproduce.stats import Paired
 
 AS_CLAIMED, OPPOSITE, UNDETECTED, PARTLY, NOT_APPLICABLE = (
-    "as claimed", "opposite", "no detectable difference", "partly as claimed", "not applicable")
+    "as claimed",
+    "opposite",
+    "no detectable difference",
+    "partly as claimed",
+    "not applicable",
+)
 
 
 def part_verdict(direction: str, p: Paired) -> str:

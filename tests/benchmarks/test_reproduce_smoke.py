@@ -26,14 +26,35 @@ ROWS = "dapo_dynamic_sampling,cue_grpo_rarity"
 
 
 def _run(home: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "benchmarks.reproduce.run", "--methods", ROWS, "--seeds", "0", "1", "--steps", "2",
-           "--eval-every", "1", "--eval-problems", "40", "--jobs", "1", "--out", str(out), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.reproduce.run",
+        "--methods",
+        ROWS,
+        "--seeds",
+        "0",
+        "1",
+        "--steps",
+        "2",
+        "--eval-every",
+        "1",
+        "--eval-problems",
+        "40",
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+        *extra,
+    ]
     env = {**os.environ, "RLVR_HOME": str(home), "OMP_NUM_THREADS": "1"}
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
-def test_two_rows_train_compare_resume_and_regenerate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_rows_train_compare_resume_and_regenerate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = quick_builds(monkeypatch, tmp_path / "rlvr-home")
     ensure_tiny_model("tiny:chain", log=lambda m: None)  # and its teacher, which it starts from
     out = tmp_path / "out"
@@ -44,7 +65,12 @@ def test_two_rows_train_compare_resume_and_regenerate(tmp_path: Path, monkeypatc
     results = json.loads((out / "results.json").read_text())["rows"]
     assert set(results) == {"dapo_dynamic_sampling", "cue_grpo_rarity"}
     ds = results["dapo_dynamic_sampling"]
-    assert ds["seeds"] == [0, 1] and ds["verdict"] in ("as claimed", "no detectable difference", "opposite", "partly as claimed")
+    assert ds["seeds"] == [0, 1] and ds["verdict"] in (
+        "as claimed",
+        "no detectable difference",
+        "opposite",
+        "partly as claimed",
+    )
     part = ds["parts"][0]
     assert part["measure"] == "zero_std_frac_early" and part["paired"]["n"] == 2
     assert {"effect", "ci_low", "ci_high", "mde", "relative"} <= set(part["paired"])
@@ -57,10 +83,17 @@ def test_two_rows_train_compare_resume_and_regenerate(tmp_path: Path, monkeypatc
     if cue["verdict"] == "not applicable":  # 2 steps rarely see two clusters of correct answers
         assert "rarity_groups" in cue["reason"] and cue["parts"] == []
     doc = (out / "reproduction.md").read_text()
-    assert "**dapo_dynamic_sampling**" in doc and "min. detectable" in doc and "--methods dapo_dynamic_sampling" in doc
+    assert (
+        "**dapo_dynamic_sampling**" in doc
+        and "min. detectable" in doc
+        and "--methods dapo_dynamic_sampling" in doc
+    )
     with (out / "reproduction_curves.csv").open() as f:
         curve = list(csv.DictReader(f))
-    assert {r["step"] for r in curve} == {"0", "1", "2"} and {r["role"] for r in curve} == {"method", "comparison"}
+    assert {r["step"] for r in curve} == {"0", "1", "2"} and {r["role"] for r in curve} == {
+        "method",
+        "comparison",
+    }
 
     again = _run(home, out)  # resume: everything is stored, nothing trains, the same files come out
     assert again.returncode == 0 and "training" not in again.stdout, again.stdout + again.stderr
@@ -74,14 +107,26 @@ def test_two_rows_train_compare_resume_and_regenerate(tmp_path: Path, monkeypatc
     retrained = json.loads((out / "results.json").read_text())["rows"]
     # training is deterministic: the retrained arm gives the same figures (only its seconds differ)
     for name, row in results.items():
-        assert [p["method_values"] for p in retrained[name]["parts"]] == [p["method_values"] for p in row["parts"]]
-        assert [p["comparison_values"] for p in retrained[name]["parts"]] == [p["comparison_values"] for p in row["parts"]]
+        assert [p["method_values"] for p in retrained[name]["parts"]] == [
+            p["method_values"] for p in row["parts"]
+        ]
+        assert [p["comparison_values"] for p in retrained[name]["parts"]] == [
+            p["comparison_values"] for p in row["parts"]
+        ]
 
 
 def test_bad_arguments_are_refused_with_the_fix() -> None:
-    for args, message in ((["--seeds", "0"], "at least 2 distinct seeds"), (["--steps", "5", "--eval-every", "2"],
-                          "multiple of --eval-every"), (["--methods", "nope"], "unknown method 'nope'"),
-                          (["--eval-problems", "5"], "between 20 and 20000")):
-        done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce.run", *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+    for args, message in (
+        (["--seeds", "0"], "at least 2 distinct seeds"),
+        (["--steps", "5", "--eval-every", "2"], "multiple of --eval-every"),
+        (["--methods", "nope"], "unknown method 'nope'"),
+        (["--eval-problems", "5"], "between 20 and 20000"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.reproduce.run", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)

@@ -24,10 +24,18 @@ from benchmarks.reproduce.verdict import (
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-@pytest.mark.parametrize(("p", "df", "expected"), [
-    (0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 7, 2.3646), (0.975, 30, 2.0423), (0.80, 7, 0.8960),
-    (0.5, 5, 0.0), (0.025, 7, -2.3646),
-])
+@pytest.mark.parametrize(
+    ("p", "df", "expected"),
+    [
+        (0.975, 1, 12.7062),
+        (0.975, 2, 4.3027),
+        (0.975, 7, 2.3646),
+        (0.975, 30, 2.0423),
+        (0.80, 7, 0.8960),
+        (0.5, 5, 0.0),
+        (0.025, 7, -2.3646),
+    ],
+)
 def test_t_quantiles_match_published_tables(p: float, df: int, expected: float) -> None:
     assert t_quantile(p, df) == pytest.approx(expected, abs=1e-4)
 
@@ -77,12 +85,18 @@ def _p(values: list[float], base: float = 0.0):  # type: ignore[no-untyped-def]
 
 
 def test_part_verdicts() -> None:
-    up, down, flat = _p([0.05, 0.06, 0.04, 0.05]), _p([-0.05, -0.06, -0.04, -0.05]), _p([0.03, -0.02, 0.01, -0.03])
+    up, down, flat = (
+        _p([0.05, 0.06, 0.04, 0.05]),
+        _p([-0.05, -0.06, -0.04, -0.05]),
+        _p([0.03, -0.02, 0.01, -0.03]),
+    )
     assert part_verdict("higher", up) == AS_CLAIMED and part_verdict("lower", up) == OPPOSITE
     assert part_verdict("lower", down) == AS_CLAIMED and part_verdict("higher", flat) == UNDETECTED
     assert part_verdict("same", flat) == AS_CLAIMED and part_verdict("same", up) == OPPOSITE
     assert part_verdict("higher", _p([0.5])) == UNDETECTED  # one seed says nothing
-    assert describe("higher", UNDETECTED, flat, "{:.3f}").startswith("no detectable difference (minimum detectable 0.")
+    assert describe("higher", UNDETECTED, flat, "{:.3f}").startswith(
+        "no detectable difference (minimum detectable 0."
+    )
     assert describe("same", AS_CLAIMED, flat, "{:.3f}").startswith("as claimed: no detectable difference")
     assert describe("same", OPPOSITE, up, "{:.3f}") == "opposite: higher"
 
@@ -109,14 +123,20 @@ def test_arm_keys_follow_seed_config_code_and_models(monkeypatch: pytest.MonkeyP
     assert arm_key(spec)[0] != key
 
 
-def test_prior_file_is_keyed_by_its_content_not_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prior_file_is_keyed_by_its_content_not_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(arms, "model_hash", lambda path: "m")
     a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
     a.write_text('{"1": 0.5}')
     b.write_text('{"1": 0.5}')
     c.write_text('{"1": 0.25}')
-    keys = [arm_key(ArmSpec({"budget": {"prompt_sampler": "beta_learnability", "prior_file": str(p)}}, 0, 60, 20))[0]
-            for p in (a, b, c)]
+    keys = [
+        arm_key(
+            ArmSpec({"budget": {"prompt_sampler": "beta_learnability", "prior_file": str(p)}}, 0, 60, 20)
+        )[0]
+        for p in (a, b, c)
+    ]
     assert keys[0] == keys[1] != keys[2]
 
 
@@ -135,7 +155,9 @@ def test_the_committed_table_is_what_its_rows_render() -> None:
     rows = sorted(results["rows"].values(), key=lambda r: (r["area"], r["method"]))
     assert (ROOT / "docs" / "reproduction.md").read_text() == render(rows)
     cited = {a["key"] for r in rows for a in r.get("arms", [])}
-    assert cited and all((ROOT / "benchmarks" / "reproduce" / "arms" / f"{k}.json.gz").is_file() for k in cited)
+    assert cited and all(
+        (ROOT / "benchmarks" / "reproduce" / "arms" / f"{k}.json.gz").is_file() for k in cited
+    )
     for row in rows:
         if row["verdict"] not in ("not applicable", "not run"):
             assert len(row["seeds"]) >= 8, row["method"]

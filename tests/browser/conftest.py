@@ -53,8 +53,15 @@ def live_server_url(
         if not redis_reachable(redis_url()):
             _missing(f"browser tests need Redis at REDIS_URL ({redis_url()})")
         # RLVR_ENQUEUE=1 whatever the test process has: a run launched from the browser must reach the worker.
-        roots = [*settings.RLVR_MODEL_ROOTS, tmp_path_factory.getbasetemp()]  # where the test models are built
-        env = {**worker_env(tmp_path_factory.mktemp("web-data"), roots), "RLVR_DEBUG": "1", "RLVR_ENQUEUE": "1"}
+        roots = [
+            *settings.RLVR_MODEL_ROOTS,
+            tmp_path_factory.getbasetemp(),
+        ]  # where the test models are built
+        env = {
+            **worker_env(tmp_path_factory.mktemp("web-data"), roots),
+            "RLVR_DEBUG": "1",
+            "RLVR_ENQUEUE": "1",
+        }
     with serve_daphne(env, tmp_path_factory.mktemp("daphne") / "daphne.log") as url:
         yield url
 
@@ -70,7 +77,9 @@ def browser(chromium_path: Path) -> Iterator[Any]:
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=str(chromium_path), headless=True, args=CHROMIUM_ARGS)
+            chromium = p.chromium.launch(
+                executable_path=str(chromium_path), headless=True, args=CHROMIUM_ARGS
+            )
             yield chromium
             chromium.close()
     finally:

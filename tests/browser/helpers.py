@@ -27,7 +27,13 @@ def seed_run(*, config: dict[str, Any] | None = None, username: str = "alice") -
 
 
 def token_record(
-    step: int, group: int, sample_index: int, tokens: list[str], *, completion: str | None = None, **overrides: Any
+    step: int,
+    group: int,
+    sample_index: int,
+    tokens: list[str],
+    *,
+    completion: str | None = None,
+    **overrides: Any,
 ) -> RolloutRecord:
     """A rollout with distinct, deterministic per-token values in every channel (ref_logprob included)."""
     n = len(tokens)
@@ -57,13 +63,35 @@ def token_record(
     return RolloutRecord(**fields)
 
 
-def store_step(run: Any, step: int, records: list[RolloutRecord], metrics: dict[str, float] | None = None) -> None:
+def store_step(
+    run: Any, step: int, records: list[RolloutRecord], metrics: dict[str, float] | None = None
+) -> None:
     from webapp.experiments.services import run_record_step
 
-    run_record_step(run_id=run.pk, step=step, max_steps=run.max_steps, metrics=metrics or {}, rollouts=records)
+    run_record_step(
+        run_id=run.pk, step=step, max_steps=run.max_steps, metrics=metrics or {}, rollouts=records
+    )
 
 
 def long_tokens(n: int) -> list[str]:
     """``n`` tokens of ordinary prose-and-code text, with spaces, tabs and newlines among them."""
-    words = ["The", " answer", " is", " 4", ".", "\n", "def", " f", "(x", "):", "\n", "\t", "return", " x", " +", " 1", "\n"]
+    words = [
+        "The",
+        " answer",
+        " is",
+        " 4",
+        ".",
+        "\n",
+        "def",
+        " f",
+        "(x",
+        "):",
+        "\n",
+        "\t",
+        "return",
+        " x",
+        " +",
+        " 1",
+        "\n",
+    ]
     return [words[i % len(words)] for i in range(n)]

@@ -30,7 +30,9 @@ def seed_task() -> Any:
     Membership.objects.create(project=project, user=make_user("dana"), role="annotator")
     rubric = Rubric.objects.create(project=project, name="quality")
     Criterion.objects.create(rubric=rubric, position=0, name="has_answer", scale="binary", scorer="rule")
-    Criterion.objects.create(rubric=rubric, position=1, name="clarity", scale="likert5", min_value=1, max_value=5, scorer="judge")
+    Criterion.objects.create(
+        rubric=rubric, position=1, name="clarity", scale="likert5", min_value=1, max_value=5, scorer="judge"
+    )
     records = [
         rollout_record(1, 0, s, completion=XSS if s == 1 else "The answer is 4",
                        rewards={"rubric/has_answer": 1.0, "rubric/clarity": 0.6})
@@ -38,7 +40,12 @@ def seed_task() -> Any:
     ]  # fmt: skip
     store_step(run, 1, records)
     return task_create_from_run(
-        run=run, rubric=rubric, actor=run.created_by, sampling={"n": 3}, annotators=["dana"], annotators_per_item=1
+        run=run,
+        rubric=rubric,
+        actor=run.created_by,
+        sampling={"n": 3},
+        annotators=["dana"],
+        annotators_per_item=1,
     )
 
 
@@ -65,7 +72,10 @@ def test_an_annotator_scores_three_items_with_the_keyboard_only(
     page.reload()
     page.wait_for_selector("body[data-ann-ready='1']")
     assert page.get_attribute("body", "data-status") == "draft"
-    assert page.get_attribute(".ann-criterion[data-name='has_answer'] button[data-value='1']", "aria-pressed") == "true"
+    assert (
+        page.get_attribute(".ann-criterion[data-name='has_answer'] button[data-value='1']", "aria-pressed")
+        == "true"
+    )
     assert page.get_attribute("body", "data-focus") == "1"  # the first unscored criterion
     page.keyboard.press("4")
     screenshot(page, "annotate-item-1")
@@ -91,7 +101,9 @@ def test_an_annotator_scores_three_items_with_the_keyboard_only(
     page.wait_for_selector("body[data-all-done='1']")
     screenshot(page, "annotate-done")
 
-    done = list(Assignment.objects.filter(item__task=task).order_by("item__position").values_list("status", "scores"))
+    done = list(
+        Assignment.objects.filter(item__task=task).order_by("item__position").values_list("status", "scores")
+    )
     assert done == [
         ("submitted", {"has_answer": 1.0, "clarity": 4.0}),
         ("submitted", {"has_answer": 0.0, "clarity": 2.0}),

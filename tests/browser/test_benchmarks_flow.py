@@ -20,23 +20,34 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 @pytest.fixture
 def eval_worker(real_services: None, tmp_path: Path) -> Iterator[CeleryWorker]:
     clear_queues(redis_url())
-    worker = CeleryWorker(worker_env(tmp_path / "data"), tmp_path / "eval-worker.log", "eval@%h", queues="eval").start()
+    worker = CeleryWorker(
+        worker_env(tmp_path / "data"), tmp_path / "eval-worker.log", "eval@%h", queues="eval"
+    ).start()
     yield worker
     worker.stop()
     clear_queues(redis_url())
 
 
 def test_evaluate_the_base_model_and_see_the_table_fill(
-    page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path], eval_worker: CeleryWorker,
+    page: Any,
+    sign_in: Callable[[str, str], Any],
+    screenshot: Callable[[Any, str], Path],
+    eval_worker: CeleryWorker,
 ) -> None:
     from webapp.benchmarks.services import benchmark_create
     from webapp.experiments.services import experiment_create
 
     owner = make_user("alice")
     project = make_project(owner, "Lab")
-    experiment_create(project=project, actor=owner, name="tiny", config={"model": {"name_or_path": "tiny:addition"}})
+    experiment_create(
+        project=project, actor=owner, name="tiny", config={"model": {"name_or_path": "tiny:addition"}}
+    )
     benchmark = benchmark_create(
-        project=project, actor=owner, name="add_small", source="builtin", builtin="builtin:addition",
+        project=project,
+        actor=owner,
+        name="add_small",
+        source="builtin",
+        builtin="builtin:addition",
         config={"n_samples": 2, "max_problems": 3, "batch_size": 2, "bootstrap_samples": 20},
     )
     sign_in("alice", PASSWORD)

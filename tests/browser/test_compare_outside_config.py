@@ -27,7 +27,9 @@ def native_and_trl_runs() -> tuple[Any, Any]:
 
     native = seed_run(config=NATIVE)
     experiment = Experiment.objects.create(project=native.experiment.project, name="trl-grpo", config=TRL)
-    trl = Run.objects.create(experiment=experiment, config=TRL, source=RunSource.TRL, status=RunStatus.SUCCEEDED)
+    trl = Run.objects.create(
+        experiment=experiment, config=TRL, source=RunSource.TRL, status=RunStatus.SUCCEEDED
+    )
     return native, trl
 
 

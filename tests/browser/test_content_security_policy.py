@@ -26,30 +26,44 @@ def seed_rubric(run: Any) -> Any:
     from webapp.rubrics.services import rubric_create
 
     alice = User.objects.get(username="alice")
-    return rubric_create(project=run.experiment.project, actor=alice, name="r", criteria=[{"name": "ok", "scorer": "human"}])
+    return rubric_create(
+        project=run.experiment.project, actor=alice, name="r", criteria=[{"name": "ok", "scorer": "human"}]
+    )
 
 
 def watch_csp(page: Any) -> list[str]:
     """Console lines that report a refused resource (Chromium logs each CSP violation as an error)."""
     refused: list[str] = []
-    page.on("console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None)
+    page.on(
+        "console", lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None
+    )
     page.context.add_init_script(RECORD_VIOLATIONS)
     return refused
 
 
-def test_the_pages_load_under_the_policy_without_a_violation(page: Any, sign_in: Callable[[str, str], Any]) -> None:
+def test_the_pages_load_under_the_policy_without_a_violation(
+    page: Any, sign_in: Callable[[str, str], Any]
+) -> None:
     run = seed_run()
     rubric = seed_rubric(run)
     for step in (1, 2):  # so that plotly.js draws the run's and the comparison's charts
-        store_step(run, step, [token_record(step, 0, 0, ["4"])], {"rollout/reward_mean": step / 4, "actor/kl": 0.01})
+        store_step(
+            run, step, [token_record(step, 0, 0, ["4"])], {"rollout/reward_mean": step / 4, "actor/kl": 0.01}
+        )
     refused = watch_csp(page)
     response = page.goto("/accounts/login/")
     assert "script-src 'self'" in response.headers["content-security-policy"]
     sign_in("alice", PASSWORD)
     paths = [
-        "/", f"/projects/{run.experiment.project_id}/", f"/experiments/{run.experiment_id}/", f"/runs/{run.pk}/",
-        f"/projects/{run.experiment.project_id}/compare/?runs={run.pk}", f"/runs/{run.pk}/rollouts/",
-        f"/projects/{run.experiment.project_id}/rubrics/", f"/rubrics/{rubric.pk}/", "/admin/",
+        "/",
+        f"/projects/{run.experiment.project_id}/",
+        f"/experiments/{run.experiment_id}/",
+        f"/runs/{run.pk}/",
+        f"/projects/{run.experiment.project_id}/compare/?runs={run.pk}",
+        f"/runs/{run.pk}/rollouts/",
+        f"/projects/{run.experiment.project_id}/rubrics/",
+        f"/rubrics/{rubric.pk}/",
+        "/admin/",
     ]
     for path in paths:
         page.goto(path)

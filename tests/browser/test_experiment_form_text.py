@@ -82,7 +82,9 @@ def test_a_long_help_text_is_folded_after_a_whole_word_and_unfolds_whole(
     assert page.js_errors == []
 
 
-def test_every_character_of_the_labels_and_help_has_a_glyph(page: Any, sign_in: Callable[[str, str], Any]) -> None:
+def test_every_character_of_the_labels_and_help_has_a_glyph(
+    page: Any, sign_in: Callable[[str, str], Any]
+) -> None:
     open_new_form(page, sign_in)
     assert page.evaluate(MISSING_GLYPHS_JS) == []
     assert page.js_errors == []

@@ -22,7 +22,9 @@ AUDIT_REPORT = {"total": 2, "accepted": 2, "errors": 0, "rate": 1.0, "rows": []}
     (0, "0s"), (59.4, "59s"), (59.6, "1m 0s"), (119.6, "2m 0s"), (125, "2m 5s"), (3599.4, "59m 59s"),
     (3599.6, "1h 0m"), (7170, "2h 0m"), (3661, "1h 1m"), (-3, "0s"),
 ])  # fmt: skip
-def test_the_eta_formatter_carries_rounding_into_minutes_and_hours(page: Any, seconds: float, text: str) -> None:
+def test_the_eta_formatter_carries_rounding_into_minutes_and_hours(
+    page: Any, seconds: float, text: str
+) -> None:
     page.goto("/accounts/login/")
     assert page.evaluate("(s) => window.rlvr.formatDuration(s)", seconds) == text
 
@@ -37,7 +39,9 @@ def test_a_verifier_job_shows_its_true_state_and_cancel_only_while_it_can_act(
 
     owner = make_user("alice")
     project = make_project(owner, "Lab")
-    definition = verifier_definition_create(project=project, actor=owner, name="answer", verifier="exact", params={})
+    definition = verifier_definition_create(
+        project=project, actor=owner, name="answer", verifier="exact", params={}
+    )
     version = definition.versions.get(number=1)
     job = VerificationJob.objects.create(kind=JobKind.AUDIT, version=version, created_by=owner, total=2)
     sign_in("alice", PASSWORD)
@@ -73,14 +77,22 @@ def test_the_evaluate_form_greys_out_a_deleted_checkpoint(
 
     owner = make_user("alice")
     project = make_project(owner, "Lab")
-    experiment = experiment_create(project=project, actor=owner, name="tiny", config={"model": {"name_or_path": "tiny:addition"}})
+    experiment = experiment_create(
+        project=project, actor=owner, name="tiny", config={"model": {"name_or_path": "tiny:addition"}}
+    )
     with override_settings(RLVR_ENQUEUE=False):
         run = run_launch(experiment=experiment, actor=owner)
     (tmp_path / "step-000400").mkdir()
     Checkpoint.objects.create(run=run, step=200, path=str(tmp_path / "step-000200"))  # pruned
     kept = Checkpoint.objects.create(run=run, step=400, path=str(tmp_path / "step-000400"))
-    benchmark = benchmark_create(project=project, actor=owner, name="add", source="builtin", builtin="builtin:addition",
-                                 config={"n_samples": 2, "max_problems": 2})
+    benchmark = benchmark_create(
+        project=project,
+        actor=owner,
+        name="add",
+        source="builtin",
+        builtin="builtin:addition",
+        config={"n_samples": 2, "max_problems": 2},
+    )
     sign_in("alice", PASSWORD)
 
     page.goto(f"/benchmarks/{benchmark.pk}/")

@@ -16,7 +16,9 @@ from tests.workers.helpers import CeleryWorker, make_project, make_user, wait_fo
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-VERIFIERS: list[dict[str, Any]] = [{"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}]
+VERIFIERS: list[dict[str, Any]] = [
+    {"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}
+]
 
 
 def fill_experiment_form(page: Any, model_dir: Path, max_steps: int) -> None:
@@ -82,7 +84,9 @@ def test_sign_in_create_launch_watch_inspect_tokens_and_compare(
         timeout=60_000,
     )  # new points arrived over the websocket; the page was never reloaded
     wait_for(lambda: Run.objects.get(pk=first.pk).status == "succeeded", 90, "the first run", worker)
-    page.wait_for_function("() => document.querySelector('#progress-text').textContent.includes('8 / 8')", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelector('#progress-text').textContent.includes('8 / 8')", timeout=30_000
+    )
     screenshot(page, "05-run")
 
     page.goto(f"/runs/{first.pk}/rollouts/")
@@ -104,6 +108,8 @@ def test_sign_in_create_launch_watch_inspect_tokens_and_compare(
     wait_for(lambda: Run.objects.get(pk=second.pk).status == "succeeded", 90, "the second run", worker)
 
     page.goto(f"/projects/{project.pk}/compare/?runs={first.pk},{second.pk}")
-    page.wait_for_function("() => document.querySelectorAll('#compare-charts .js-plotly-plot, #compare-charts .chart').length > 0")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#compare-charts .js-plotly-plot, #compare-charts .chart').length > 0"
+    )
     screenshot(page, "07-compare")
     assert page.js_errors == []

@@ -36,10 +36,18 @@ def off_the_page_thread(write: Callable[[], None]) -> None:
 
 
 def building(run: Any, done: int, eta_s: float) -> None:
-    off_the_page_thread(lambda: run_record_phase(
-        run_id=run.pk, name="building_model", label=LABEL, subject="tiny:addition", done=done, total=1200,
-        elapsed_s=done * 0.2, eta_s=eta_s,
-    ))
+    off_the_page_thread(
+        lambda: run_record_phase(
+            run_id=run.pk,
+            name="building_model",
+            label=LABEL,
+            subject="tiny:addition",
+            done=done,
+            total=1200,
+            elapsed_s=done * 0.2,
+            eta_s=eta_s,
+        )
+    )
 
 
 def text(page: Any, element_id: str) -> str:
@@ -74,9 +82,15 @@ def test_the_run_page_shows_the_model_build_and_follows_it_live(
     assert "Built tiny:addition in 240 s." in str(page.text_content("#events"))
     screenshot(page, "02-built")
 
-    off_the_page_thread(lambda: run_record_step(
-        run_id=run.pk, step=1, max_steps=run.max_steps, metrics={"rollout/reward_mean": 0.5}, rollouts=[],
-    ))
+    off_the_page_thread(
+        lambda: run_record_step(
+            run_id=run.pk,
+            step=1,
+            max_steps=run.max_steps,
+            metrics={"rollout/reward_mean": 0.5},
+            rollouts=[],
+        )
+    )
     page.wait_for_function("() => document.getElementById('run-phase').style.display === 'none'")
     assert page.is_visible("#step-progress") and text(page, "progress-text") == f"step 1 / {run.max_steps}"
     assert page.js_errors == []

@@ -20,8 +20,14 @@ def send(project: Any, **items: Any) -> None:
     from webapp.ingest.schema import parse_batch
     from webapp.ingest.services import ingest_batch
 
-    body = {"version": 1, "run": {"project": project.slug, "key": "outside", "name": "trl-grpo", "source": "trl"}, **items}
-    off_the_page_thread(lambda: ingest_batch(user=User.objects.get(username="alice"), batch=parse_batch(body)))
+    body = {
+        "version": 1,
+        "run": {"project": project.slug, "key": "outside", "name": "trl-grpo", "source": "trl"},
+        **items,
+    }
+    off_the_page_thread(
+        lambda: ingest_batch(user=User.objects.get(username="alice"), batch=parse_batch(body))
+    )
 
 
 def test_the_count_of_missing_rollouts_appears_beside_the_status_as_it_is_reported(

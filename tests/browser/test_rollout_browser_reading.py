@@ -31,6 +31,7 @@ CONTRASTS_JS = """([selector, base]) => {
 TOKENS = ["#tv-tokens .tok", "#tv-tokens"]
 LEGEND_STOPS = ["#tv-legend .tv-leg-stop", "body"]
 
+
 def open_rollout(page: Any, sign_in: Callable[[str, str], Any], **channels: list[float]) -> None:
     n = len(next(iter(channels.values())))
     record = token_record(1, 0, 0, [f"t{i} " for i in range(n)])
@@ -45,10 +46,14 @@ def open_rollout(page: Any, sign_in: Callable[[str, str], Any], **channels: list
 def test_flat_advantages_leave_every_token_uncoloured_and_the_legend_says_they_are_flat(
     page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path]
 ) -> None:
-    open_rollout(page, sign_in, advantage=[-0.5] * 12)  # uniform token credit: the rollout's advantage everywhere
+    open_rollout(
+        page, sign_in, advantage=[-0.5] * 12
+    )  # uniform token credit: the rollout's advantage everywhere
     screenshot(page, "flat-advantages")
 
-    backgrounds = page.eval_on_selector_all("#tv-tokens .tok", "es => es.map((e) => getComputedStyle(e).backgroundColor)")
+    backgrounds = page.eval_on_selector_all(
+        "#tv-tokens .tok", "es => es.map((e) => getComputedStyle(e).backgroundColor)"
+    )
     assert set(backgrounds) == {"rgba(0, 0, 0, 0)"}
     assert page.get_attribute("#tv-legend", "data-flat") == "1"
     legend = page.inner_text("#tv-legend")
@@ -95,9 +100,13 @@ def test_verifier_details_wrap_between_words_and_show_no_empty_sections(
     page.wait_for_selector("body[data-rows-ready='1']")
     screenshot(page, "verifier-details")
 
-    headings = page.eval_on_selector_all("#rb-table tbody tr:first-child .rb-details dt.rb-verifier", "es => es.map((e) => e.textContent)")
+    headings = page.eval_on_selector_all(
+        "#rb-table tbody tr:first-child .rb-details dt.rb-verifier", "es => es.map((e) => e.textContent)"
+    )
     assert sorted(headings) == ["allocation", "regex_format"]  # "math" said nothing: no heading for it
-    allocation = page.locator("#rb-table tbody tr:first-child .rb-details dl", has_text="allocation").inner_text()
+    allocation = page.locator(
+        "#rb-table tbody tr:first-child .rb-details dl", has_text="allocation"
+    ).inner_text()
     assert "group size" in allocation and "4" in allocation and "abandoned" not in allocation
     # Each word of the reason lies on one line: the browser broke lines between words only.
     split_words = page.eval_on_selector(
@@ -111,7 +120,9 @@ def test_verifier_details_wrap_between_words_and_show_no_empty_sections(
     )
     assert split_words == [reason, []]
     page_width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-    assert page_width[0] <= page_width[1], page_width  # the 300-digit answer wrapped instead of widening the page
+    assert page_width[0] <= page_width[1], (
+        page_width
+    )  # the 300-digit answer wrapped instead of widening the page
     assert page.js_errors == []
 
 

@@ -74,10 +74,17 @@ def test_a_rubric_is_built_in_the_browser_and_picked_as_the_training_reward(
     page.click("text=Train with this rubric")
     page.wait_for_function("() => document.getElementById('cfg-rubric').value.includes('judge sum')")
     section = json.loads(page.input_value("#cfg-rubric"))
-    assert section["aggregation"] == "rank" and [c["name"] for c in section["criteria"]] == ["has digits", "tone", "judge sum"]
-    assert page.locator("#ed-rubric-criteria-2-judge-prompt_template").input_value() == "{completion}+1="  # the editor
+    assert section["aggregation"] == "rank" and [c["name"] for c in section["criteria"]] == [
+        "has digits",
+        "tone",
+        "judge sum",
+    ]
+    assert (
+        page.locator("#ed-rubric-criteria-2-judge-prompt_template").input_value() == "{completion}+1="
+    )  # the editor
     page.locator("details[data-section='rubric']").screenshot(
-        path=str(SCREENSHOTS / "test_rubric_editor--experiment-form-rubric.png"), style=".actions.sticky { visibility: hidden; }"
+        path=str(SCREENSHOTS / "test_rubric_editor--experiment-form-rubric.png"),
+        style=".actions.sticky { visibility: hidden; }",
     )
     page.fill("#exp-name", "rubric reward")
     page.click("#experiment-form button[type=submit]")

@@ -17,10 +17,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def step(run: Any, n: int, staleness: float, trainer_idle: float, generator_idle: float) -> None:
-    metrics = {"rollout/reward_mean": 0.1 * n, "async/staleness": staleness, "async/trainer_idle_s": trainer_idle,
-               "async/generator_idle_s": generator_idle, "async/is_weight_mean": 0.98}
-    off_the_page_thread(lambda: run_record_step(run_id=run.pk, step=n, max_steps=run.max_steps, metrics=metrics,
-                                                rollouts=[]))
+    metrics = {
+        "rollout/reward_mean": 0.1 * n,
+        "async/staleness": staleness,
+        "async/trainer_idle_s": trainer_idle,
+        "async/generator_idle_s": generator_idle,
+        "async/is_weight_mean": 0.98,
+    }
+    off_the_page_thread(
+        lambda: run_record_step(run_id=run.pk, step=n, max_steps=run.max_steps, metrics=metrics, rollouts=[])
+    )
 
 
 def test_the_run_page_shows_staleness_and_idle_times_of_an_async_run(
@@ -34,14 +40,30 @@ def test_the_run_page_shows_staleness_and_idle_times_of_an_async_run(
     page.goto(f"/runs/{run.pk}/")
     page.wait_for_function("() => document.getElementById('live').textContent === 'live'")
     page.wait_for_function("() => document.getElementById('async-part').style.display === ''")
-    assert page.inner_text("#live-part + #async-part").strip() == "· staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
-    assert page.text_content("#async-summary") == "staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
+    assert (
+        page.inner_text("#live-part + #async-part").strip()
+        == "· staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
+    )
+    assert (
+        page.text_content("#async-summary")
+        == "staleness 1 step · trainer idle 0.12 s · generator idle 0.05 s"
+    )
     charts = page.eval_on_selector_all("#group-async .chart", "els => els.map(e => e.dataset.key)")
-    assert set(charts) == {"async/staleness", "async/trainer_idle_s", "async/generator_idle_s", "async/is_weight_mean"}
+    assert set(charts) == {
+        "async/staleness",
+        "async/trainer_idle_s",
+        "async/generator_idle_s",
+        "async/is_weight_mean",
+    }
 
     step(run, 3, 2, 0.0, 1.5)  # live: the run.step event updates it
-    page.wait_for_function("() => document.getElementById('async-summary').textContent.startsWith('staleness 2 steps')")
-    assert page.text_content("#async-summary") == "staleness 2 steps · trainer idle 0.00 s · generator idle 1.50 s"
+    page.wait_for_function(
+        "() => document.getElementById('async-summary').textContent.startsWith('staleness 2 steps')"
+    )
+    assert (
+        page.text_content("#async-summary")
+        == "staleness 2 steps · trainer idle 0.00 s · generator idle 1.50 s"
+    )
     screenshot(page, "async-run")
     assert page.js_errors == []
 
@@ -49,8 +71,11 @@ def test_the_run_page_shows_staleness_and_idle_times_of_an_async_run(
 def test_a_synchronous_run_shows_no_async_summary(page: Any, sign_in: Callable[[str, str], Any]) -> None:
     run = seed_run()
     run_mark_started(run_id=run.pk, worker="w1")
-    off_the_page_thread(lambda: run_record_step(run_id=run.pk, step=1, max_steps=run.max_steps,
-                                                metrics={"rollout/reward_mean": 0.5}, rollouts=[]))
+    off_the_page_thread(
+        lambda: run_record_step(
+            run_id=run.pk, step=1, max_steps=run.max_steps, metrics={"rollout/reward_mean": 0.5}, rollouts=[]
+        )
+    )
     sign_in("alice", PASSWORD)
     page.goto(f"/runs/{run.pk}/")
     page.wait_for_function("() => document.querySelector('#charts .chart') !== null")

@@ -26,7 +26,9 @@ EVALUATED = {
 
 
 def step(run: Any, n: int, metrics: dict[str, float]) -> None:
-    off_the_page_thread(lambda: run_record_step(run_id=run.pk, step=n, max_steps=20, metrics=metrics, rollouts=[]))
+    off_the_page_thread(
+        lambda: run_record_step(run_id=run.pk, step=n, max_steps=20, metrics=metrics, rollouts=[])
+    )
 
 
 def headline(page: Any) -> str:
@@ -41,15 +43,21 @@ def test_the_run_page_heads_with_greedy_accuracy_before_training_and_now(
     sign_in("alice", PASSWORD)
     page.goto(f"/runs/{run.pk}/")
     page.wait_for_function("() => document.getElementById('live').textContent === 'live'")
-    assert headline(page) == ("Greedy accuracy on 500 held-out problems (chain_arithmetic): not measured yet "
-                              "(before training, every 10 steps and at the end)")
+    assert headline(page) == (
+        "Greedy accuracy on 500 held-out problems (chain_arithmetic): not measured yet "
+        "(before training, every 10 steps and at the end)"
+    )
 
     step(run, 0, {KEY: 0.086, "eval/chain_arithmetic/eval_s": 6.0})  # the policy before its first update
-    page.wait_for_function("() => document.querySelector('#run-headline .headline-values').textContent.includes('at step 0')")
+    page.wait_for_function(
+        "() => document.querySelector('#run-headline .headline-values').textContent.includes('at step 0')"
+    )
     assert headline(page).endswith(": 0.086 at step 0")
     for n in range(1, 11):
         step(run, n, {"rollout/reward_mean": 0.1, **({KEY: 0.25} if n == 10 else {})})
-    page.wait_for_function("() => document.querySelector('#run-headline .headline-values').textContent.includes('→')")
+    page.wait_for_function(
+        "() => document.querySelector('#run-headline .headline-values').textContent.includes('→')"
+    )
     assert headline(page).endswith(": 0.086 → 0.250 (step 0 → 10)")
     # Its chart heads the page too, not among the eval/ group's charts further down.
     assert page.eval_on_selector_all("#run-headline .chart", "els => els.map(e => e.dataset.key)") == [KEY]
@@ -61,7 +69,9 @@ def test_the_run_page_heads_with_greedy_accuracy_before_training_and_now(
     assert page.js_errors == []
 
 
-def test_a_run_without_greedy_evaluation_has_no_headline(page: Any, sign_in: Callable[[str, str], Any]) -> None:
+def test_a_run_without_greedy_evaluation_has_no_headline(
+    page: Any, sign_in: Callable[[str, str], Any]
+) -> None:
     run = seed_run()
     run_mark_started(run_id=run.pk, worker="w1")
     step(run, 1, {"rollout/reward_mean": 0.5})

@@ -16,14 +16,29 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 def teacher_record(tokens: list[str]) -> RolloutRecord:
     n = len(tokens)
-    values = {channel: [-0.1 * (i + 1) - 0.01 * c for i in range(n)] for c, channel in enumerate(TOKEN_CHANNELS)}
+    values = {
+        channel: [-0.1 * (i + 1) - 0.01 * c for i in range(n)] for c, channel in enumerate(TOKEN_CHANNELS)
+    }
     values["logprob"] = [-1.0] * n
     values["teacher_logprob"] = [-0.25 * i for i in range(n)]  # gap = 1 - 0.25 i
     values["teacher_entropy"] = [0.5 + i for i in range(n)]
     return RolloutRecord(
-        step=1, prompt_id="row-1", group=0, sample_index=0, prompt="2+2=", completion="".join(tokens),
-        finish_reason="eos", reward=1.0, rewards={"exact": 1.0}, correct=True, details={}, advantage=0.5,
-        token_ids=[1000 + i for i in range(n)], tokens=tokens, token_values=values, answer="4",
+        step=1,
+        prompt_id="row-1",
+        group=0,
+        sample_index=0,
+        prompt="2+2=",
+        completion="".join(tokens),
+        finish_reason="eos",
+        reward=1.0,
+        rewards={"exact": 1.0},
+        correct=True,
+        details={},
+        advantage=0.5,
+        token_ids=[1000 + i for i in range(n)],
+        tokens=tokens,
+        token_values=values,
+        answer="4",
     )
 
 
@@ -45,6 +60,8 @@ def test_teacher_channels_can_colour_the_tokens_and_show_on_hover(
     page.hover("#tv-tokens .tok[data-i='2']")
     page.wait_for_selector(".tv-tip:not([hidden]) tr[data-key='teacher_gap'][data-value]")
     assert float(page.get_attribute(".tv-tip tr[data-key='teacher_gap']", "data-value")) == pytest.approx(0.5)
-    assert float(page.get_attribute(".tv-tip tr[data-key='teacher_entropy']", "data-value")) == pytest.approx(2.5)
+    assert float(page.get_attribute(".tv-tip tr[data-key='teacher_entropy']", "data-value")) == pytest.approx(
+        2.5
+    )
     screenshot(page, "token-view-teacher-gap")
     assert page.js_errors == []

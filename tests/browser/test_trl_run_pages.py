@@ -45,19 +45,33 @@ def native_and_trl_runs(live_server_url: str, model_dir: Path, work: Path) -> tu
 
     native = seed_run()
     for step in (1, 2, 3):
-        store_step(native, step, [token_record(step, 0, s, ["4", "2"]) for s in range(2)],
-                   metrics={"rollout/reward_mean": 0.2 * step, "actor/entropy": 1.0 / step})
+        store_step(
+            native,
+            step,
+            [token_record(step, 0, s, ["4", "2"]) for s in range(2)],
+            metrics={"rollout/reward_mean": 0.2 * step, "actor/entropy": 1.0 / step},
+        )
     project = native.experiment.project
     trainer = tiny_grpo_trainer(model_dir, work / "trl-out")
-    instrument(trainer, project=project.slug, name="trl-grpo", url=live_server_url,
-               token=issue_token(native.created_by).token, spool_dir=work / "spool")
+    instrument(
+        trainer,
+        project=project.slug,
+        name="trl-grpo",
+        url=live_server_url,
+        token=issue_token(native.created_by).token,
+        spool_dir=work / "spool",
+    )
     trainer.train()
     return native, Run.objects.get(experiment__project=project, source="trl")
 
 
 def test_the_compare_page_overlays_a_trl_run_and_a_native_run(
-    page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path],
-    live_server_url: str, warm_model_dir: Path, tmp_path: Path,
+    page: Any,
+    sign_in: Callable[[str, str], Any],
+    screenshot: Callable[[Any, str], Path],
+    live_server_url: str,
+    warm_model_dir: Path,
+    tmp_path: Path,
 ) -> None:
     native, trl_run = native_and_trl_runs(live_server_url, warm_model_dir, tmp_path)
     sign_in("alice", PASSWORD)
@@ -78,13 +92,19 @@ def test_the_compare_page_overlays_a_trl_run_and_a_native_run(
 
 
 def test_the_token_view_colours_a_trl_completion_by_its_advantage(
-    page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path],
-    live_server_url: str, warm_model_dir: Path, tmp_path: Path,
+    page: Any,
+    sign_in: Callable[[str, str], Any],
+    screenshot: Callable[[Any, str], Path],
+    live_server_url: str,
+    warm_model_dir: Path,
+    tmp_path: Path,
 ) -> None:
     _, trl_run = native_and_trl_runs(live_server_url, warm_model_dir, tmp_path)
     rollouts = trl_run.rollouts.order_by("step", "group", "sample_index")
     best, worst = max(rollouts, key=lambda r: r.advantage), min(rollouts, key=lambda r: r.advantage)
-    assert best.advantage > 0.1 > -0.1 > worst.advantage, "the seeded tiny run has groups whose rewards differ"
+    assert best.advantage > 0.1 > -0.1 > worst.advantage, (
+        "the seeded tiny run has groups whose rewards differ"
+    )
     sign_in("alice", PASSWORD)
 
     colours = {}

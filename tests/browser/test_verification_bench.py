@@ -22,7 +22,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 def verification_worker(real_services: None, tmp_path: Path) -> Iterator[CeleryWorker]:
     """A worker on the ``default`` queue, where the daphne server sends audit and rescore jobs."""
     clear_queues(redis_url())
-    worker = CeleryWorker(worker_env(tmp_path / "data"), tmp_path / "worker.log", "vjobs@%h", queues="default")
+    worker = CeleryWorker(
+        worker_env(tmp_path / "data"), tmp_path / "worker.log", "vjobs@%h", queues="default"
+    )
     yield worker.start()
     worker.stop()
     clear_queues(redis_url())
@@ -35,7 +37,9 @@ def seed_rollouts(owner: Any, project: Any) -> Any:
 
     from webapp.experiments.services import experiment_create, run_launch
 
-    experiment = experiment_create(project=project, actor=owner, name="arith", config={"model": {"name_or_path": "tiny:addition"}})
+    experiment = experiment_create(
+        project=project, actor=owner, name="arith", config={"model": {"name_or_path": "tiny:addition"}}
+    )
     with override_settings(RLVR_ENQUEUE=False):
         run = run_launch(experiment=experiment, actor=owner)
     evil = '<img src=x onerror="window.__xss=2"> 4'
@@ -57,7 +61,9 @@ def test_define_a_verifier_run_the_bench_audit_it_and_pick_it_for_an_experiment(
     page.fill("#vf-name", "Final answer")
     page.select_option("#vf-verifier", "math")
     # the schema's parameter help (folded), filled in by the page's script once it has the choice
-    page.wait_for_function("() => (document.querySelector('#vf-param-table')?.textContent || '').includes('timeout_s')")
+    page.wait_for_function(
+        "() => (document.querySelector('#vf-param-table')?.textContent || '').includes('timeout_s')"
+    )
     page.fill("#vf-params", json.dumps({"extract": "boxed"}))
     page.click("#verifier-create button[type=submit]")
     page.wait_for_selector("#version-table")
@@ -81,7 +87,9 @@ def test_define_a_verifier_run_the_bench_audit_it_and_pick_it_for_an_experiment(
     evil = '<img src=x onerror="window.__xss=1">'
     page.fill("#bench-completion", evil)
     page.click("#bench-run")
-    page.wait_for_function("() => document.getElementById('bench-verdict').textContent === 'rejected'", timeout=60_000)
+    page.wait_for_function(
+        "() => document.getElementById('bench-verdict').textContent === 'rejected'", timeout=60_000
+    )
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert page.locator("#bench img").count() == 0
 

@@ -29,5 +29,7 @@ def studio(
     monkeypatch.setenv("RLVR_TOKEN", token)
     monkeypatch.setenv("RLVR_SPOOL_DIR", str(tmp_path / "spool"))
     monkeypatch.setenv("RLVR_PROJECT", project.slug)
-    with httpx.Client(base_url=live_server.url, headers={"Authorization": f"Token {token}"}, timeout=30) as http:
+    with httpx.Client(
+        base_url=live_server.url, headers={"Authorization": f"Token {token}"}, timeout=30
+    ) as http:
         yield Studio(url=live_server.url, http=http, project=project)

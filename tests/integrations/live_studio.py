@@ -31,7 +31,9 @@ class Studio:
         return Run.objects.get(experiment__project=self.project)
 
     def metric(self, run_id: int, key: str) -> dict[str, list[Any]]:
-        series: dict[str, list[Any]] = self.get(f"/api/runs/{run_id}/metrics/", keys=key)["metrics"].get(key, {})
+        series: dict[str, list[Any]] = self.get(f"/api/runs/{run_id}/metrics/", keys=key)["metrics"].get(
+            key, {}
+        )
         return series
 
     def metric_steps(self, run_id: int, key: str) -> list[int]:

@@ -35,8 +35,17 @@ def write_lines(path: Path, *lines: str) -> Path:
 
 
 def rollout_line(step: int = 1, **fields: Any) -> str:
-    return json.dumps({"type": "rollout", "step": step, "group": 0, "sample_index": 0, "prompt": "2+2=",
-                       "completion": "4", **fields})
+    return json.dumps(
+        {
+            "type": "rollout",
+            "step": step,
+            "group": 0,
+            "sample_index": 0,
+            "prompt": "2+2=",
+            "completion": "4",
+            **fields,
+        }
+    )
 
 
 # --- reading and checking ----------------------------------------------------------------------------
@@ -46,7 +55,11 @@ def test_the_example_file_reads_as_one_run_with_its_items_and_outcome() -> None:
     plan = scan_file(EXAMPLE)
 
     assert (plan.header.name, plan.header.experiment, plan.header.source, plan.max_steps) == (
-        "grpo-qwen-0.5b", "gsm8k-grpo", "script", 2)
+        "grpo-qwen-0.5b",
+        "gsm8k-grpo",
+        "script",
+        2,
+    )
     assert plan.header.config["algorithm"] == {"name": "grpo", "beta": 0.0}
     assert (plan.metric_lines, plan.rollouts, plan.tokens, plan.checkpoints) == (2, 4, 13, 1)
     assert plan.finish is not None and plan.finish.status == "succeeded"
@@ -67,7 +80,9 @@ BAD_FILES = [
 
 
 @pytest.mark.parametrize(("name", "line", "field", "problem"), BAD_FILES, ids=[b[0] for b in BAD_FILES])
-def test_a_bad_line_is_refused_naming_its_file_line_and_field(name: str, line: int, field: str, problem: str) -> None:
+def test_a_bad_line_is_refused_naming_its_file_line_and_field(
+    name: str, line: int, field: str, problem: str
+) -> None:
     path = DATA / "bad" / name
     with pytest.raises(ImportFileError) as caught:
         scan_file(path)
@@ -94,14 +109,20 @@ def test_more_lines_than_the_limit_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_rollout_with_more_tokens_than_the_limit_is_refused(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "tokens.jsonl", RUN_LINE, rollout_line(token_ids=list(range(9)), tokens=["a"] * 9))
+    path = write_lines(
+        tmp_path / "tokens.jsonl", RUN_LINE, rollout_line(token_ids=list(range(9)), tokens=["a"] * 9)
+    )
 
-    with pytest.raises(ImportFileError, match=r"tokens.jsonl:2: token_ids: has 9 tokens; at most 8 per rollout"):
+    with pytest.raises(
+        ImportFileError, match=r"tokens.jsonl:2: token_ids: has 9 tokens; at most 8 per rollout"
+    ):
         scan_file(path, Limits(tokens=8))
 
 
 def test_a_token_that_is_not_a_string_is_named_by_its_index(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "t.jsonl", RUN_LINE, rollout_line(token_ids=[1, 2, 3], tokens=["a", 7, "c"]))
+    path = write_lines(
+        tmp_path / "t.jsonl", RUN_LINE, rollout_line(token_ids=[1, 2, 3], tokens=["a", 7, "c"])
+    )
 
     with pytest.raises(ImportFileError) as caught:
         scan_file(path)
@@ -109,8 +130,12 @@ def test_a_token_that_is_not_a_string_is_named_by_its_index(tmp_path: Path) -> N
 
 
 def test_a_rollout_needs_its_completion_and_its_slot(tmp_path: Path) -> None:
-    no_text = write_lines(tmp_path / "a.jsonl", RUN_LINE, '{"type": "rollout", "step": 1, "group": 0, "sample_index": 0}')
-    no_slot = write_lines(tmp_path / "b.jsonl", RUN_LINE, '{"type": "rollout", "step": 1, "group": 0, "completion": "4"}')
+    no_text = write_lines(
+        tmp_path / "a.jsonl", RUN_LINE, '{"type": "rollout", "step": 1, "group": 0, "sample_index": 0}'
+    )
+    no_slot = write_lines(
+        tmp_path / "b.jsonl", RUN_LINE, '{"type": "rollout", "step": 1, "group": 0, "completion": "4"}'
+    )
 
     with pytest.raises(ImportFileError, match=r"a.jsonl:2: completion: is required"):
         scan_file(no_text)
@@ -119,8 +144,12 @@ def test_a_rollout_needs_its_completion_and_its_slot(tmp_path: Path) -> None:
 
 
 def test_nan_and_infinity_are_read_as_not_recorded(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "nan.jsonl", RUN_LINE, '{"type": "metrics", "step": 1, "metrics": {"a/x": NaN, "a/y": Infinity}}',
-                       rollout_line(reward=float("nan"), token_ids=[1], tokens=["4"], token_values={"logprob": [None]}))
+    path = write_lines(
+        tmp_path / "nan.jsonl",
+        RUN_LINE,
+        '{"type": "metrics", "step": 1, "metrics": {"a/x": NaN, "a/y": Infinity}}',
+        rollout_line(reward=float("nan"), token_ids=[1], tokens=["4"], token_values={"logprob": [None]}),
+    )
     items = list(jsonl_import.items(jsonl_import.read_ingest_file(path)))
 
     metrics, rollout = items
@@ -130,10 +159,18 @@ def test_nan_and_infinity_are_read_as_not_recorded(tmp_path: Path) -> None:
 
 
 def test_a_rollout_without_a_prompt_id_gets_one_from_its_prompt_text(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "ids.jsonl", RUN_LINE, rollout_line(step=1), rollout_line(step=2, prompt="3+3="),
-                       rollout_line(step=3))
-    ids = [item.fields["prompt_id"] for item in jsonl_import.items(jsonl_import.read_ingest_file(path))
-           if isinstance(item, Rollout)]
+    path = write_lines(
+        tmp_path / "ids.jsonl",
+        RUN_LINE,
+        rollout_line(step=1),
+        rollout_line(step=2, prompt="3+3="),
+        rollout_line(step=3),
+    )
+    ids = [
+        item.fields["prompt_id"]
+        for item in jsonl_import.items(jsonl_import.read_ingest_file(path))
+        if isinstance(item, Rollout)
+    ]
 
     assert ids[0] == ids[2] != ids[1]
 
@@ -141,7 +178,13 @@ def test_a_rollout_without_a_prompt_id_gets_one_from_its_prompt_text(tmp_path: P
 def test_the_run_directory_of_rlvr_train_reads_with_its_checkpoint_and_outcome() -> None:
     plan = jsonl_import.scan("trainer", jsonl_import.read_trainer_dir(TRAINER_RUN))
 
-    assert (plan.metric_lines, plan.rollouts, plan.checkpoints, plan.first_step, plan.last_step) == (2, 8, 1, 1, 2)
+    assert (plan.metric_lines, plan.rollouts, plan.checkpoints, plan.first_step, plan.last_step) == (
+        2,
+        8,
+        1,
+        1,
+        2,
+    )
     assert plan.finish is not None and plan.finish.status == "succeeded"
     assert jsonl_import.detect_format(TRAINER_RUN) == "trainer"
 
@@ -149,8 +192,11 @@ def test_the_run_directory_of_rlvr_train_reads_with_its_checkpoint_and_outcome()
 def test_an_error_event_of_rlvr_train_makes_the_run_failed_with_its_message(tmp_path: Path) -> None:
     run_dir = tmp_path / "crashed"
     shutil.copytree(TRAINER_RUN, run_dir)
-    write_lines(run_dir / "events.jsonl", '{"step": 0, "event": "start", "time": 1.0}',
-                '{"step": 1000000000000, "event": "error", "message": "TrainingDiverged at step 2"}')
+    write_lines(
+        run_dir / "events.jsonl",
+        '{"step": 0, "event": "start", "time": 1.0}',
+        '{"step": 1000000000000, "event": "error", "message": "TrainingDiverged at step 2"}',
+    )
     plan = jsonl_import.scan("trainer", jsonl_import.read_trainer_dir(run_dir))
 
     assert plan.finish is not None
@@ -191,7 +237,10 @@ def test_rlvr_import_loads_neither_django_nor_torch() -> None:
 
 
 def test_check_says_what_would_be_sent_and_sends_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    assert import_main(["import", str(EXAMPLE), "--project", "lab", "--check", "--url", "http://127.0.0.1:9"]) == 0
+    assert (
+        import_main(["import", str(EXAMPLE), "--project", "lab", "--check", "--url", "http://127.0.0.1:9"])
+        == 0
+    )
 
     out = capsys.readouterr().out
     assert "steps 1..2: 2 metric lines (10 values), 4 rollouts (13 tokens), 1 checkpoints" in out
@@ -208,8 +257,6 @@ def test_a_bad_file_ends_the_command_with_its_line_named(capsys: pytest.CaptureF
 # --- against a live server ---------------------------------------------------------------------------
 
 
-
-
 def test_importing_the_example_file_makes_a_run_with_its_metrics_rollouts_and_checkpoint(
     studio: Studio, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -224,7 +271,12 @@ def test_importing_the_example_file_makes_a_run_with_its_metrics_rollouts_and_ch
     assert studio.metric(run.pk, "actor/kl")["value"] == [None, 0.0012]
     assert [c["step"] for c in studio.get(f"/api/runs/{run.pk}/checkpoints/")] == [2]
     first, _, third = studio.rollouts(run.pk, 1)
-    assert (first["reward"], first["correct"], first["prompt_id"], first["answer"]) == (1.0, True, "gsm8k-17", "42")
+    assert (first["reward"], first["correct"], first["prompt_id"], first["answer"]) == (
+        1.0,
+        True,
+        "gsm8k-17",
+        "42",
+    )
     assert (third["reward"], third["correct"]) == (None, None)
     detail = studio.rollout_detail(run.pk, first["id"])
     assert detail["tokens"][:4] == [" ", "6", "*", "7"] and detail["token_ids"][9] == 820
@@ -251,18 +303,29 @@ def test_a_run_directory_of_rlvr_train_arrives_with_its_token_arrays(studio: Stu
     assert studio.import_(str(TRAINER_RUN), "--name", "addition-grpo", "--experiment", "addition") == 0
 
     (run,) = studio.runs()
-    assert (run.source, run.status, run.experiment.name, run.max_steps) == ("import", "succeeded", "addition", 2)
+    assert (run.source, run.status, run.experiment.name, run.max_steps) == (
+        "import",
+        "succeeded",
+        "addition",
+        2,
+    )
     assert studio.metric(run.pk, "actor/kl")["value"] == [None, None]  # JsonlSink wrote NaN
     rollouts = studio.rollouts(run.pk, 2)
     assert [(r["group"], r["sample_index"], r["correct"]) for r in rollouts] == [
-        (0, 0, True), (0, 1, False), (1, 0, True), (1, 1, True)]
+        (0, 0, True),
+        (0, 1, False),
+        (1, 0, True),
+        (1, 1, True),
+    ]
     detail = studio.rollout_detail(run.pk, rollouts[0]["id"])
     assert "".join(detail["tokens"]) == "#### 7" and detail["finish_reason"] == "eos"
     assert detail["channels"]["logprob"][:2] == [pytest.approx(-0.1), pytest.approx(-0.2)]
 
 
 def test_a_file_without_a_finish_line_takes_the_status_option(studio: Studio, tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "partial.jsonl", RUN_LINE, '{"type": "metrics", "step": 1, "metrics": {"a/b": 1}}')
+    path = write_lines(
+        tmp_path / "partial.jsonl", RUN_LINE, '{"type": "metrics", "step": 1, "metrics": {"a/b": 1}}'
+    )
 
     assert studio.import_(str(path), "--status", "cancelled") == 0
     (run,) = studio.runs()
@@ -272,13 +335,20 @@ def test_a_file_without_a_finish_line_takes_the_status_option(studio: Studio, tm
 def test_metrics_lines_of_one_step_add_up_and_a_name_given_twice_keeps_the_later_value(
     studio: Studio, tmp_path: Path
 ) -> None:
-    path = write_lines(tmp_path / "twice.jsonl", RUN_LINE,
-                       '{"type": "metrics", "step": 1, "metrics": {"a/x": 1, "a/y": 2}}',
-                       '{"type": "metrics", "step": 1, "metrics": {"a/x": 3, "eval/b/acc": 0.5}}')
+    path = write_lines(
+        tmp_path / "twice.jsonl",
+        RUN_LINE,
+        '{"type": "metrics", "step": 1, "metrics": {"a/x": 1, "a/y": 2}}',
+        '{"type": "metrics", "step": 1, "metrics": {"a/x": 3, "eval/b/acc": 0.5}}',
+    )
 
     assert studio.import_(str(path)) == 0
     (run,) = studio.runs()
-    assert [studio.metric(run.pk, key)["value"] for key in ("a/x", "a/y", "eval/b/acc")] == [[3.0], [2.0], [0.5]]
+    assert [studio.metric(run.pk, key)["value"] for key in ("a/x", "a/y", "eval/b/acc")] == [
+        [3.0],
+        [2.0],
+        [0.5],
+    ]
 
 
 def test_an_unreachable_server_stops_the_import_and_the_same_command_completes_it_later(

@@ -23,9 +23,14 @@ CHANNELS = TOKEN_CHANNELS[:8]
 def long_rollout(sample_index: int, n_tokens: int) -> dict[str, Any]:
     rng = random.Random(sample_index)  # values that do not compress away: the body is as large as a real one
     return {
-        "group": 0, "sample_index": sample_index, "prompt": "Prove it.", "completion": "x" * n_tokens,
-        "tokens": [f"t{i % 50_000}" for i in range(n_tokens)], "token_ids": [i % 50_000 for i in range(n_tokens)],
-        "reward": 1.0, "token_values": {c: [round(rng.uniform(-5, 0), 6) for _ in range(n_tokens)] for c in CHANNELS},
+        "group": 0,
+        "sample_index": sample_index,
+        "prompt": "Prove it.",
+        "completion": "x" * n_tokens,
+        "tokens": [f"t{i % 50_000}" for i in range(n_tokens)],
+        "token_ids": [i % 50_000 for i in range(n_tokens)],
+        "reward": 1.0,
+        "token_values": {c: [round(rng.uniform(-5, 0), 6) for _ in range(n_tokens)] for c in CHANNELS},
     }
 
 
@@ -41,7 +46,9 @@ def test_the_longest_documented_rollout_arrives_whole_through_the_client(studio:
     detail = studio.rollout_detail(run.run_id, rows[-1]["id"])
     assert len(detail["tokens"]) == LONGEST and detail["token_ids"][-1] == (LONGEST - 1) % 50_000
     assert sorted(c for c, values in detail["channels"].items() if values is not None) == sorted(CHANNELS)
-    assert detail["channels"]["logprob"][-1] == pytest.approx(longest["token_values"]["logprob"][-1], rel=1e-6)
+    assert detail["channels"]["logprob"][-1] == pytest.approx(
+        longest["token_values"]["logprob"][-1], rel=1e-6
+    )
     assert RunSpool(Path(os.environ["RLVR_SPOOL_DIR"]), "long-rollouts").rejected() == []
 
 
@@ -70,8 +77,12 @@ def test_a_refused_rollout_sent_with_the_outcome_does_not_take_the_outcome_with_
     studio: Studio, settings: Any
 ) -> None:
     settings.RLVR_MAX_INGEST_MB = 1
-    run = start_run(project=studio.project.slug, name="alone", key="refused-with-outcome", flush_interval_s=30)
-    run.log_rollouts(1, [long_rollout(0, 20_000)])  # cut with the outcome, in one batch, when finish() flushes
+    run = start_run(
+        project=studio.project.slug, name="alone", key="refused-with-outcome", flush_interval_s=30
+    )
+    run.log_rollouts(
+        1, [long_rollout(0, 20_000)]
+    )  # cut with the outcome, in one batch, when finish() flushes
 
     assert run.finish("succeeded", timeout_s=120) is False
 

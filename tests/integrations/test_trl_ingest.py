@@ -23,8 +23,6 @@ from tests.integrations.trl_helpers import REWARD_FUNCS, has_digit, tiny_grpo_tr
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-
-
 # --- the mapping, without a trainer ------------------------------------------------------------------
 
 
@@ -49,7 +47,11 @@ def test_the_loss_is_also_the_pg_loss_only_when_trl_adds_nothing_to_it() -> None
 
 
 def test_a_completion_whose_mask_trl_zeroed_keeps_its_tokens_up_to_the_padding() -> None:
-    ids = [[5, 6, 1, 0, 0], [5, 6, 7, 8, 0], [5, 0, 7, 0, 0]]  # pad 0, EOS 1; rows 2-3 cut at the length limit
+    ids = [
+        [5, 6, 1, 0, 0],
+        [5, 6, 7, 8, 0],
+        [5, 0, 7, 0, 0],
+    ]  # pad 0, EOS 1; rows 2-3 cut at the length limit
     mask = [[1, 1, 1, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]]  # mask_truncated_completions zeroed row 2
     assert completion_lengths(ids, mask, pad_id=0) == [3, 4, 3]
 
@@ -76,23 +78,37 @@ def test_instrument_takes_only_a_grpo_trainer() -> None:
 def test_a_trl_run_arrives_with_metrics_and_token_level_rollouts_for_every_step(
     studio: Studio, warm_model_dir: Path, tmp_path: Path
 ) -> None:
-    trainer = tiny_grpo_trainer(warm_model_dir, tmp_path / "out", beta=0.04, save_strategy="steps", save_steps=2)
+    trainer = tiny_grpo_trainer(
+        warm_model_dir, tmp_path / "out", beta=0.04, save_strategy="steps", save_steps=2
+    )
     instrument(trainer, project=studio.project.slug, name="grpo-tiny")
     trainer.train()
 
     run = studio.only_run()
-    assert (run.source, run.status, run.max_steps, run.experiment.name) == ("trl", "succeeded", 3, "grpo-tiny")
+    assert (run.source, run.status, run.max_steps, run.experiment.name) == (
+        "trl",
+        "succeeded",
+        3,
+        "grpo-tiny",
+    )
     assert run.source_info["library"] == "trl" and run.source_info["version"] == "1.16.0"
     assert run.config["num_generations"] == 4 and run.config["beta"] == 0.04
     assert run.final_metrics["trl/train_runtime"] > 0 and "rollout/reward_mean" in run.final_metrics
     for key in ("rollout/reward_mean", "actor/kl", "actor/entropy", "actor/grad_norm", "actor/loss",
                 "rollout/response_len_mean", *(f"reward/{name}_mean" for name in REWARD_FUNCS)):  # fmt: skip
         assert studio.metric_steps(run.pk, key) == [1, 2, 3], key
-    assert [c["step"] for c in studio.get(f"/api/runs/{run.pk}/checkpoints/")] == [2, 3]  # save_steps, and the end
-    reward_means = studio.get(f"/api/runs/{run.pk}/metrics/", keys="rollout/reward_mean")["metrics"]["rollout/reward_mean"]
+    assert [c["step"] for c in studio.get(f"/api/runs/{run.pk}/checkpoints/")] == [
+        2,
+        3,
+    ]  # save_steps, and the end
+    reward_means = studio.get(f"/api/runs/{run.pk}/metrics/", keys="rollout/reward_mean")["metrics"][
+        "rollout/reward_mean"
+    ]
     for step, logged_mean in zip(reward_means["step"], reward_means["value"], strict=True):
         rollouts = studio.rollouts(run.pk, step)
-        assert sorted((r["group"], r["sample_index"]) for r in rollouts) == [(g, s) for g in range(2) for s in range(4)]
+        assert sorted((r["group"], r["sample_index"]) for r in rollouts) == [
+            (g, s) for g in range(2) for s in range(4)
+        ]
         # TRL's logged reward of step k is the mean over the completions trained in step k: the same ones.
         assert statistics.fmean(r["reward"] for r in rollouts) == pytest.approx(logged_mean, abs=1e-6)
         for r in rollouts:
@@ -115,7 +131,9 @@ def test_each_rollout_carries_trls_token_arrays_and_its_groups_advantage(
         rewards = [r["reward"] for r in members]
         mean, std = statistics.fmean(rewards), statistics.stdev(rewards)
         # GRPO's group-normalised advantage (TRL's scale_rewards="group", its 1e-4 guard).
-        assert [r["advantage"] for r in members] == pytest.approx([(x - mean) / (std + 1e-4) for x in rewards], abs=1e-5)
+        assert [r["advantage"] for r in members] == pytest.approx(
+            [(x - mean) / (std + 1e-4) for x in rewards], abs=1e-5
+        )
     for summary in rollouts:
         r = studio.get(f"/api/runs/{run.pk}/rollouts/{summary['id']}/")
         n = r["length"]
@@ -126,8 +144,13 @@ def test_each_rollout_carries_trls_token_arrays_and_its_groups_advantage(
         assert channels["loss_mask"] == [1.0] * n
         assert channels["advantage"] == pytest.approx([r["advantage"]] * n, abs=1e-6)  # float32 storage
         assert all(lp <= 0 for lp in channels["logprob"]) and all(h >= 0 for h in channels["entropy"])
-        assert channels["logprob"] == channels["old_logprob"]  # on-policy: TRL's old logprobs are the sampling ones
-        ends = {*trainer.eos_token_ids, trainer.processing_class.pad_token_id}  # what TRL counts as not clipped
+        assert (
+            channels["logprob"] == channels["old_logprob"]
+        )  # on-policy: TRL's old logprobs are the sampling ones
+        ends = {
+            *trainer.eos_token_ids,
+            trainer.processing_class.pad_token_id,
+        }  # what TRL counts as not clipped
         assert r["finish_reason"] == ("eos" if r["token_ids"][-1] in ends else "length")
 
 
@@ -164,7 +187,9 @@ def test_a_generation_reused_for_two_steps_is_sent_once_under_the_first(
     assert studio.metric_steps(run.pk, "actor/loss") == [1, 2, 3, 4]
     assert studio.metric_steps(run.pk, "rollout/reward_mean") == [1, 3]  # TRL logs rewards when it generates
     assert [len(studio.rollouts(run.pk, step)) for step in (1, 2, 3, 4)] == [16, 0, 16, 0]
-    for summary in studio.rollouts(run.pk, 3):  # half trained in step 3, half in step 4: all have their entropies
+    for summary in studio.rollouts(
+        run.pk, 3
+    ):  # half trained in step 3, half in step 4: all have their entropies
         channels = studio.get(f"/api/runs/{run.pk}/rollouts/{summary['id']}/")["channels"]
         assert channels["entropy"] is not None and len(channels["entropy"]) == summary["length"]
         assert channels["logprob"] == channels["old_logprob"] is not None  # TRL's old_per_token_logps
@@ -205,7 +230,9 @@ def test_two_processes_send_each_completion_once_with_its_group_across_them(
 
     run = studio.only_run()
     assert run.status == "succeeded"
-    logged = studio.get(f"/api/runs/{run.pk}/metrics/", keys="rollout/reward_mean")["metrics"]["rollout/reward_mean"]
+    logged = studio.get(f"/api/runs/{run.pk}/metrics/", keys="rollout/reward_mean")["metrics"][
+        "rollout/reward_mean"
+    ]
     assert logged["step"] == [1, 2]
     for step, logged_mean in zip(logged["step"], logged["value"], strict=True):
         rollouts = studio.rollouts(run.pk, step)

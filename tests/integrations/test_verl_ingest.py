@@ -44,30 +44,62 @@ def file_logger_steps() -> list[tuple[int, dict[str, Any]]]:
 
 
 def test_verls_metric_names_map_onto_the_stable_keys_and_the_rest_keeps_a_verl_prefix() -> None:
-    values, skipped = rlvr_verl.map_metrics({
-        "critic/score/mean": 0.5, "actor/pg_loss": -0.01, "actor/entropy": 0.7, "actor/kl_loss": 0.002,
-        "actor/pg_clipfrac": 0.01, "actor/grad_norm": 0.3, "response_length/mean": 40.0,
-        "response_length/clip_ratio": 0.25, "timing_s/step": 9.0, "timing_s/gen": 4.0,
-        "val-core/openai/gsm8k/acc/mean@1": 0.4, "critic/rewards/mean": 0.5, "perf/throughput": 800.0,
-        "timing_s/old_log_prob": 1.0,
-    })
+    values, skipped = rlvr_verl.map_metrics(
+        {
+            "critic/score/mean": 0.5,
+            "actor/pg_loss": -0.01,
+            "actor/entropy": 0.7,
+            "actor/kl_loss": 0.002,
+            "actor/pg_clipfrac": 0.01,
+            "actor/grad_norm": 0.3,
+            "response_length/mean": 40.0,
+            "response_length/clip_ratio": 0.25,
+            "timing_s/step": 9.0,
+            "timing_s/gen": 4.0,
+            "val-core/openai/gsm8k/acc/mean@1": 0.4,
+            "critic/rewards/mean": 0.5,
+            "perf/throughput": 800.0,
+            "timing_s/old_log_prob": 1.0,
+        }
+    )
 
     assert values == {
-        "rollout/reward_mean": 0.5, "actor/pg_loss": -0.01, "actor/entropy": 0.7, "actor/kl": 0.002,
-        "actor/clip_frac": 0.01, "actor/grad_norm": 0.3, "rollout/response_len_mean": 40.0,
-        "rollout/truncated_frac": 0.25, "perf/step_s": 9.0, "perf/gen_s": 4.0, "eval/openai/gsm8k/acc/mean@1": 0.4,
-        "verl/critic/rewards/mean": 0.5, "verl/perf/throughput": 800.0, "verl/timing_s/old_log_prob": 1.0,
+        "rollout/reward_mean": 0.5,
+        "actor/pg_loss": -0.01,
+        "actor/entropy": 0.7,
+        "actor/kl": 0.002,
+        "actor/clip_frac": 0.01,
+        "actor/grad_norm": 0.3,
+        "rollout/response_len_mean": 40.0,
+        "rollout/truncated_frac": 0.25,
+        "perf/step_s": 9.0,
+        "perf/gen_s": 4.0,
+        "eval/openai/gsm8k/acc/mean@1": 0.4,
+        "verl/critic/rewards/mean": 0.5,
+        "verl/perf/throughput": 800.0,
+        "verl/timing_s/old_log_prob": 1.0,
     }
     assert skipped == []
 
 
 def test_numpy_scalars_count_as_numbers_and_other_values_are_left_out() -> None:
-    values, skipped = rlvr_verl.map_metrics({
-        "actor/pg_loss": np.float32(-0.25), "training/global_step": np.int64(3), "actor/entropy": float("nan"),
-        "actor/kl_loss": None, "val/generations": [["q", "a", 1.0]], "note": "text",
-    })
+    values, skipped = rlvr_verl.map_metrics(
+        {
+            "actor/pg_loss": np.float32(-0.25),
+            "training/global_step": np.int64(3),
+            "actor/entropy": float("nan"),
+            "actor/kl_loss": None,
+            "val/generations": [["q", "a", 1.0]],
+            "note": "text",
+        }
+    )
 
-    assert values == {"actor/pg_loss": -0.25, "verl/training/global_step": 3.0, "actor/entropy": None, "actor/kl": None}
+    assert values == {
+        "actor/pg_loss": -0.25,
+        "verl/training/global_step": 3.0,
+        "actor/entropy": None,
+        "actor/kl": None,
+    }
     assert skipped == ["val/generations", "note"]
 
 
@@ -86,21 +118,30 @@ def test_a_dumps_completions_are_grouped_by_their_prompt_whatever_their_order() 
 
 
 def test_score_acc_and_the_extra_infos_become_reward_correct_rewards_and_details() -> None:
-    overlong = next(item for item in dump_items() if isinstance(item, Rollout) and item.step == 2
-                    and item.fields["rewards"].get("overlong_reward"))
+    overlong = next(
+        item
+        for item in dump_items()
+        if isinstance(item, Rollout) and item.step == 2 and item.fields["rewards"].get("overlong_reward")
+    )
 
     fields = overlong.fields
     assert (fields["reward"], fields["correct"], fields["answer"]) == (-1.0, False, "5")
     assert fields["rewards"] == {"score": -1.0, "overlong_reward": -0.5}
-    assert fields["details"] == {"verl": {"acc": False, "pred": "", "overlong_reward": -0.5, "overlong": True}}
+    assert fields["details"] == {
+        "verl": {"acc": False, "pred": "", "overlong_reward": -0.5, "overlong": True}
+    }
     assert (fields["finish_reason"], fields["advantage"], fields.get("token_ids")) == ("unknown", None, None)
 
 
 def test_without_verls_metrics_the_steps_metrics_are_computed_from_the_dump() -> None:
     computed = {item.step: item.values for item in dump_items() if isinstance(item, Metrics)}
 
-    assert computed[2] == {"rollout/accuracy": 0.75, "rollout/reward_mean": 0.5,
-                           "rollout/reward_std": pytest.approx(0.8660254), "rollout/zero_std_frac": 0.5}
+    assert computed[2] == {
+        "rollout/accuracy": 0.75,
+        "rollout/reward_mean": 0.5,
+        "rollout/reward_std": pytest.approx(0.8660254),
+        "rollout/zero_std_frac": 0.5,
+    }
     assert sorted(computed) == [1, 2, 3]
 
 
@@ -110,21 +151,28 @@ def test_with_verls_file_logger_its_metrics_are_used_and_only_accuracy_is_comput
     logged = {m.step: m.values for m in metrics if "(computed)" not in m.where}
     computed = {m.step: m.values for m in metrics if "(computed)" in m.where}
     assert sorted(logged) == [0, 1, 2, 3]
-    assert logged[0] == {"eval/openai/gsm8k/acc/mean@1": 0.41, "verl/val-aux/openai/gsm8k/score/mean@1": -0.18}
+    assert logged[0] == {
+        "eval/openai/gsm8k/acc/mean@1": 0.41,
+        "verl/val-aux/openai/gsm8k/score/mean@1": -0.18,
+    }
     assert logged[2]["rollout/reward_mean"] == 0.5 and logged[2]["verl/actor/ppo_kl"] == 1e-4
     assert computed[2] == {"rollout/accuracy": 0.75}
 
 
 def test_a_dump_line_without_output_is_refused_naming_its_line_and_field(tmp_path: Path) -> None:
-    (tmp_path / "4.jsonl").write_text('{"input": "q", "output": "a", "score": 1.0, "step": 4}\n'
-                                      '{"input": "q", "score": 0.0, "step": 4}\n', encoding="utf-8")
+    (tmp_path / "4.jsonl").write_text(
+        '{"input": "q", "output": "a", "score": 1.0, "step": 4}\n{"input": "q", "score": 0.0, "step": 4}\n',
+        encoding="utf-8",
+    )
 
     with pytest.raises(ImportFileError, match=r"4.jsonl:2: output: is required"):
         jsonl_import.scan("verl", rlvr_verl.read_dump_dir(tmp_path))
 
 
 def test_a_dump_line_of_another_step_than_its_file_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "4.jsonl").write_text('{"input": "q", "output": "a", "score": 1.0, "step": 5}\n', encoding="utf-8")
+    (tmp_path / "4.jsonl").write_text(
+        '{"input": "q", "output": "a", "score": 1.0, "step": 5}\n', encoding="utf-8"
+    )
 
     with pytest.raises(ImportFileError, match=r"4.jsonl:1: step: is 5, but the file is the dump of step 4"):
         jsonl_import.scan("verl", rlvr_verl.read_dump_dir(tmp_path))
@@ -138,7 +186,11 @@ def test_with_a_tokenizer_completions_get_tokens_and_no_logprobs(tmp_path: Path)
     from trainer.models.tiny_model import char_tokenizer
 
     char_tokenizer().save_pretrained(tmp_path / "tok")
-    rollouts = [i for i in dump_items(retokenize=rlvr_verl.Retokenizer(str(tmp_path / "tok"))) if isinstance(i, Rollout)]
+    rollouts = [
+        i
+        for i in dump_items(retokenize=rlvr_verl.Retokenizer(str(tmp_path / "tok")))
+        if isinstance(i, Rollout)
+    ]
 
     for rollout in rollouts:
         assert "".join(rollout.fields["tokens"]) == rollout.fields["completion"]
@@ -168,8 +220,13 @@ def tracking_class(with_finish: bool) -> Any:
     class Tracking:
         supported_backend: ClassVar[list[str]] = ["wandb", "console", "file"]
 
-        def __init__(self, project_name: str, experiment_name: str, default_backend: Any = "console",
-                     config: Any = None) -> None:
+        def __init__(
+            self,
+            project_name: str,
+            experiment_name: str,
+            default_backend: Any = "console",
+            config: Any = None,
+        ) -> None:
             names = [default_backend] if isinstance(default_backend, str) else default_backend
             for backend in names:
                 assert backend in self.supported_backend, f"{backend} is not supported"
@@ -183,6 +240,7 @@ def tracking_class(with_finish: bool) -> Any:
                     instance.log(data=data, step=step)
 
     if with_finish:
+
         def finish(self: Any, exit_code: int = 0) -> None:
             if "file" in self.logger:
                 self.logger["file"].finish()
@@ -191,23 +249,36 @@ def tracking_class(with_finish: bool) -> Any:
     return Tracking
 
 
-def test_verl_importing_this_module_installs_the_backend_once_its_tracking_module_loads(tmp_path: Path) -> None:
+def test_verl_importing_this_module_installs_the_backend_once_its_tracking_module_loads(
+    tmp_path: Path,
+) -> None:
     """VERL_USE_EXTERNAL_MODULES: verl/__init__.py imports the modules named there before its tracking module."""
     package = tmp_path / "verl"
     (package / "utils").mkdir(parents=True)
     (package / "__init__.py").write_text(
         "import importlib, os\n"
         "for name in filter(None, os.environ.get('VERL_USE_EXTERNAL_MODULES', '').split(',')):\n"
-        "    importlib.import_module(name)\n", encoding="utf-8")
+        "    importlib.import_module(name)\n",
+        encoding="utf-8",
+    )
     (package / "utils" / "__init__.py").write_text("", encoding="utf-8")
-    (package / "utils" / "tracking.py").write_text("class Tracking:\n    supported_backend = ['console']\n",
-                                                   encoding="utf-8")
-    code = ("import sys, verl\n"
-            "assert 'verl.utils.tracking' not in sys.modules\n"
-            "from verl.utils.tracking import Tracking\n"
-            "print(Tracking.supported_backend, any(type(f).__name__ == '_InstallOnImport' for f in sys.meta_path))")
-    env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "VERL_USE_EXTERNAL_MODULES": rlvr_verl.THIS_MODULE, "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    (package / "utils" / "tracking.py").write_text(
+        "class Tracking:\n    supported_backend = ['console']\n", encoding="utf-8"
+    )
+    code = (
+        "import sys, verl\n"
+        "assert 'verl.utils.tracking' not in sys.modules\n"
+        "from verl.utils.tracking import Tracking\n"
+        "print(Tracking.supported_backend, any(type(f).__name__ == '_InstallOnImport' for f in sys.meta_path))"
+    )
+    env = {
+        "PYTHONPATH": f"{tmp_path}:{REPO}",
+        "VERL_USE_EXTERNAL_MODULES": rlvr_verl.THIS_MODULE,
+        "PATH": "/usr/bin:/bin",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
 
     assert out.stdout.strip() == "['console', 'rlvr'] False"
 
@@ -215,18 +286,34 @@ def test_verl_importing_this_module_installs_the_backend_once_its_tracking_modul
 # --- against a live server ---------------------------------------------------------------------------
 
 
-
-
 def test_rlvr_import_of_a_verl_dump_makes_a_verl_run_with_verls_metrics(studio: Studio) -> None:
-    code = import_main(["import", str(DUMP), "--format", "verl", "--metrics", str(FILE_LOGGER),
-                        "--project", studio.project.slug, "--name", "dapo-qwen", "--experiment", "gsm8k"])
+    code = import_main(
+        [
+            "import",
+            str(DUMP),
+            "--format",
+            "verl",
+            "--metrics",
+            str(FILE_LOGGER),
+            "--project",
+            studio.project.slug,
+            "--name",
+            "dapo-qwen",
+            "--experiment",
+            "gsm8k",
+        ]
+    )
 
     assert code == 0
     run = studio.only_run()
     assert (run.source, run.status, run.max_steps, run.experiment.name) == ("verl", "succeeded", 3, "gsm8k")
     assert run.source_info["format"] == "verl-rollout-dump"
     assert studio.metric(run.pk, "eval/openai/gsm8k/acc/mean@1") == {
-        "step": [0, 3], "value": [0.41, 0.47], "min": [0.41, 0.47], "max": [0.41, 0.47]}
+        "step": [0, 3],
+        "value": [0.41, 0.47],
+        "min": [0.41, 0.47],
+        "max": [0.41, 0.47],
+    }
     assert studio.metric(run.pk, "rollout/reward_mean")["value"] == [0.0, 0.5, 0.5]
     assert studio.metric(run.pk, "rollout/accuracy")["value"] == [0.5, 0.75, 0.75]
     assert studio.metric(run.pk, "verl/perf/throughput")["step"] == [1, 2, 3]
@@ -253,9 +340,15 @@ def test_importing_the_same_verl_dump_twice_finds_the_same_run(studio: Studio) -
 def verl_config(rollout_dir: Path, steps: int) -> dict[str, Any]:
     """The parts of verl's config (ppo_trainer.yaml, as OmegaConf.to_container gives it) the backend reads."""
     return {
-        "trainer": {"project_name": "verl_examples", "experiment_name": "gsm8k-dapo", "total_training_steps": steps,
-                    "rollout_data_dir": str(rollout_dir), "resume_mode": "auto",
-                    "default_local_dir": "checkpoints/verl_examples/gsm8k-dapo", "logger": ["console", "rlvr"]},
+        "trainer": {
+            "project_name": "verl_examples",
+            "experiment_name": "gsm8k-dapo",
+            "total_training_steps": steps,
+            "rollout_data_dir": str(rollout_dir),
+            "resume_mode": "auto",
+            "default_local_dir": "checkpoints/verl_examples/gsm8k-dapo",
+            "logger": ["console", "rlvr"],
+        },
         "actor_rollout_ref": {"rollout": {"n": 2}, "actor": {"optim": {"lr": 1e-6}}},
         "algorithm": {"adv_estimator": "grpo"},
     }
@@ -276,9 +369,21 @@ def test_the_tracking_backend_sends_each_step_under_our_keys_and_the_dumped_roll
     run = studio.only_run()
     assert (run.source, run.status, run.max_steps, run.step) == ("verl", "succeeded", 3, 3)
     assert (run.experiment.name, run.config["algorithm"], run.source_info["verl_project"]) == (
-        "gsm8k-dapo", {"adv_estimator": "grpo"}, "verl_examples")
-    for key in ("rollout/reward_mean", "actor/pg_loss", "actor/entropy", "actor/kl", "actor/clip_frac",
-                "actor/grad_norm", "rollout/response_len_mean", "perf/step_s", "verl/critic/rewards/mean"):
+        "gsm8k-dapo",
+        {"adv_estimator": "grpo"},
+        "verl_examples",
+    )
+    for key in (
+        "rollout/reward_mean",
+        "actor/pg_loss",
+        "actor/entropy",
+        "actor/kl",
+        "actor/clip_frac",
+        "actor/grad_norm",
+        "rollout/response_len_mean",
+        "perf/step_s",
+        "verl/critic/rewards/mean",
+    ):
         assert studio.metric(run.pk, key)["step"] == [1, 2, 3], key
     assert studio.metric(run.pk, "actor/kl")["value"] == [0.0, 0.0011, 0.0019]
     assert studio.metric(run.pk, "rollout/accuracy")["value"] == [0.5, 0.75, 0.75]  # from the dumps' acc
@@ -286,14 +391,18 @@ def test_the_tracking_backend_sends_each_step_under_our_keys_and_the_dumped_roll
     assert [len(studio.rollouts(run.pk, step)) for step in (1, 2, 3)] == [4, 4, 4]
 
 
-def test_a_backend_started_again_with_the_same_names_continues_the_same_run(studio: Studio, tmp_path: Path) -> None:
+def test_a_backend_started_again_with_the_same_names_continues_the_same_run(
+    studio: Studio, tmp_path: Path
+) -> None:
     config = verl_config(tmp_path / "no-dump", steps=3)
     steps = file_logger_steps()
     first = rlvr_verl.RlvrTracking("verl_examples", "gsm8k-dapo", config)
     first.log(steps[1][1], 1)
     first.run.close()  # the job is killed: no finish, and no exit handlers either
     atexit.unregister(first._at_exit)
-    second = rlvr_verl.RlvrTracking("verl_examples", "gsm8k-dapo", config)  # resume_mode auto, same checkpoints
+    second = rlvr_verl.RlvrTracking(
+        "verl_examples", "gsm8k-dapo", config
+    )  # resume_mode auto, same checkpoints
     for step, data in steps[2:]:
         second.log(data, step)
     second.finish()
@@ -302,9 +411,13 @@ def test_a_backend_started_again_with_the_same_names_continues_the_same_run(stud
     assert run.status == "succeeded" and studio.metric(run.pk, "actor/pg_loss")["step"] == [1, 2, 3]
 
 
-def test_a_resumed_job_leaves_the_dumps_of_the_steps_before_its_checkpoint_alone(studio: Studio, tmp_path: Path) -> None:
+def test_a_resumed_job_leaves_the_dumps_of_the_steps_before_its_checkpoint_alone(
+    studio: Studio, tmp_path: Path
+) -> None:
     rollout_dir = tmp_path / "rollout_data_dir"
-    shutil.copytree(DUMP, rollout_dir)  # steps 1-3 dumped by the job before; it resumes from step 2's checkpoint
+    shutil.copytree(
+        DUMP, rollout_dir
+    )  # steps 1-3 dumped by the job before; it resumes from step 2's checkpoint
     backend = rlvr_verl.RlvrTracking("verl_examples", "resumed", verl_config(rollout_dir, steps=3))
     for step, data in file_logger_steps()[3:]:
         backend.log(data, step)
@@ -317,8 +430,13 @@ def test_a_resumed_job_leaves_the_dumps_of_the_steps_before_its_checkpoint_alone
 def test_a_step_of_more_rollouts_than_a_batch_holds_arrives_whole(studio: Studio, tmp_path: Path) -> None:
     rollout_dir = tmp_path / "rollout_data_dir"
     rollout_dir.mkdir()
-    lines = [json.dumps({"input": f"prompt {g}", "output": f"answer {i}", "gts": "1", "score": float(i == 0), "step": 1})
-             for g in range(260) for i in range(5)]  # train_batch_size 260, rollout.n 5: over the 1,024 of a batch
+    lines = [
+        json.dumps(
+            {"input": f"prompt {g}", "output": f"answer {i}", "gts": "1", "score": float(i == 0), "step": 1}
+        )
+        for g in range(260)
+        for i in range(5)
+    ]  # train_batch_size 260, rollout.n 5: over the 1,024 of a batch
     (rollout_dir / "1.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     backend = rlvr_verl.RlvrTracking("verl_examples", "big-step", verl_config(rollout_dir, steps=1))
     backend.log(file_logger_steps()[1][1], 1)
@@ -352,9 +470,13 @@ def test_install_makes_rlvr_a_backend_of_verls_tracking_that_hears_log_and_finis
     tracking_cls: Any = rlvr_verl.install(tracking_class(with_finish=True))
     assert tracking_cls.supported_backend.count("rlvr") == 1
     again: Any = rlvr_verl.install(tracking_cls)
-    assert again is tracking_cls and again.supported_backend.count("rlvr") == 1  # a second install changes nothing
+    assert (
+        again is tracking_cls and again.supported_backend.count("rlvr") == 1
+    )  # a second install changes nothing
 
-    tracking = tracking_cls("verl_examples", "installed", ["file", "rlvr"], verl_config(tmp_path / "none", steps=2))
+    tracking = tracking_cls(
+        "verl_examples", "installed", ["file", "rlvr"], verl_config(tmp_path / "none", steps=2)
+    )
     tracking.log(file_logger_steps()[1][1], step=1)
     tracking.finish(exit_code=1)
 
@@ -364,7 +486,9 @@ def test_install_makes_rlvr_a_backend_of_verls_tracking_that_hears_log_and_finis
     assert tracking.logger["file"].closed and tracking.logger["file"].logged[0][0] == 1
 
 
-def test_on_verl_before_0_9_the_backend_is_closed_when_tracking_is_deleted(studio: Studio, tmp_path: Path) -> None:
+def test_on_verl_before_0_9_the_backend_is_closed_when_tracking_is_deleted(
+    studio: Studio, tmp_path: Path
+) -> None:
     tracking_cls: Any = rlvr_verl.install(tracking_class(with_finish=False))
 
     tracking = tracking_cls("verl_examples", "old-verl", "rlvr", verl_config(tmp_path / "none", steps=1))

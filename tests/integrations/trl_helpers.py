@@ -24,7 +24,9 @@ def has_digit(completions: list[str], **_: Any) -> list[float]:
     return [float(any(ch.isdigit() for ch in c)) for c in completions]
 
 
-def tiny_grpo_trainer(model_dir: Path, output_dir: Path, *, reward_funcs: list[Any] | None = None, **overrides: Any) -> Any:
+def tiny_grpo_trainer(
+    model_dir: Path, output_dir: Path, *, reward_funcs: list[Any] | None = None, **overrides: Any
+) -> Any:
     """2 prompts x 4 completions of at most 6 tokens a step, float32 on the CPU, one log line per step."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -38,13 +38,23 @@ def test_importing_the_client_and_its_commands_loads_neither_django_nor_torch() 
 
 
 def test_no_client_module_imports_a_server_package() -> None:
-    found = {f"{path.name}: {root}" for path in PACKAGE.rglob("*.py") for root in _imported_roots(path) if root in NEVER}
+    found = {
+        f"{path.name}: {root}"
+        for path in PACKAGE.rglob("*.py")
+        for root in _imported_roots(path)
+        if root in NEVER
+    }
     assert found == set()
 
 
 def test_only_the_integrations_import_a_training_library() -> None:
-    found = {f"{path.name}: {root}" for path in PACKAGE.rglob("*.py") if path.name not in INTEGRATIONS
-             for root in _imported_roots(path) if root in HEAVY}
+    found = {
+        f"{path.name}: {root}"
+        for path in PACKAGE.rglob("*.py")
+        if path.name not in INTEGRATIONS
+        for root in _imported_roots(path)
+        if root in HEAVY
+    }
     assert found == set()
 
 

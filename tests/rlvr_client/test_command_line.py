@@ -27,8 +27,13 @@ def test_the_value_of_an_option_that_names_a_secret_is_redacted(args: list[str],
 
 @pytest.mark.parametrize(
     "args",
-    [["--max_tokens", "512"], ["--tokenizer", "Qwen/Qwen2.5-0.5B"], ["--learning_rate=1e-6"], ["data.max_prompt_tokens=64"],
-     ["--push_to_hub"]],
+    [
+        ["--max_tokens", "512"],
+        ["--tokenizer", "Qwen/Qwen2.5-0.5B"],
+        ["--learning_rate=1e-6"],
+        ["data.max_prompt_tokens=64"],
+        ["--push_to_hub"],
+    ],
 )
 def test_counts_and_other_options_are_left_as_they_are(args: list[str]) -> None:
     assert redact_args(args) == args

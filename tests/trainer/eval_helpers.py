@@ -31,7 +31,9 @@ class ScriptedEngine:
         self.script = script
         self.prompts_seen: list[str] = []
 
-    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         self.prompts_seen += prompts
         seen: Counter[str] = Counter()
         texts, rows, reasons = [], [], []

@@ -9,8 +9,13 @@ from pathlib import Path
 import pytest
 
 
-def run_forked_ranks(target: Callable[..., None], args: Callable[[int], tuple[object, ...]], results: Path,
-                     hang: str, ranks: int = 2) -> list[str]:
+def run_forked_ranks(
+    target: Callable[..., None],
+    args: Callable[[int], tuple[object, ...]],
+    results: Path,
+    hang: str,
+    ranks: int = 2,
+) -> list[str]:
     """Start ``target(*args(rank))`` for each rank, wait up to 60 s, fail on a hung rank with ``hang``; return each
     rank's ``results/rank<r>.txt`` (what the rank wrote: "ok" or its traceback)."""
     ctx = multiprocessing.get_context("fork")

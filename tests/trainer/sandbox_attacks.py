@@ -28,7 +28,9 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: trainer/ lies beside this file (a copy) or two levels up
     _here = Path(__file__).resolve()
-    sys.path[:0] = [str(p) for p in (_here.parent, *_here.parents[1:3]) if (p / "trainer" / "sandbox").is_dir()][:1]
+    sys.path[:0] = [
+        str(p) for p in (_here.parent, *_here.parents[1:3]) if (p / "trainer" / "sandbox").is_dir()
+    ][:1]
 
 from trainer.sandbox import SANDBOX_GID, SANDBOX_UID, Limits, SandboxResult, run_python
 
@@ -69,7 +71,11 @@ class Attack:
 
 
 def no_secret(result: SandboxResult, ctx: Context) -> str | None:
-    leaked = [s for s in (SECRET, "INSTALLED_APPS", "DATABASE_URL", "root:x:0:0") if s in result.stdout + result.stderr]
+    leaked = [
+        s
+        for s in (SECRET, "INSTALLED_APPS", "DATABASE_URL", "root:x:0:0")
+        if s in result.stdout + result.stderr
+    ]
     return f"leaked {leaked}: {result.stdout[:200]!r}" if leaked else None
 
 
@@ -166,7 +172,9 @@ def host_directories_hidden(result: SandboxResult, ctx: Context) -> str | None:
         return f"unexpected output: {(result.stdout + result.stderr)[-300:]!r}"
     for line in lines:
         directory, listing = line.split(" ", 1)
-        on_the_way = {p[len(directory) :].strip("/").split("/")[0] for p in bound if p.startswith(directory + "/")}
+        on_the_way = {
+            p[len(directory) :].strip("/").split("/")[0] for p in bound if p.startswith(directory + "/")
+        }
         if listing == "errno 2" or (on_the_way and set(ast.literal_eval(listing)) <= on_the_way):
             continue
         return f"saw the host's {directory}: {listing[:200]}"
@@ -398,11 +406,23 @@ def run_all(ctx: Context) -> dict[str, dict[str, object]]:
     sibling_program = "import time\ntime.sleep(2.5)\nprint('sibling survived')"
     with ThreadPoolExecutor(4) as pool:
         sibling = pool.submit(run_python, sibling_program, limits=Limits(wall_s=20))
-        outcomes = dict(zip([a.name for a in ATTACKS], pool.map(lambda a: _attempt(a, ctx, available), ATTACKS), strict=True))
+        outcomes = dict(
+            zip(
+                [a.name for a in ATTACKS],
+                pool.map(lambda a: _attempt(a, ctx, available), ATTACKS),
+                strict=True,
+            )
+        )
         done = sibling.result()
-    sibling_breach = None if done.ok and "sibling survived" in done.stdout else f"sibling sandbox: {done.status} {done.reason}"
+    sibling_breach = (
+        None
+        if done.ok and "sibling survived" in done.stdout
+        else f"sibling sandbox: {done.status} {done.reason}"
+    )
     outcomes["sibling_sandbox_survives"] = {"breach": sibling_breach, "status": done.status}
-    outcomes["host_can_still_fork"] = {"breach": None if subprocess.run(["true"]).returncode == 0 else "fork failed"}
+    outcomes["host_can_still_fork"] = {
+        "breach": None if subprocess.run(["true"]).returncode == 0 else "fork failed"
+    }
     return outcomes
 
 

@@ -128,11 +128,23 @@ def test_the_effective_probability_is_the_beta_posterior_predictive() -> None:
 
 
 def test_sara_abandons_commits_or_samples_more_by_the_posterior() -> None:
-    script = Script({
-        "mixed": [1, 0, 1, 1, 0, 0, 1, 0],  # both outcomes in the probe: completed at once
-        "hopeless": [0.0] * 8,  # a prior that says this prompt is (almost) never solved: abandoned after the probe
-        "unsure": [0, 0, 0, 0, 1, 0, 0, 0],  # Beta(1, 1): all-wrong probes keep it undecided, then it is completed
-    })
+    script = Script(
+        {
+            "mixed": [1, 0, 1, 1, 0, 0, 1, 0],  # both outcomes in the probe: completed at once
+            "hopeless": [0.0]
+            * 8,  # a prior that says this prompt is (almost) never solved: abandoned after the probe
+            "unsure": [
+                0,
+                0,
+                0,
+                0,
+                1,
+                0,
+                0,
+                0,
+            ],  # Beta(1, 1): all-wrong probes keep it undecided, then it is completed
+        }
+    )
     gs = groups("mixed", "hopeless", "unsure")
     gs[1].prior = (1.0, 60.0)
     budget = params("sara", probe=2, step=2, abandon_below=0.2, commit_above=0.8)

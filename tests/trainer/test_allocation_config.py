@@ -11,7 +11,9 @@ from trainer.errors import ConfigError
 
 
 def cfg(**budget: Any) -> ExperimentConfig:
-    return config_from_dict({"rollout": {"num_generations": 8}, "training": {"prompts_per_step": 4}, "budget": budget})
+    return config_from_dict(
+        {"rollout": {"num_generations": 8}, "training": {"prompts_per_step": 4}, "budget": budget}
+    )
 
 
 def test_defaults_are_plain_grpo() -> None:
@@ -26,12 +28,17 @@ def test_unknown_allocator_is_refused_with_the_valid_names() -> None:
 
 
 def test_unknown_prompt_sampler_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"budget\.prompt_sampler\.name: unknown prompt sampler 'lepes'; valid names are: beta_learnability, uniform"):
+    with pytest.raises(
+        ConfigError,
+        match=r"budget\.prompt_sampler\.name: unknown prompt sampler 'lepes'; valid names are: beta_learnability, uniform",
+    ):
         cfg(prompt_sampler="lepes")
 
 
 def test_early_abandon_probe_must_be_shorter_than_the_group() -> None:
-    with pytest.raises(ConfigError, match=r"'early_abandon': after \(8\) must be below rollout\.num_generations \(8\)"):
+    with pytest.raises(
+        ConfigError, match=r"'early_abandon': after \(8\) must be below rollout\.num_generations \(8\)"
+    ):
         cfg(allocator={"name": "early_abandon", "params": {"after": 8}})
 
 
@@ -41,7 +48,9 @@ def test_vigor_budget_must_cover_the_initial_rollouts() -> None:
 
 
 def test_prior_file_needs_the_beta_sampler() -> None:
-    with pytest.raises(ConfigError, match="prior_file is a parameter of prompt_sampler 'beta_learnability', which"):
+    with pytest.raises(
+        ConfigError, match="prior_file is a parameter of prompt_sampler 'beta_learnability', which"
+    ):
         cfg(prior_file="rates.json")
     with pytest.raises(ConfigError, match=r"budget\.prompt_sampler\.params: .*'uniform': params\.prior_file"):
         cfg(prompt_sampler={"name": "uniform", "params": {"prior_file": "rates.json"}})
@@ -68,5 +77,10 @@ def test_every_budget_field_cites_its_paper_or_explains_itself() -> None:
     papers = ("VIGOR", "SARA", "sara", "DAPO", "ThinkPrior", "DLER")
     cited = [n for n, text in texts.items() if any(p in text for p in papers)]
     assert len(cited) >= 8, cited
-    for method in ("allocator early_abandon", "allocator sara", "allocator vigor", "prompt_sampler beta_learnability"):
+    for method in (
+        "allocator early_abandon",
+        "allocator sara",
+        "allocator vigor",
+        "prompt_sampler beta_learnability",
+    ):
         assert method in cited, method

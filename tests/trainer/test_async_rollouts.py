@@ -28,8 +28,18 @@ def _deterministic(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def _async(model_dir: Path, out: Path, k: int, steps: int, **training: Any) -> Any:
-    return tiny_config(model_dir, out, training={"max_steps": steps, "prompts_per_step": 2, "micro_batch_size": 8,
-                                                 "learning_rate": 1e-3, "max_off_policy_steps": k, **training})
+    return tiny_config(
+        model_dir,
+        out,
+        training={
+            "max_steps": steps,
+            "prompts_per_step": 2,
+            "micro_batch_size": 8,
+            "learning_rate": 1e-3,
+            "max_off_policy_steps": k,
+            **training,
+        },
+    )
 
 
 def test_each_step_trains_on_rollouts_exactly_min_k_step_minus_1_versions_old() -> None:
@@ -46,13 +56,19 @@ def test_importance_weights_are_truncated_and_the_mismatch_is_measured() -> None
     assert iw.weights.tolist()[0] == pytest.approx([1.0, 2.0, float(torch.exp(torch.tensor(-1.0))), 1.0])
     assert iw.metrics["async/is_clipped_frac"] == pytest.approx(1 / 3)
     assert iw.metrics["async/is_weight_max"] == pytest.approx(float(torch.exp(torch.tensor(1.0))))
-    k3 = [0.0, float(torch.exp(torch.tensor(1.0))) - 2, float(torch.exp(torch.tensor(-1.0)))]  # (r - 1) - log r
+    k3 = [
+        0.0,
+        float(torch.exp(torch.tensor(1.0))) - 2,
+        float(torch.exp(torch.tensor(-1.0))),
+    ]  # (r - 1) - log r
     assert iw.metrics["async/sampler_trainer_kl"] == pytest.approx(sum(k3) / 3)
     same = importance_weights(policy, policy, mask, cap=2.0)
     assert same.metrics["async/sampler_trainer_kl"] == 0.0 and same.metrics["async/is_weight_mean"] == 1.0
 
 
-def test_an_async_run_bounds_staleness_and_corrects_with_importance_weights(warm_model_dir: Path, tmp_path: Path) -> None:
+def test_an_async_run_bounds_staleness_and_corrects_with_importance_weights(
+    warm_model_dir: Path, tmp_path: Path
+) -> None:
     steps = Steps()
     result = train(_async(warm_model_dir, tmp_path, k=2, steps=5), sink=steps, log=lambda _: None)
     assert result.status == "succeeded"
@@ -73,17 +89,27 @@ def test_async_resume_after_an_interruption_trains_exactly_what_an_uninterrupted
 
     first, second = Steps(), Steps()
     stop_after = 3
-    train(_async(warm_model_dir, tmp_path / "cut", k=2, steps=6), sink=first, log=lambda _: None,
-          should_stop=lambda: len(first.reports) >= stop_after)
+    train(
+        _async(warm_model_dir, tmp_path / "cut", k=2, steps=6),
+        sink=first,
+        log=lambda _: None,
+        should_stop=lambda: len(first.reports) >= stop_after,
+    )
     saved = load_state(latest_checkpoint(tmp_path / "cut"))  # type: ignore[arg-type]
     assert saved.step == stop_after
     assert [p.step for p in saved.rollout_buffer or []] == [4, 5]  # generated, not yet trained: kept
-    train(_async(warm_model_dir, tmp_path / "cut", k=2, steps=6), sink=second, log=lambda _: None,
-          resume_from=tmp_path / "cut")
+    train(
+        _async(warm_model_dir, tmp_path / "cut", k=2, steps=6),
+        sink=second,
+        log=lambda _: None,
+        resume_from=tmp_path / "cut",
+    )
 
     assert [r.step for r in first.reports + second.reports] == [1, 2, 3, 4, 5, 6]  # none lost, none twice
     for a, b in zip(whole.reports, first.reports + second.reports, strict=True):
-        assert _deterministic(b.metrics) == pytest.approx(_deterministic(a.metrics), rel=1e-5, abs=1e-6), a.step
+        assert _deterministic(b.metrics) == pytest.approx(_deterministic(a.metrics), rel=1e-5, abs=1e-6), (
+            a.step
+        )
         assert [r.completion for r in a.rollouts] == [r.completion for r in b.rollouts]
     w1 = load_file(str(latest_checkpoint(tmp_path / "whole") / "model.safetensors"))  # type: ignore[operator]
     w2 = load_file(str(latest_checkpoint(tmp_path / "cut") / "model.safetensors"))  # type: ignore[operator]
@@ -117,7 +143,9 @@ def test_a_generator_that_stops_producing_is_noticed_within_the_timeout(
 
     monkeypatch.setattr(async_rollouts, "collect_rollouts", stuck)
     t0 = time.monotonic()
-    with pytest.raises(GeneratorStalled, match=r"produced nothing for 10 s .* raise training.generator_timeout_s"):
+    with pytest.raises(
+        GeneratorStalled, match=r"produced nothing for 10 s .* raise training.generator_timeout_s"
+    ):
         train(_async(warm_model_dir, tmp_path, k=1, steps=4, generator_timeout_s=10), log=lambda _: None)
     assert time.monotonic() - t0 < 45
 

@@ -18,9 +18,12 @@ from trainer.verifiers.scoring import score_batch
 def warm_run(model_dir: Path, out: Path, **budget: Any) -> Run:
     """The warm addition model with an exact-match reward: many silent (all-wrong) groups, some mixed."""
     cfg = tiny_config(
-        model_dir, out, verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
+        model_dir,
+        out,
+        verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
         rollout={"num_generations": 6, "max_completion_length": 6},
-        training={"prompts_per_step": 4, "max_steps": 3}, budget=budget,
+        training={"prompts_per_step": 4, "max_steps": 3},
+        budget=budget,
     )
     return build_run(cfg, log=lambda m: None)
 
@@ -34,10 +37,16 @@ def assert_consistent(run: Run, ro: StepRollouts) -> None:
     assert [ro.samples[g].id for g in ro.group_ids.tolist()] == [s.id for s in ro.group_samples]
     rescored = score_batch(run.verifiers, run.config.reward_weights, ro.batch.texts, ro.group_samples)
     assert rescored.total == ro.scores.total == ro.rewards.tolist()
-    assert run.tokenizer.batch_decode(
-        [ids[: int(m.sum())] for ids, m in zip(ro.batch.completion_ids, ro.batch.completion_mask, strict=True)],
-        skip_special_tokens=True,
-    ) == ro.batch.texts
+    assert (
+        run.tokenizer.batch_decode(
+            [
+                ids[: int(m.sum())]
+                for ids, m in zip(ro.batch.completion_ids, ro.batch.completion_mask, strict=True)
+            ],
+            skip_special_tokens=True,
+        )
+        == ro.batch.texts
+    )
     assert torch.all(ro.batch.logprobs[ro.batch.completion_mask == 0] == 0)
     sizes = torch.bincount(ro.group_ids).tolist()
     assert [a["group_size"] for a in ro.allocation] == [sizes[g] for g in ro.group_ids.tolist()]
@@ -72,7 +81,9 @@ def test_dynamic_sampling_trains_only_on_informative_groups(warm_model_dir: Path
     for step in (1, 2):
         ro = collect_rollouts(run, step)
         assert_consistent(run, ro)
-        spread = [max(r) - min(r) for g in range(len(ro.samples)) for r in [ro.rewards[ro.group_ids == g].tolist()]]
+        spread = [
+            max(r) - min(r) for g in range(len(ro.samples)) for r in [ro.rewards[ro.group_ids == g].tolist()]
+        ]
         assert all(s > 0 for s in spread)  # no silent group reaches the update
         m = ro.metrics
         assert m["budget/prompts_drawn"] - m["budget/dropped_groups"] == len(ro.samples) <= 4
@@ -84,7 +95,9 @@ def test_dynamic_sampling_trains_only_on_informative_groups(warm_model_dir: Path
 
 
 def test_vigor_spends_the_fixed_budget_unevenly(warm_model_dir: Path, tmp_path: Path) -> None:
-    run = warm_run(warm_model_dir, tmp_path, allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=24)
+    run = warm_run(
+        warm_model_dir, tmp_path, allocator="vigor", vigor_initial_rollouts=2, vigor_rollout_budget=24
+    )
     ro = collect_rollouts(run, 1)
     assert_consistent(run, ro)
     assert ro.metrics["budget/rollouts_generated"] == len(ro.batch) == 24
@@ -93,14 +106,26 @@ def test_vigor_spends_the_fixed_budget_unevenly(warm_model_dir: Path, tmp_path: 
     assert min(sizes) >= 2 and len(set(sizes)) > 1
 
 
-def test_sara_abandons_hopeless_groups_and_completes_effective_ones(warm_model_dir: Path, tmp_path: Path) -> None:
-    run = warm_run(warm_model_dir, tmp_path, allocator="sara", sara_probe=2, sara_step=1, sara_abandon_below=0.5,
-                   sara_commit_above=0.9)
+def test_sara_abandons_hopeless_groups_and_completes_effective_ones(
+    warm_model_dir: Path, tmp_path: Path
+) -> None:
+    run = warm_run(
+        warm_model_dir,
+        tmp_path,
+        allocator="sara",
+        sara_probe=2,
+        sara_step=1,
+        sara_abandon_below=0.5,
+        sara_commit_above=0.9,
+    )
     ro = collect_rollouts(run, 1)
     assert_consistent(run, ro)
     for g in range(len(ro.samples)):
-        rows = [(a, c) for a, c, gid in zip(ro.allocation, ro.scores.correct, ro.group_ids.tolist(), strict=True)
-                if gid == g]
+        rows = [
+            (a, c)
+            for a, c, gid in zip(ro.allocation, ro.scores.correct, ro.group_ids.tolist(), strict=True)
+            if gid == g
+        ]
         size, abandoned = rows[0][0]["group_size"], rows[0][0]["abandoned"]
         outcomes = {c for _, c in rows}
         if abandoned:  # stopped early, unanimous so far
@@ -130,18 +155,27 @@ def test_beta_sampler_with_anchor_prior_picks_learnable_prompts(warm_model_dir: 
     ids = [s.id for s in load_samples(run0.config.data)]
     prior = tmp_path / "prior.json"
     prior.write_text(json.dumps({i: (0.5 if n < 4 else 0.0) for n, i in enumerate(ids)}))
-    run = warm_run(warm_model_dir, tmp_path / "run", prompt_sampler="beta_learnability", prior_file=str(prior),
-                   prior_strength=1000, thompson=False)
+    run = warm_run(
+        warm_model_dir,
+        tmp_path / "run",
+        prompt_sampler="beta_learnability",
+        prior_file=str(prior),
+        prior_strength=1000,
+        thompson=False,
+    )
     ro = collect_rollouts(run, 1)
     assert sorted(s.id for s in ro.samples) == sorted(ids[:4])
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("budget", [
-    {"allocator": "vigor", "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
-    {"allocator": "early_abandon", "early_abandon_after": 3, "dynamic_sampling": True},
-    {"allocator": "sara", "prompt_sampler": "beta_learnability"},
-])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"allocator": "vigor", "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
+        {"allocator": "early_abandon", "early_abandon_after": 3, "dynamic_sampling": True},
+        {"allocator": "sara", "prompt_sampler": "beta_learnability"},
+    ],
+)
 def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
     warm_model_dir: Path, tmp_path: Path, budget: dict[str, Any]
 ) -> None:
@@ -151,9 +185,12 @@ def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
 
     def config(out: Path, steps: int) -> Any:
         return tiny_config(
-            warm_model_dir, out, verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
+            warm_model_dir,
+            out,
+            verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
             rollout={"num_generations": 6, "max_completion_length": 6},
-            training={"prompts_per_step": 3, "max_steps": steps}, budget=budget,
+            training={"prompts_per_step": 3, "max_steps": steps},
+            budget=budget,
         )
 
     straight, first, second = Steps(), Steps(), Steps()
@@ -164,37 +201,64 @@ def test_training_with_budget_methods_reports_group_sizes_and_resumes_exactly(
         assert comparable(a) == pytest.approx(comparable(b), rel=1e-5, abs=1e-6)
         assert [r.completion for r in a.rollouts] == [r.completion for r in b.rollouts]
     last = straight.reports[-1]
-    assert last.metrics["budget/cumulative_rollouts"] == sum(r.metrics["budget/rollouts_generated"] for r in straight.reports)
+    assert last.metrics["budget/cumulative_rollouts"] == sum(
+        r.metrics["budget/rollouts_generated"] for r in straight.reports
+    )
     by_group: dict[int, list[int]] = {}
     for record in last.rollouts:
         by_group.setdefault(record.group, []).append(record.sample_index)
-        assert record.details["allocation"]["group_size"] == sum(r.group == record.group for r in last.rollouts)
+        assert record.details["allocation"]["group_size"] == sum(
+            r.group == record.group for r in last.rollouts
+        )
     assert all(indices == list(range(len(indices))) for indices in by_group.values())
 
 
-def test_a_group_relative_rubric_is_aggregated_over_whole_groups_under_vigor(warm_model_dir: Path, tmp_path: Path) -> None:
+def test_a_group_relative_rubric_is_aggregated_over_whole_groups_under_vigor(
+    warm_model_dir: Path, tmp_path: Path
+) -> None:
     """VIGOR spreads a group over several generation calls; the 'rank' rubric reward must still compare each
     completion with its whole group, not only with the completions of its own call."""
     from trainer.rubrics.scoring import criterion_key
 
-    rubric = {"aggregation": "rank", "reward_weight": 1.0, "criteria": [
-        {"name": "right", "scorer": "rule",
-         "rule": {"type": "verifier", "params": {"name": "exact", "params": {"extract": "first_line"}}}},
-        {"name": "short", "scale": "range", "min_value": 0, "max_value": 1, "scorer": "rule",
-         "rule": {"type": "length", "params": {"unit": "chars", "max": 2}}},
-    ]}
+    rubric = {
+        "aggregation": "rank",
+        "reward_weight": 1.0,
+        "criteria": [
+            {
+                "name": "right",
+                "scorer": "rule",
+                "rule": {
+                    "type": "verifier",
+                    "params": {"name": "exact", "params": {"extract": "first_line"}},
+                },
+            },
+            {
+                "name": "short",
+                "scale": "range",
+                "min_value": 0,
+                "max_value": 1,
+                "scorer": "rule",
+                "rule": {"type": "length", "params": {"unit": "chars", "max": 2}},
+            },
+        ],
+    }
     cfg = tiny_config(
-        warm_model_dir, tmp_path, verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
-        rollout={"num_generations": 6, "max_completion_length": 6}, rubric=rubric,
-        training={"prompts_per_step": 4}, budget={"allocator": "vigor", "vigor_initial_rollouts": 2,
-                                                   "vigor_rollout_budget": 24},
+        warm_model_dir,
+        tmp_path,
+        verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],
+        rollout={"num_generations": 6, "max_completion_length": 6},
+        rubric=rubric,
+        training={"prompts_per_step": 4},
+        budget={"allocator": "vigor", "vigor_initial_rollouts": 2, "vigor_rollout_budget": 24},
     )
     run = build_run(cfg, log=lambda m: None)
     assert run.rubric is not None
     ro = collect_rollouts(run, step=1)
     assert ro.metrics["budget/generation_calls"] > 1  # groups really were spread over calls
     criteria = run.rubric.criteria
-    matrix = [[ro.scores.details[i][criterion_key(c.name)]["score"] for c in criteria] for i in range(len(ro.batch))]
+    matrix = [
+        [ro.scores.details[i][criterion_key(c.name)]["score"] for c in criteria] for i in range(len(ro.batch))
+    ]
     whole = run.rubric.aggregate(matrix, criteria, ro.group_ids.tolist())
     assert ro.scores.per_verifier["rubric"] == pytest.approx(whole)
     verifiers = score_batch(run.verifiers, cfg.reward_weights, ro.batch.texts, ro.group_samples)

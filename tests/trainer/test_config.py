@@ -31,8 +31,11 @@ def test_an_unknown_field_is_named(tmp_path: Path) -> None:
 
 
 def test_an_unknown_estimator_lists_the_valid_ones() -> None:
-    with pytest.raises(ConfigError, match=r"algorithm\.advantage_estimator\.name: unknown advantage estimator 'ppo'; "
-                       r"valid names are: dr_grpo, grpo, reinforce_pp, rloo"):
+    with pytest.raises(
+        ConfigError,
+        match=r"algorithm\.advantage_estimator\.name: unknown advantage estimator 'ppo'; "
+        r"valid names are: dr_grpo, grpo, reinforce_pp, rloo",
+    ):
         config_from_dict({"algorithm": {"advantage_estimator": "ppo"}})
 
 
@@ -47,10 +50,16 @@ def test_reward_weights_must_match_the_verifiers() -> None:
 
 
 def test_scale_rewards_only_with_grpo() -> None:
-    with pytest.raises(ConfigError, match="scale_rewards is a parameter of advantage_estimator 'grpo', which this"):
+    with pytest.raises(
+        ConfigError, match="scale_rewards is a parameter of advantage_estimator 'grpo', which this"
+    ):
         config_from_dict({"algorithm": {"advantage_estimator": "rloo", "scale_rewards": "batch"}})
-    with pytest.raises(ConfigError, match=r"algorithm\.advantage_estimator\.params: .*'rloo': params\.scale_rewards"):
-        config_from_dict({"algorithm": {"advantage_estimator": {"name": "rloo", "params": {"scale_rewards": "batch"}}}})
+    with pytest.raises(
+        ConfigError, match=r"algorithm\.advantage_estimator\.params: .*'rloo': params\.scale_rewards"
+    ):
+        config_from_dict(
+            {"algorithm": {"advantage_estimator": {"name": "rloo", "params": {"scale_rewards": "batch"}}}}
+        )
 
 
 def test_file_source_needs_a_path() -> None:
@@ -68,7 +77,9 @@ def test_top_entropy_quantile_without_top_entropy_credit_is_an_error_not_a_switc
     fix = "choose it with token_credit: {name: top_entropy, params: {quantile: 0.2}}"
     with pytest.raises(ConfigError, match=re.escape(fix)):
         config_from_dict({"algorithm": {"top_entropy_quantile": 0.2}})
-    with_credit = config_from_dict({"algorithm": {"token_credit": "top_entropy", "top_entropy_quantile": 0.3}})
+    with_credit = config_from_dict(
+        {"algorithm": {"token_credit": "top_entropy", "top_entropy_quantile": 0.3}}
+    )
     assert with_credit.algorithm.token_credit == "top_entropy"
     assert with_credit.algorithm.token_credit.params.quantile == 0.3
     # 1.0, the old default of the flat field, is what earlier saved configs list: dropped, nothing switched on
@@ -109,18 +120,25 @@ def test_the_schema_documents_every_field() -> None:
 def test_every_method_choice_lists_its_methods_with_their_params_in_the_schema() -> None:
     schema = config_schema()
     choice_fields = [
-        (name, field, prop) for name, definition in schema["$defs"].items()
-        for field, prop in definition.get("properties", {}).items() if "x-choices" in prop
+        (name, field, prop)
+        for name, definition in schema["$defs"].items()
+        for field, prop in definition.get("properties", {}).items()
+        if "x-choices" in prop
     ]
     assert {f"{name}.{field}" for name, field, _ in choice_fields} >= {
-        "AlgorithmConfig.token_credit", "RolloutBudgetConfig.allocator", "TeacherConfig.fusion",
+        "AlgorithmConfig.token_credit",
+        "RolloutBudgetConfig.allocator",
+        "TeacherConfig.fusion",
         "ShapingConfig.reward_shaping",
     }
     for name, field, prop in choice_fields:
         names = [c["name"] for c in prop["x-choices"]]
         default = prop["x-default"]  # the axis's default method; None for a list of choices
         rest = [n for n in names if n != default]
-        assert names and rest == sorted(rest), (name, field)  # the default (the plain baseline) first, then by name
+        assert names and rest == sorted(rest), (
+            name,
+            field,
+        )  # the default (the plain baseline) first, then by name
         assert default is None or names[0] == default, (name, field)
         assert all(c["params"]["type"] == "object" for c in prop["x-choices"]), (name, field)
 
@@ -132,12 +150,18 @@ def test_legacy_flat_keys_are_moved_into_the_chosen_methods_params() -> None:
     cfg = config_from_dict({"algorithm": {"token_credit": "ecr", "ecr_strength": 2}, "teacher": TEACHER})
     assert cfg.algorithm.token_credit == "ecr" and cfg.algorithm.token_credit.params.strength == 2
     assert cfg.algorithm.token_credit.params.min_weight == 0.1  # the rest of the method's params: defaults
-    cfg = config_from_dict({
-        "algorithm": {"scale_rewards": "none", "importance_sampling_level": "segment", "segment_min_tokens": 2},
-        "budget": {"allocator": "vigor", "vigor_rounds": 3},
-        "teacher": {**TEACHER, "fusion": "opd", "opd_coef": 0.5, "opd_until_step": 4},
-        "shaping": {"overlong_buffer": 4, "overlong_penalty_factor": 2.0},
-    })
+    cfg = config_from_dict(
+        {
+            "algorithm": {
+                "scale_rewards": "none",
+                "importance_sampling_level": "segment",
+                "segment_min_tokens": 2,
+            },
+            "budget": {"allocator": "vigor", "vigor_rounds": 3},
+            "teacher": {**TEACHER, "fusion": "opd", "opd_coef": 0.5, "opd_until_step": 4},
+            "shaping": {"overlong_buffer": 4, "overlong_penalty_factor": 2.0},
+        }
+    )
     assert cfg.algorithm.advantage_estimator.params.scale_rewards == "none"  # grpo, the default estimator
     assert cfg.algorithm.importance_sampling_level.params.min_tokens == 2
     assert cfg.budget.allocator.params.rounds == 3
@@ -152,40 +176,67 @@ def test_legacy_flat_keys_are_moved_into_the_chosen_methods_params() -> None:
 
 
 def test_a_legacy_flat_key_of_an_unchosen_method_holding_its_old_default_is_dropped() -> None:
-    cfg = config_from_dict({"algorithm": {"ecr_strength": 1.0, "gapo_max_scale": 3.0}, "budget": {"vigor_rounds": 2}})
+    cfg = config_from_dict(
+        {"algorithm": {"ecr_strength": 1.0, "gapo_max_scale": 3.0}, "budget": {"vigor_rounds": 2}}
+    )
     assert cfg.algorithm.token_credit == "uniform" and cfg.algorithm.clip_mode == "fixed"
     assert cfg.budget.allocator == "fixed"
 
 
-@pytest.mark.parametrize(("section", "key", "value", "fix"), [
-    ("algorithm", "ecr_strength", 2, "choose it with token_credit: {name: ecr, params: {strength: 2}}"),
-    ("algorithm", "gapo_max_scale", 2.0, "choose it with clip_mode: {name: gapo, params: {max_scale: 2.0}}"),
-    ("budget", "vigor_rounds", 3, "choose it with allocator: {name: vigor, params: {rounds: 3}}"),
-    ("teacher", "puu_coef", 0.5, "choose it with fusion: {name: puu, params: {coef: 0.5}}"),
-])
+@pytest.mark.parametrize(
+    ("section", "key", "value", "fix"),
+    [
+        ("algorithm", "ecr_strength", 2, "choose it with token_credit: {name: ecr, params: {strength: 2}}"),
+        (
+            "algorithm",
+            "gapo_max_scale",
+            2.0,
+            "choose it with clip_mode: {name: gapo, params: {max_scale: 2.0}}",
+        ),
+        ("budget", "vigor_rounds", 3, "choose it with allocator: {name: vigor, params: {rounds: 3}}"),
+        ("teacher", "puu_coef", 0.5, "choose it with fusion: {name: puu, params: {coef: 0.5}}"),
+    ],
+)
 def test_a_legacy_flat_key_of_an_unchosen_method_is_refused_with_the_fix(
     section: str, key: str, value: object, fix: str
 ) -> None:
-    with pytest.raises(ConfigError, match=rf"{section}: {key} is a parameter of .*which this config does not choose: "
-                                          rf"remove {key}, or {re.escape(fix)}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{section}: {key} is a parameter of .*which this config does not choose: "
+        rf"remove {key}, or {re.escape(fix)}",
+    ):
         config_from_dict({section: {key: value}})
 
 
 def test_a_legacy_flat_key_and_the_params_must_agree() -> None:
     with pytest.raises(ConfigError, match=r"ecr_strength \(2\) and the params' strength \(3\) disagree"):
-        config_from_dict({"algorithm": {"token_credit": {"name": "ecr", "params": {"strength": 3}}, "ecr_strength": 2},
-                          "teacher": TEACHER})
+        config_from_dict(
+            {
+                "algorithm": {"token_credit": {"name": "ecr", "params": {"strength": 3}}, "ecr_strength": 2},
+                "teacher": TEACHER,
+            }
+        )
 
 
 def test_a_bad_param_is_reported_at_its_choice_and_named() -> None:
-    with pytest.raises(ConfigError, match=r"algorithm\.token_credit\.params: token credit 'ecr': params\.strength: "
-                                          r"Input should be greater than 0"):
-        config_from_dict({"algorithm": {"token_credit": {"name": "ecr", "params": {"strength": -1}}},
-                          "teacher": TEACHER})
+    with pytest.raises(
+        ConfigError,
+        match=r"algorithm\.token_credit\.params: token credit 'ecr': params\.strength: "
+        r"Input should be greater than 0",
+    ):
+        config_from_dict(
+            {"algorithm": {"token_credit": {"name": "ecr", "params": {"strength": -1}}}, "teacher": TEACHER}
+        )
     # A misspelt parameter is named, with the method's parameters listed.
-    with pytest.raises(ConfigError, match=r"algorithm\.token_credit\.params: .*params\.strenght: .*"
-                                          r"\(its parameters: strength, min_weight\)"):
-        config_from_dict({"algorithm": {"token_credit": {"name": "ecr", "params": {"strenght": 2}}},
-                          "teacher": TEACHER})
-    with pytest.raises(ConfigError, match=r"budget\.allocator\.params: rollout allocator 'vigor': params\.rounds"):
+    with pytest.raises(
+        ConfigError,
+        match=r"algorithm\.token_credit\.params: .*params\.strenght: .*"
+        r"\(its parameters: strength, min_weight\)",
+    ):
+        config_from_dict(
+            {"algorithm": {"token_credit": {"name": "ecr", "params": {"strenght": 2}}}, "teacher": TEACHER}
+        )
+    with pytest.raises(
+        ConfigError, match=r"budget\.allocator\.params: rollout allocator 'vigor': params\.rounds"
+    ):
         config_from_dict({"budget": {"allocator": {"name": "vigor", "params": {"rounds": 0}}}})

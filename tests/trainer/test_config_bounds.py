@@ -76,8 +76,11 @@ def test_a_non_finite_learning_rate_is_refused(value: object) -> None:
 
 @pytest.mark.parametrize(
     ("section", "field", "value"),
-    [("rollout", "num_generations", 10**6), ("training", "prompts_per_step", 10**6),
-     ("rollout", "max_completion_length", 10**9)],
+    [
+        ("rollout", "num_generations", 10**6),
+        ("training", "prompts_per_step", 10**6),
+        ("rollout", "max_completion_length", 10**9),
+    ],
 )
 def test_batch_sizes_beyond_their_maximum_are_refused(section: str, field: str, value: int) -> None:
     with pytest.raises(ConfigError, match=rf"{section}\.{field}"):
@@ -134,6 +137,8 @@ def test_a_deeply_nested_json_config_file_is_refused(tmp_path: Path) -> None:
     from trainer.config import load_config
 
     path = tmp_path / "deep.json"
-    path.write_text('{"data": {"task_config": {"x": ' + "[" * 100_000 + "]" * 100_000 + "}}}", encoding="utf-8")
+    path.write_text(
+        '{"data": {"task_config": {"x": ' + "[" * 100_000 + "]" * 100_000 + "}}}", encoding="utf-8"
+    )
     with pytest.raises(ConfigError, match="nests more than 64 levels"):
         load_config(path)

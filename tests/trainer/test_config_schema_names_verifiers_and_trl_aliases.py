@@ -36,13 +36,19 @@ def test_a_benchmark_schema_lists_the_same_verifiers() -> None:
 def test_top_entropy_quantile_is_a_documented_alias_in_the_algorithm_schema() -> None:
     algorithm = config_schema()["$defs"]["AlgorithmConfig"]
     alias = algorithm["x-aliases"]["top_entropy_quantile"]
-    assert (alias["to"], alias["method"], alias["trl"]) == ("token_credit.params.quantile", "top_entropy", True)
+    assert (alias["to"], alias["method"], alias["trl"]) == (
+        "token_credit.params.quantile",
+        "top_entropy",
+        True,
+    )
     assert "TRL" in alias["description"]
     assert "top_entropy_quantile" in algorithm["properties"]["token_credit"]["description"]
 
 
 def test_a_trl_named_config_validates_to_the_same_object_as_the_native_one() -> None:
     trl_named = config_from_dict({"algorithm": {"token_credit": "top_entropy", "top_entropy_quantile": 0.2}})
-    native = config_from_dict({"algorithm": {"token_credit": {"name": "top_entropy", "params": {"quantile": 0.2}}}})
+    native = config_from_dict(
+        {"algorithm": {"token_credit": {"name": "top_entropy", "params": {"quantile": 0.2}}}}
+    )
     assert trl_named == native
     assert trl_named.model_dump() == ExperimentConfig.model_validate(native.model_dump()).model_dump()

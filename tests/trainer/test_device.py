@@ -16,7 +16,9 @@ def test_autocast_is_a_no_op_on_cpu_and_when_off() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: bf16 autocast applies on CUDA only")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU: bf16 autocast applies on CUDA only"
+)
 def test_autocast_runs_matmuls_in_bf16_on_cuda_and_keeps_float32_weights() -> None:
     device = torch.device("cuda")
     layer = torch.nn.Linear(4, 4).to(device)

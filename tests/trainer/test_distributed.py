@@ -34,7 +34,9 @@ def test_per_prompt_seeding_is_on_exactly_with_more_than_one_process_and_one_pro
     assert config_from_dict({}).rollout.seed_per_prompt is None  # null: decided by the process count
     assert config_from_dict({}).seeds_per_prompt is False
     assert config_from_dict(_config()).seeds_per_prompt is True
-    assert config_from_dict({"rollout": {"seed_per_prompt": True}}).seeds_per_prompt is True  # 1-process reference
+    assert (
+        config_from_dict({"rollout": {"seed_per_prompt": True}}).seeds_per_prompt is True
+    )  # 1-process reference
 
 
 def test_two_processes_refuse_seed_per_prompt_false() -> None:
@@ -43,7 +45,9 @@ def test_two_processes_refuse_seed_per_prompt_false() -> None:
 
 
 def test_prompts_per_step_must_split_evenly_over_the_processes() -> None:
-    with pytest.raises(ConfigError, match=r"prompts_per_step \(3\) must be divisible by training.num_processes \(2\)"):
+    with pytest.raises(
+        ConfigError, match=r"prompts_per_step \(3\) must be divisible by training.num_processes \(2\)"
+    ):
         config_from_dict(_config(training={"prompts_per_step": 3}))
 
 
@@ -61,8 +65,15 @@ STEP_WIDE = [
     {"budget": {"allocator": "early_abandon"}},
     {"budget": {"prompt_sampler": "beta_learnability"}},
     {"teacher": {"mode": "self"}},
-    {"teacher": {"name_or_path": "tiny:addition-teacher", "fusion": "puu"}, "algorithm": {"token_credit": "ecr"}},
-    {"rubric": {"criteria": [{"name": "short", "rule": {"type": "length", "params": {"unit": "chars", "max": 8}}}]}},
+    {
+        "teacher": {"name_or_path": "tiny:addition-teacher", "fusion": "puu"},
+        "algorithm": {"token_credit": "ecr"},
+    },
+    {
+        "rubric": {
+            "criteria": [{"name": "short", "rule": {"type": "length", "params": {"unit": "chars", "max": 8}}}]
+        }
+    },
 ]
 
 
@@ -73,8 +84,11 @@ def test_step_wide_methods_run_on_two_processes(sections: dict[str, Any]) -> Non
 
 
 def test_a_colocated_vllm_engine_is_refused_on_two_processes_with_why() -> None:
-    with pytest.raises(ConfigError, match=r"training\.num_processes 2 does not support rollout\.engine 'vllm' "
-                                          r"with vllm_mode 'colocated' .* use vllm_mode 'server'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"training\.num_processes 2 does not support rollout\.engine 'vllm' "
+        r"with vllm_mode 'colocated' .* use vllm_mode 'server'",
+    ):
         config_from_dict(_config(rollout={"engine": "vllm"}))
     config_from_dict({"rollout": {"engine": "vllm"}})  # one process: fine
     config_from_dict(_config(rollout={"engine": "vllm", "vllm_mode": "server"}))  # a server per process: fine
@@ -102,12 +116,28 @@ def test_loss_types_with_step_wide_normalisers_are_kept_on_two_processes(loss_ty
 
 
 def test_metrics_combine_by_their_meaning() -> None:
-    rank0 = {"rollout/reward_mean": 1.0, "rollout/reward_std": 0.0, "rollout/response_len_max": 4.0,
-             "actor/pg_loss": 0.25, "actor/grad_norm": 2.0, "perf/train_s": 1.0, "budget/rollouts_used": 2.0,
-             "budget/group_size_min": 2.0, "eval/addition/accuracy": 0.5}
-    rank1 = {"rollout/reward_mean": 0.0, "rollout/reward_std": 0.0, "rollout/response_len_max": 7.0,
-             "actor/pg_loss": 0.5, "actor/grad_norm": 2.0, "perf/train_s": 3.0, "budget/rollouts_used": 6.0,
-             "budget/group_size_min": 6.0, "eval/addition/accuracy": 0.5}
+    rank0 = {
+        "rollout/reward_mean": 1.0,
+        "rollout/reward_std": 0.0,
+        "rollout/response_len_max": 4.0,
+        "actor/pg_loss": 0.25,
+        "actor/grad_norm": 2.0,
+        "perf/train_s": 1.0,
+        "budget/rollouts_used": 2.0,
+        "budget/group_size_min": 2.0,
+        "eval/addition/accuracy": 0.5,
+    }
+    rank1 = {
+        "rollout/reward_mean": 0.0,
+        "rollout/reward_std": 0.0,
+        "rollout/response_len_max": 7.0,
+        "actor/pg_loss": 0.5,
+        "actor/grad_norm": 2.0,
+        "perf/train_s": 3.0,
+        "budget/rollouts_used": 6.0,
+        "budget/group_size_min": 6.0,
+        "eval/addition/accuracy": 0.5,
+    }
     out = combine_metrics([(rank0, 2), (rank1, 6)])
     assert out["rollout/reward_mean"] == pytest.approx(0.25)  # weighted by completions
     rewards = torch.tensor([1.0, 1.0] + [0.0] * 6)
@@ -121,8 +151,13 @@ def test_metrics_combine_by_their_meaning() -> None:
 def test_pooled_reward_std_matches_the_std_of_all_rewards() -> None:
     gen = torch.Generator().manual_seed(0)
     a, b = torch.rand(5, generator=gen), torch.rand(11, generator=gen)
-    parts = [({"rollout/reward_mean": float(x.mean()), "rollout/reward_std": float(x.std())}, len(x)) for x in (a, b)]
-    assert combine_metrics(parts)["rollout/reward_std"] == pytest.approx(float(torch.cat([a, b]).std()), rel=1e-6)
+    parts = [
+        ({"rollout/reward_mean": float(x.mean()), "rollout/reward_std": float(x.std())}, len(x))
+        for x in (a, b)
+    ]
+    assert combine_metrics(parts)["rollout/reward_std"] == pytest.approx(
+        float(torch.cat([a, b]).std()), rel=1e-6
+    )
 
 
 def test_each_rank_takes_a_contiguous_share() -> None:
@@ -130,10 +165,14 @@ def test_each_rank_takes_a_contiguous_share() -> None:
     assert [list(range(6))[s] for s in shares] == [[0, 1], [2, 3], [4, 5]]
 
 
-def test_a_group_samples_the_same_completions_whatever_else_is_generated(random_model_dir: Path, tmp_path: Path) -> None:
+def test_a_group_samples_the_same_completions_whatever_else_is_generated(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     """seed_per_prompt: a group's completions depend on (seed, step, group index) only, so the rank that
     generates it (with a different batch around it) gets exactly what one process gets."""
-    cfg = tiny_config(random_model_dir, tmp_path / "a", rollout={"seed_per_prompt": True}, training={"prompts_per_step": 4})
+    cfg = tiny_config(
+        random_model_dir, tmp_path / "a", rollout={"seed_per_prompt": True}, training={"prompts_per_step": 4}
+    )
     both = collect_rollouts(build_run(cfg, log=lambda m: None), step=1)
     run = build_run(cfg, log=lambda m: None)
     run.dist = _SoloShare(rank=1, world_size=2)  # the second half of the groups, as rank 1 of 2 takes them
@@ -141,9 +180,16 @@ def test_a_group_samples_the_same_completions_whatever_else_is_generated(random_
     assert second.batch.texts == both.batch.texts[16:]
     assert torch.equal(second.batch.logprobs, both.batch.logprobs[16:, : second.batch.logprobs.shape[1]])
     assert run.sampler.rollouts_observed == 32  # observations of every rank, gathered
-    plain = collect_rollouts(build_run(tiny_config(random_model_dir, tmp_path / "b", training={"prompts_per_step": 4}),
-                                       log=lambda m: None), step=1)
-    assert plain.batch.texts != both.batch.texts  # the option changes sampling (default runs stay as they were)
+    plain = collect_rollouts(
+        build_run(
+            tiny_config(random_model_dir, tmp_path / "b", training={"prompts_per_step": 4}),
+            log=lambda m: None,
+        ),
+        step=1,
+    )
+    assert (
+        plain.batch.texts != both.batch.texts
+    )  # the option changes sampling (default runs stay as they were)
 
 
 class _SoloShare(DistContext):
@@ -155,14 +201,30 @@ class _SoloShare(DistContext):
 
 
 def _record(group: int) -> RolloutRecord:
-    return RolloutRecord(step=1, prompt_id="p", group=group, sample_index=0, prompt="1+1=", completion="2",
-                         finish_reason="eos", reward=float("nan"), rewards={"exact": 1.0}, correct=True, details={},
-                         advantage=0.5, token_ids=[5], tokens=["2"], token_values={"logprob": [-0.1]})
+    return RolloutRecord(
+        step=1,
+        prompt_id="p",
+        group=group,
+        sample_index=0,
+        prompt="1+1=",
+        completion="2",
+        finish_reason="eos",
+        reward=float("nan"),
+        rewards={"exact": 1.0},
+        correct=True,
+        details={},
+        advantage=0.5,
+        token_ids=[5],
+        tokens=["2"],
+        token_values={"logprob": [-0.1]},
+    )
 
 
 def test_rank_events_round_trip_through_the_file_and_partial_lines_wait(tmp_path: Path) -> None:
     sink = EventFileSink(tmp_path)
-    report = StepReport(step=1, max_steps=2, metrics={"rollout/reward_mean": 0.5}, rollouts=[_record(3)], elapsed_s=0.1)
+    report = StepReport(
+        step=1, max_steps=2, metrics={"rollout/reward_mean": 0.5}, rollouts=[_record(3)], elapsed_s=0.1
+    )
     sink.on_step(report)
     reader = _EventReader(tmp_path / "events.jsonl")
     (event,) = reader.read()
@@ -202,9 +264,21 @@ def test_a_rank_that_died_hard_is_named_with_its_exit_status(tmp_path: Path) -> 
 
 def test_the_first_python_error_is_reported_and_a_user_error_keeps_its_message(tmp_path: Path) -> None:
     (tmp_path / "torchrun.log").write_text(TORCHRUN_SUMMARY.replace("exitcode  : 3", "exitcode  : 1"))
-    for rank, t, msg in ((0, 2.0, "RuntimeError: [gloo] connection closed"), (1, 1.0, "data.path x.jsonl: line 3")):
-        (tmp_path / f"rank{rank}.error.json").write_text(json.dumps(
-            {"rank": rank, "time": t, "message": msg, "user_error": rank == 1, "traceback": "Traceback ..."}))
+    for rank, t, msg in (
+        (0, 2.0, "RuntimeError: [gloo] connection closed"),
+        (1, 1.0, "data.path x.jsonl: line 3"),
+    ):
+        (tmp_path / f"rank{rank}.error.json").write_text(
+            json.dumps(
+                {
+                    "rank": rank,
+                    "time": t,
+                    "message": msg,
+                    "user_error": rank == 1,
+                    "traceback": "Traceback ...",
+                }
+            )
+        )
     message, details = diagnose(tmp_path, 1, "runs/x")
     assert message == "data.path x.jsonl: line 3" and details.startswith("Traceback")
 
@@ -231,7 +305,9 @@ class _OtherRankKnown:
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
-def test_two_ranks_with_global_normalisers_update_exactly_like_one(random_model_dir: Path, loss_type: str) -> None:
+def test_two_ranks_with_global_normalisers_update_exactly_like_one(
+    random_model_dir: Path, loss_type: str
+) -> None:
     """policy_update in a rank: global counts in the loss normalisers and summed gradients (clipped after
     the sum) give the 1-process update of the whole batch, for every aggregation rule."""
     import copy
@@ -244,16 +320,29 @@ def test_two_ranks_with_global_normalisers_update_exactly_like_one(random_model_
 
     model = AutoModelForCausalLM.from_pretrained(random_model_dir)
     engine = HFRolloutEngine(model, AutoTokenizer.from_pretrained(random_model_dir))
-    batch = engine.generate(["12+34=", "7+8=", "50+50=", "1+1="] * 2, SamplingParams(6), torch.Generator().manual_seed(0))
-    cfg = config_from_dict({"rollout": {"max_completion_length": 6}, "algorithm": {"loss_type": loss_type, "beta": 0.0},
-                            "training": {"micro_batch_size": 2, "max_grad_norm": 0.05}})
+    batch = engine.generate(
+        ["12+34=", "7+8=", "50+50=", "1+1="] * 2, SamplingParams(6), torch.Generator().manual_seed(0)
+    )
+    cfg = config_from_dict(
+        {
+            "rollout": {"max_completion_length": 6},
+            "algorithm": {"loss_type": loss_type, "beta": 0.0},
+            "training": {"micro_batch_size": 2, "max_grad_norm": 0.05},
+        }
+    )
     mask = batch.completion_mask.float()
     mask[0, 1:] = 0  # ranks with different token counts
     advantages = torch.tensor([2.0, -1.0, 0.5, -0.5, 1.0, -2.0, 0.3, 1.5])[:, None] * mask
 
     def rows(sl: slice) -> UpdateBatch:
-        part = dataclasses.replace(batch, **{f.name: getattr(batch, f.name)[sl] for f in dataclasses.fields(batch)
-                                             if getattr(batch, f.name) is not None})
+        part = dataclasses.replace(
+            batch,
+            **{
+                f.name: getattr(batch, f.name)[sl]
+                for f in dataclasses.fields(batch)
+                if getattr(batch, f.name) is not None
+            },
+        )
         return UpdateBatch(part, advantages[sl], mask[sl], None, None)
 
     def run(data: UpdateBatch, dist: Any) -> tuple[Any, torch.nn.Module]:
@@ -267,7 +356,9 @@ def test_two_ranks_with_global_normalisers_update_exactly_like_one(random_model_
     stats1, _ = run(halves[1], rank1)
     stats0, rank0_model = run(halves[0], _OtherRankKnown(totals, rank1.captured))
 
-    assert stats0.grad_norm == pytest.approx(whole.grad_norm, rel=1e-5) and whole.grad_norm > 0.05  # clipping is active
+    assert (
+        stats0.grad_norm == pytest.approx(whole.grad_norm, rel=1e-5) and whole.grad_norm > 0.05
+    )  # clipping is active
     assert stats0.pg_loss + stats1.pg_loss == pytest.approx(whole.pg_loss, rel=1e-5, abs=1e-7)
     assert stats0.entropy + stats1.entropy == pytest.approx(whole.entropy, rel=1e-5)
     for (name, p), q in zip(whole_model.named_parameters(), rank0_model.parameters(), strict=True):

@@ -15,8 +15,14 @@ KIB = 1024
 # [shape, dtype] of each parameter: with a 4 KiB cap, 256 float32 (1 KiB) tensors share buckets, the 2048-element
 # one (8 KiB) is alone, and the float64 and bfloat16 runs are bucketed apart from their float32 neighbours.
 LAYOUT: list[tuple[tuple[int, ...], torch.dtype]] = [
-    ((16, 16), torch.float32), ((256,), torch.float32), ((2048,), torch.float32), ((8, 32), torch.float32),
-    ((64,), torch.float64), ((32,), torch.float64), ((128,), torch.bfloat16), ((16, 16), torch.float32),
+    ((16, 16), torch.float32),
+    ((256,), torch.float32),
+    ((2048,), torch.float32),
+    ((8, 32), torch.float32),
+    ((64,), torch.float64),
+    ((32,), torch.float64),
+    ((128,), torch.bfloat16),
+    ((16, 16), torch.float32),
 ]
 MISSING_ON_RANK1 = 1  # no gradient on rank 1 (it shares a flat bucket with parameter 0)
 
@@ -44,8 +50,13 @@ def test_buckets_fill_up_to_the_cap_in_order_and_an_oversized_gradient_is_alone(
 
 
 def test_gradients_of_different_dtypes_never_share_a_bucket() -> None:
-    grads = [torch.zeros(4), torch.zeros(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64),
-             torch.zeros(4, dtype=torch.bfloat16), torch.zeros(4)]
+    grads = [
+        torch.zeros(4),
+        torch.zeros(4, dtype=torch.float64),
+        torch.zeros(4, dtype=torch.float64),
+        torch.zeros(4, dtype=torch.bfloat16),
+        torch.zeros(4),
+    ]
     assert grad_buckets(grads, bucket_bytes=KIB) == [[0], [1, 2], [3], [4]]
 
 
@@ -63,7 +74,9 @@ def _rank_main(rank: int, store: str, result_dir: str) -> None:
         before = [p.grad for p in params]
         DistContext(rank=rank, world_size=2).all_reduce_grads(params, bucket_bytes=4 * KIB)
         for i, (p, g) in enumerate(zip(params, before, strict=True)):
-            assert p.grad is not None and p.grad.dtype == LAYOUT[i][1], f"parameter {i}: no gradient or a changed dtype"
+            assert p.grad is not None and p.grad.dtype == LAYOUT[i][1], (
+                f"parameter {i}: no gradient or a changed dtype"
+            )
             if g is not None:
                 assert p.grad is g and p.grad.data_ptr() == g.data_ptr(), f"parameter {i}: gradient replaced"
             assert torch.equal(p.grad, _expected(i)), f"parameter {i}: {p.grad} != {_expected(i)}"
@@ -74,7 +87,11 @@ def _rank_main(rank: int, store: str, result_dir: str) -> None:
 
 
 def test_two_ranks_sum_gradients_in_place_and_a_missing_gradient_takes_the_sum(tmp_path: Path) -> None:
-    results = run_forked_ranks(_rank_main, lambda r: (r, str(tmp_path / "store"), str(tmp_path)), tmp_path,
-                               "a rank hung in the gradient all-reduce")
+    results = run_forked_ranks(
+        _rank_main,
+        lambda r: (r, str(tmp_path / "store"), str(tmp_path)),
+        tmp_path,
+        "a rank hung in the gradient all-reduce",
+    )
     for r in range(2):
         assert results[r] == "ok", f"rank {r}"

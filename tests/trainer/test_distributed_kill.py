@@ -30,8 +30,13 @@ def test_killing_the_launcher_takes_every_rank_down(random_model_dir: Path, tmp_
     out = tmp_path / "run"
     events = out / "distributed" / "events.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    launcher = subprocess.Popen([sys.executable, "-c", SCRIPT, str(random_model_dir), str(out)], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(random_model_dir), str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 90
         while not (events.exists() and '"step"' in events.read_text()):  # the ranks are training

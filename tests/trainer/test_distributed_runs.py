@@ -54,8 +54,16 @@ class Recorder(NullSink):
 
 def _config(model_dir: Path, out: Path, processes: int, **training: Any) -> Any:
     return tiny_config(
-        model_dir, out, rollout={"seed_per_prompt": True},
-        training={"num_processes": processes, "max_steps": 3, "prompts_per_step": 4, "micro_batch_size": 8, **training},
+        model_dir,
+        out,
+        rollout={"seed_per_prompt": True},
+        training={
+            "num_processes": processes,
+            "max_steps": 3,
+            "prompts_per_step": 4,
+            "micro_batch_size": 8,
+            **training,
+        },
     )
 
 
@@ -70,7 +78,9 @@ def _rank_processes(marker: str) -> list[int]:
     return live_processes(marker, "trainer.distributed.rank_main")
 
 
-def test_two_processes_train_exactly_like_one_on_the_same_global_batch(random_model_dir: Path, tmp_path: Path) -> None:
+def test_two_processes_train_exactly_like_one_on_the_same_global_batch(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     one, two = Recorder(), Recorder()
     train(_config(random_model_dir, tmp_path / "one", 1, learning_rate=1e-2), one)
     result = train(_config(random_model_dir, tmp_path / "two", 2, learning_rate=1e-2), two)
@@ -86,11 +96,21 @@ def test_two_processes_train_exactly_like_one_on_the_same_global_batch(random_mo
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=5e-5)
     assert [s.step for s in two.steps] == [1, 2, 3]
     for s1, s2 in zip(one.steps, two.steps, strict=True):
-        for key in ("rollout/reward_mean", "rollout/reward_std", "rollout/accuracy", "rollout/response_len_mean",
-                    "actor/pg_loss", "actor/grad_norm", "actor/entropy", "budget/cumulative_rollouts"):
+        for key in (
+            "rollout/reward_mean",
+            "rollout/reward_std",
+            "rollout/accuracy",
+            "rollout/response_len_mean",
+            "actor/pg_loss",
+            "actor/grad_norm",
+            "actor/entropy",
+            "budget/cumulative_rollouts",
+        ):
             assert s2.metrics[key] == pytest.approx(s1.metrics[key], rel=1e-5, abs=1e-7), key
         # every rank's records, in the 1-process order, with global group indices
-        assert [(r.group, r.completion, r.reward) for r in s2.rollouts] == [(r.group, r.completion, r.reward) for r in s1.rollouts]
+        assert [(r.group, r.completion, r.reward) for r in s2.rollouts] == [
+            (r.group, r.completion, r.reward) for r in s1.rollouts
+        ]
     assert {r.group for r in two.steps[0].rollouts} == {0, 1, 2, 3}
 
 
@@ -98,7 +118,9 @@ def test_a_killed_rank_fails_the_run_cleanly_and_it_resumes_from_its_checkpoint(
     random_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "run"
-    cfg = tiny_config(random_model_dir, out, training={"num_processes": 2, "max_steps": 3}, checkpoint={"save_steps": 1})
+    cfg = tiny_config(
+        random_model_dir, out, training={"num_processes": 2, "max_steps": 3}, checkpoint={"save_steps": 1}
+    )
     monkeypatch.setenv(FAULT_ENV, "1:2")  # rank 1 exits hard at the start of step 2
     sink = Recorder()
     t0 = time.monotonic()
@@ -119,7 +141,9 @@ def test_a_killed_rank_fails_the_run_cleanly_and_it_resumes_from_its_checkpoint(
     assert [s.step for s in resumed.steps] == [2, 3]
 
 
-def test_cancel_stops_every_rank_at_a_step_boundary_and_saves_a_checkpoint(random_model_dir: Path, tmp_path: Path) -> None:
+def test_cancel_stops_every_rank_at_a_step_boundary_and_saves_a_checkpoint(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     cfg = tiny_config(random_model_dir, out, training={"num_processes": 2, "max_steps": 500})
     sink = Recorder()

@@ -36,8 +36,13 @@ def _step() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, tor
     return rewards, group_ids, lengths, entropy, mask
 
 
-def _statistics(rewards: torch.Tensor, group_ids: torch.Tensor, lengths: torch.Tensor, entropy: torch.Tensor,
-                mask: torch.Tensor) -> dict[str, torch.Tensor]:
+def _statistics(
+    rewards: torch.Tensor,
+    group_ids: torch.Tensor,
+    lengths: torch.Tensor,
+    entropy: torch.Tensor,
+    mask: torch.Tensor,
+) -> dict[str, torch.Tensor]:
     adv = reinforce_pp(rewards, group_ids, None, lengths)
     return {
         "reinforce_pp": adv,
@@ -65,9 +70,23 @@ def _vigor_counts(groups_of_rank: Sequence[int]) -> list[int]:
 
 
 def _record(group: int) -> RolloutRecord:
-    return RolloutRecord(step=1, prompt_id=str(group), group=group, sample_index=0, prompt="p", completion="c",
-                         finish_reason="eos", reward=0.0, rewards={}, correct=False, details={}, advantage=0.0,
-                         token_ids=[], tokens=[], token_values={})
+    return RolloutRecord(
+        step=1,
+        prompt_id=str(group),
+        group=group,
+        sample_index=0,
+        prompt="p",
+        completion="c",
+        finish_reason="eos",
+        reward=0.0,
+        rewards={},
+        correct=False,
+        details={},
+        advantage=0.0,
+        token_ids=[],
+        tokens=[],
+        token_values={},
+    )
 
 
 def _checks(ctx: DistContext) -> None:
@@ -88,8 +107,13 @@ def _checks(ctx: DistContext) -> None:
     set_step_replicated(True)
     try:
         assert torch.equal(all_ranks(rewards), rewards)
-        report = StepReport(step=1, max_steps=1, metrics={"actor/loss": 0.25, "rollout/reward_mean": 0.5},
-                            rollouts=[_record(0), _record(1)], elapsed_s=0.0)
+        report = StepReport(
+            step=1,
+            max_steps=1,
+            metrics={"actor/loss": 0.25, "rollout/reward_mean": 0.5},
+            rollouts=[_record(0), _record(1)],
+            elapsed_s=0.0,
+        )
         combined = ctx.gather_report(report)
         if ctx.is_main:
             assert [r.group for r in combined.rollouts] == [0, 1]  # one rank's records, not both
@@ -98,8 +122,13 @@ def _checks(ctx: DistContext) -> None:
         set_step_replicated(False)
 
     # uneven shares (3 groups on rank 0, 1 on rank 1): records numbered step-wide from the records themselves
-    report = StepReport(step=1, max_steps=1, metrics={"rollout/reward_mean": 1.0},
-                        rollouts=[_record(g) for g in ([0, 1, 2] if ctx.rank == 0 else [0])], elapsed_s=0.0)
+    report = StepReport(
+        step=1,
+        max_steps=1,
+        metrics={"rollout/reward_mean": 1.0},
+        rollouts=[_record(g) for g in ([0, 1, 2] if ctx.rank == 0 else [0])],
+        elapsed_s=0.0,
+    )
     combined = ctx.gather_report(report)
     if ctx.is_main:
         assert [r.group for r in combined.rollouts] == [0, 1, 2, 3]
@@ -131,8 +160,12 @@ def test_each_rank_gets_its_share_of_the_one_process_step_wide_statistics(tmp_pa
     _WHOLE.update(_statistics(*_step()))  # one process: no process group in the parent
     _ALONE[:] = _vigor_counts(range(GROUPS))
     assert len(set(_ALONE)) > 1  # the deal is uneven, so a per-rank deal would differ
-    results = run_forked_ranks(_rank_main, lambda r: (r, str(tmp_path / "store"), str(tmp_path), _checks), tmp_path,
-                               "a rank hung in a collective")
+    results = run_forked_ranks(
+        _rank_main,
+        lambda r: (r, str(tmp_path / "store"), str(tmp_path), _checks),
+        tmp_path,
+        "a rank hung in a collective",
+    )
     assert results == ["ok", "ok"], "\n".join(results)  # a failing rank fails the other's next collective
 
 

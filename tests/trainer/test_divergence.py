@@ -42,8 +42,12 @@ def checkpoint_steps_and_finiteness(out_dir: Path) -> dict[int, bool]:
     return found
 
 
-def test_a_learning_rate_of_1e30_stops_the_run_with_the_cause_and_the_fix(random_model_dir: Path, tmp_path: Path) -> None:
-    config = tiny_config(random_model_dir, tmp_path / "out", training={"max_steps": 4}, checkpoint={"save_steps": 1})
+def test_a_learning_rate_of_1e30_stops_the_run_with_the_cause_and_the_fix(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
+    config = tiny_config(
+        random_model_dir, tmp_path / "out", training={"max_steps": 4}, checkpoint={"save_steps": 1}
+    )
     steps = StepsAndErrors()
 
     with pytest.raises(TrainingDiverged) as raised:
@@ -51,12 +55,15 @@ def test_a_learning_rate_of_1e30_stops_the_run_with_the_cause_and_the_fix(random
 
     message = str(raised.value)
     assert isinstance(raised.value, RLVRError)  # shown as it is by the CLI and on the run page
-    grad_norm = steps.reports[0].metrics["actor/grad_norm"]  # step 1 is finite; its update blows the weights up
+    grad_norm = steps.reports[0].metrics[
+        "actor/grad_norm"
+    ]  # step 1 is finite; its update blows the weights up
     # Step 2 meets the blown-up weights either while sampling or in its own backward pass, whichever the
     # prompts reach first; both name the step and the learning rate.
     assert re.match(
         r"Training diverged: (the sampling probabilities became NaN or infinite at step 2 \(grad norm "
-        + re.escape(f"{grad_norm:.3g}") + r" before clipping at step 1\)|the gradient norm became nan at step 2 "
+        + re.escape(f"{grad_norm:.3g}")
+        + r" before clipping at step 1\)|the gradient norm became nan at step 2 "
         r"\(grad norm nan before clipping\)): the learning rate 1e\+30 is far too high for full fine-tuning of ",
         message,
     ), message
@@ -75,8 +82,11 @@ def test_float16_weights_that_become_nan_stop_the_run_before_they_are_saved(
 ) -> None:
     # A config validation accepts: float16 AdamW at lr 1 turns weights NaN in the second update.
     config = tiny_config(
-        random_model_dir, tmp_path / "out", model={"name_or_path": str(random_model_dir), "dtype": "float16"},
-        training={"max_steps": 4, "learning_rate": 1.0}, checkpoint={"save_steps": 1},
+        random_model_dir,
+        tmp_path / "out",
+        model={"name_or_path": str(random_model_dir), "dtype": "float16"},
+        training={"max_steps": 4, "learning_rate": 1.0},
+        checkpoint={"save_steps": 1},
     )
     steps = Steps()
 
@@ -93,7 +103,9 @@ def test_float16_weights_that_become_nan_stop_the_run_before_they_are_saved(
     assert saved == {1: True}, saved  # the NaN weights of step 2 were never written
 
 
-def test_the_hint_says_clipping_is_off_when_max_grad_norm_is_0(random_model_dir: Path, tmp_path: Path) -> None:
+def test_the_hint_says_clipping_is_off_when_max_grad_norm_is_0(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     config = tiny_config(random_model_dir, tmp_path / "out", training={"max_steps": 3, "max_grad_norm": 0.0})
     with pytest.raises(TrainingDiverged) as raised:
         train(with_learning_rate(config, 1e30), NullSink(), log=lambda m: None)

@@ -12,10 +12,28 @@ from trainer.evaluation.cli import problems_path, read_progress
 
 
 def _eval(model: Path, out: Path, *extra: str) -> int:
-    return main([
-        "eval", "--model", str(model), "--benchmark", "builtin:addition", "--n", "4", "--k", "1,2,4",
-        "--max-problems", "4", "--batch-size", "4", "--device", "cpu", "--out", str(out), *extra,
-    ])
+    return main(
+        [
+            "eval",
+            "--model",
+            str(model),
+            "--benchmark",
+            "builtin:addition",
+            "--n",
+            "4",
+            "--k",
+            "1,2,4",
+            "--max-problems",
+            "4",
+            "--batch-size",
+            "4",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.slow  # loads the tiny model and samples 16 completions, three times
@@ -25,8 +43,15 @@ def test_rlvr_eval_writes_results_and_resumes_after_a_crash(warm_model_dir: Path
     printed = capsys.readouterr().out
     assert "pass@4 (n=4)" in printed and "verification" in printed
     whole = json.loads(out.read_text())["benchmarks"]["addition"]
-    assert set(whole["metrics"]) == {"avg@4", "pass@1 (n=4)", "pass@2 (n=4)", "pass@4 (n=4)", "maj@4",
-                                     "response_len_mean", "truncated"}
+    assert set(whole["metrics"]) == {
+        "avg@4",
+        "pass@1 (n=4)",
+        "pass@2 (n=4)",
+        "pass@4 (n=4)",
+        "maj@4",
+        "response_len_mean",
+        "truncated",
+    }
     assert [p["problem_id"] for p in whole["problems"]] == ["demo-0", "demo-1", "demo-2", "demo-3"]
 
     # An existing progress file is never silently overwritten.
@@ -51,8 +76,20 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path, capsys):
     out = tmp_path / "results.json"
     header = {"kind": "header", "benchmark": "addition", "model": "tiny:addition", "config": {"n_samples": 8}}
     problems_path(out).write_text(json.dumps(header) + "\n")
-    code = main(["eval", "--model", "tiny:addition", "--benchmark", "builtin:addition", "--n", "4",
-                 "--out", str(out), "--resume"])
+    code = main(
+        [
+            "eval",
+            "--model",
+            "tiny:addition",
+            "--benchmark",
+            "builtin:addition",
+            "--n",
+            "4",
+            "--out",
+            str(out),
+            "--resume",
+        ]
+    )
     assert code == 2
     assert "another model or settings" in capsys.readouterr().err
 

@@ -32,7 +32,9 @@ def test_every_builtin_benchmark_resolves_and_is_torch_free_to_build():
 
 
 def test_an_unknown_builtin_lists_the_valid_ones():
-    with pytest.raises(ConfigError, match="unknown built-in benchmark 'builtin:gsm8k'; valid: builtin:addition"):
+    with pytest.raises(
+        ConfigError, match="unknown built-in benchmark 'builtin:gsm8k'; valid: builtin:addition"
+    ):
         resolve_benchmark("builtin:gsm8k")
 
 
@@ -81,7 +83,9 @@ def test_an_inline_benchmark_is_validated():
 
 def test_two_benchmarks_with_one_name_are_refused():
     with pytest.raises(ConfigError, match="two benchmarks share a name"):
-        config_from_dict(_experiment({"eval_every": 5, "benchmarks": ["builtin:addition", "builtin:addition"]}))
+        config_from_dict(
+            _experiment({"eval_every": 5, "benchmarks": ["builtin:addition", "builtin:addition"]})
+        )
 
 
 def test_the_web_process_can_build_benchmarks_and_read_results_without_torch():

@@ -27,8 +27,12 @@ def test_every_bad_row_is_reported_by_number():
 
 
 def test_evaluating_a_file_with_bad_rows_names_them_all():
-    config = resolve_benchmark({"name": "bad", "data": {"source": "file", "path": str(DATA / "bad_rows.jsonl"),
-                                                        "prompt_field": "question"}})
+    config = resolve_benchmark(
+        {
+            "name": "bad",
+            "data": {"source": "file", "path": str(DATA / "bad_rows.jsonl"), "prompt_field": "question"},
+        }
+    )
     with pytest.raises(DataError) as err:
         load_benchmark_samples(config)
     message = str(err.value)
@@ -69,21 +73,28 @@ def test_math500_style_answers_are_verified_symbolically():
     config = resolve_benchmark(str(DATA / "math500_style.yaml"), n_samples=2, max_problems=2)
     problems = load_benchmark_samples(config)
     prompts = [config.data.prompt_template.format(prompt=p.prompt) for p in problems]
-    engine = ScriptedEngine({prompts[0]: ["x = \\boxed{4}", "\\boxed{5}"],
-                             prompts[1]: ["\\boxed{0.75}", "\\boxed{\\frac{6}{8}}"]})
+    engine = ScriptedEngine(
+        {prompts[0]: ["x = \\boxed{4}", "\\boxed{5}"], prompts[1]: ["\\boxed{0.75}", "\\boxed{\\frac{6}{8}}"]}
+    )
     result = evaluate(config, engine, samples=problems)
     assert [p.c for p in result.problems] == [1, 2]
     assert result.metrics["pass@2 (n=2)"] == 1.0
 
 
 def test_a_gsm8k_style_file_evaluates_with_the_numeric_verifier():
-    config = resolve_benchmark({
-        "name": "gsm8k-style",
-        "data": {"source": "file", "path": str(DATA / "gsm8k_style.jsonl"), "prompt_field": "question",
-                 "answer_field": "final_answer"},
-        "verifiers": [{"name": "numeric"}],
-        "n_samples": 2,
-    })
+    config = resolve_benchmark(
+        {
+            "name": "gsm8k-style",
+            "data": {
+                "source": "file",
+                "path": str(DATA / "gsm8k_style.jsonl"),
+                "prompt_field": "question",
+                "answer_field": "final_answer",
+            },
+            "verifiers": [{"name": "numeric"}],
+            "n_samples": 2,
+        }
+    )
     problems = load_benchmark_samples(config)
     script = {p.prompt: [f"So the answer is {p.answer}.", "I think 7"] for p in problems}
     result = evaluate(config, ScriptedEngine(script), samples=problems)

@@ -15,8 +15,13 @@ from trainer.evaluation.engine import EvalResult, ProblemResult, evaluate
 
 
 def _config(**fields: object) -> BenchmarkConfig:
-    base: dict[str, object] = {"name": "golden", "n_samples": 4, "pass_k": [1, 2, 4], "maj_k": [2, 4],
-                               "bootstrap_samples": 200}
+    base: dict[str, object] = {
+        "name": "golden",
+        "n_samples": 4,
+        "pass_k": [1, 2, 4],
+        "maj_k": [2, 4],
+        "bootstrap_samples": 200,
+    }
     return BenchmarkConfig.model_validate({**base, **fields})
 
 
@@ -65,7 +70,12 @@ def test_batching_does_not_change_the_results():
 def test_several_seeds_are_averaged_and_kept_apart():
     result = _run(num_seeds=2)
     assert [(p.problem_id, p.seed) for p in result.problems] == [
-        ("p1", 0), ("p2", 0), ("p3", 0), ("p1", 1), ("p2", 1), ("p3", 1)
+        ("p1", 0),
+        ("p2", 0),
+        ("p3", 0),
+        ("p1", 1),
+        ("p2", 1),
+        ("p3", 1),
     ]
     assert result.metrics["pass@1 (n=4)"] == pytest.approx(5 / 12)
 
@@ -87,8 +97,13 @@ class RecordingSink:
 def test_the_sink_hears_every_problem_as_it_finishes():
     sink = RecordingSink()
     evaluate(_config(batch_size=4), ScriptedEngine(SCRIPT), samples=PROBLEMS, sink=sink)
-    assert sink.events == [("start", (3, 0)), ("problem", "p1"), ("problem", "p2"), ("problem", "p3"),
-                           ("end", "succeeded")]
+    assert sink.events == [
+        ("start", (3, 0)),
+        ("problem", "p1"),
+        ("problem", "p2"),
+        ("problem", "p3"),
+        ("end", "succeeded"),
+    ]
 
 
 def test_timings_split_generation_and_verification():

@@ -21,10 +21,15 @@ GREEDY = {
 
 
 def test_greedy_evaluation_writes_what_generate_without_sampling_writes(random_model_dir: Path) -> None:
-    model, tok = AutoModelForCausalLM.from_pretrained(random_model_dir), AutoTokenizer.from_pretrained(random_model_dir)
+    model, tok = (
+        AutoModelForCausalLM.from_pretrained(random_model_dir),
+        AutoTokenizer.from_pretrained(random_model_dir),
+    )
     bench = benchmark_from_dict(GREEDY)
     result = evaluate(bench, (model, tok))
-    expected = greedy_completions(model, tok, [s.prompt for s in load_benchmark_samples(bench)], max_new_tokens=6)
+    expected = greedy_completions(
+        model, tok, [s.prompt for s in load_benchmark_samples(bench)], max_new_tokens=6
+    )
     assert [p.samples[0].text for p in result.problems] == expected
     assert set(result.metrics) == {GREEDY_ACCURACY, "response_len_mean", "truncated"}
     assert result.metrics[GREEDY_ACCURACY] == sum(p.c for p in result.problems) / 6

@@ -20,7 +20,9 @@ class StepMetrics(NullSink):
 
 
 @pytest.mark.slow  # two training steps and one evaluation of the tiny model
-def test_the_policy_is_evaluated_every_eval_every_steps_without_changing_training(random_model_dir: Path, tmp_path: Path):
+def test_the_policy_is_evaluated_every_eval_every_steps_without_changing_training(
+    random_model_dir: Path, tmp_path: Path
+):
     evaluation = {"eval_every": 2, "benchmarks": ["builtin:addition"], "n_samples": 2, "max_problems": 3}
     config = tiny_config(random_model_dir, tmp_path / "run", evaluation=evaluation)
     sink = StepMetrics()
@@ -46,22 +48,36 @@ GREEDY_KEY = "eval/addition-greedy/accuracy (greedy)"
 
 
 @pytest.mark.slow  # three training steps and three evaluations of the tiny model
-def test_eval_at_start_reports_step_0_and_eval_at_end_evaluates_the_last_step(random_model_dir: Path, tmp_path: Path):
-    evaluation = {"eval_every": 2, "eval_at_start": True, "eval_at_end": True, "benchmarks": [GREEDY_ADDITION]}
+def test_eval_at_start_reports_step_0_and_eval_at_end_evaluates_the_last_step(
+    random_model_dir: Path, tmp_path: Path
+):
+    evaluation = {
+        "eval_every": 2,
+        "eval_at_start": True,
+        "eval_at_end": True,
+        "benchmarks": [GREEDY_ADDITION],
+    }
     config = tiny_config(random_model_dir, tmp_path / "run", evaluation=evaluation, training={"max_steps": 3})
     sink = StepMetrics()
     train(config, sink=sink, log=lambda msg: None)
     assert sorted(sink.metrics) == [0, 1, 2, 3]
     assert [step for step, m in sorted(sink.metrics.items()) if GREEDY_KEY in m] == [0, 2, 3]
-    assert not any(k.startswith(("rollout/", "actor/")) for k in sink.metrics[0])  # before training: eval only
+    assert not any(
+        k.startswith(("rollout/", "actor/")) for k in sink.metrics[0]
+    )  # before training: eval only
     assert 0.0 <= sink.metrics[0][GREEDY_KEY] <= 1.0
 
 
 @pytest.mark.slow  # one training step
 def test_a_resumed_run_does_not_evaluate_step_0_again(random_model_dir: Path, tmp_path: Path):
     evaluation = {"eval_at_start": True, "benchmarks": [GREEDY_ADDITION]}
-    first = tiny_config(random_model_dir, tmp_path / "run", evaluation=evaluation, training={"max_steps": 1},
-                        checkpoint={"save_steps": 1})
+    first = tiny_config(
+        random_model_dir,
+        tmp_path / "run",
+        evaluation=evaluation,
+        training={"max_steps": 1},
+        checkpoint={"save_steps": 1},
+    )
     train(first, sink=StepMetrics(), log=lambda msg: None)
     resumed = StepMetrics()
     longer = tiny_config(random_model_dir, tmp_path / "run", evaluation=evaluation, training={"max_steps": 2})
@@ -78,7 +94,12 @@ def test_the_demo_evaluates_greedily_on_500_held_out_problems_at_start_every_50_
     config = config_from_dict(preset("demo"))
     periodic = PeriodicEvaluation(config.evaluation)
     max_steps = config.training.max_steps
-    assert periodic.at_start and [s for s in range(1, max_steps + 1) if periodic.due(s, max_steps)] == [50, 100, 150, 200]
+    assert periodic.at_start and [s for s in range(1, max_steps + 1) if periodic.due(s, max_steps)] == [
+        50,
+        100,
+        150,
+        200,
+    ]
     (bench,) = periodic.benchmarks
     assert bench.greedy and bench.name == "chain_arithmetic"
     # The problems benchmarks/chain_demo.py and the README's figures are measured on.

@@ -68,10 +68,14 @@ def test_resuming_on_the_tiny_model_reproduces_the_uninterrupted_samples(random_
     from trainer.evaluation.engine import load_policy
 
     policy = load_policy(str(random_model_dir), device="cpu")
-    config = resolve_benchmark("builtin:addition", n_samples=3, max_problems=4, batch_size=6, bootstrap_samples=0)
+    config = resolve_benchmark(
+        "builtin:addition", n_samples=3, max_problems=4, batch_size=6, bootstrap_samples=0
+    )
     whole = evaluate(config, policy, device="cpu")
     stop = StopAfter(2)
     evaluate(config, policy, device="cpu", sink=stop, should_stop=stop)
     resumed = evaluate(config, policy, device="cpu", done=stop.finished)
-    assert [[s.text for s in p.samples] for p in resumed.problems] == [[s.text for s in p.samples] for p in whole.problems]
+    assert [[s.text for s in p.samples] for p in resumed.problems] == [
+        [s.text for s in p.samples] for p in whole.problems
+    ]
     assert resumed.metrics == whole.metrics

@@ -52,8 +52,15 @@ def test_fsdp_refuses_the_vllm_engine() -> None:
         config_from_dict(_fsdp(rollout={"engine": "vllm"}))
 
 
-@pytest.mark.parametrize("budget", [{"allocator": "early_abandon"}, {"allocator": "sara"}, {"allocator": "vigor"},
-                                    {"dynamic_sampling": True}])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"allocator": "early_abandon"},
+        {"allocator": "sara"},
+        {"allocator": "vigor"},
+        {"dynamic_sampling": True},
+    ],
+)
 def test_fsdp_takes_groups_of_different_sizes(budget: dict[str, object]) -> None:
     """Groups of different sizes give the processes different numbers of micro-batches; a sharded update
     exchanges weights in every one, so the idle ranks run zero-loss passes (trainer/step/optimize.py) and the
@@ -206,7 +213,9 @@ def test_full_state_dicts_have_the_unsharded_layout_and_load_back(random_model_d
 
 
 @pytest.mark.usefixtures("one_process_group")
-def test_gathered_keeps_the_weights_whole_across_forwards_and_reshards_on_exit(random_model_dir: Path) -> None:
+def test_gathered_keeps_the_weights_whole_across_forwards_and_reshards_on_exit(
+    random_model_dir: Path,
+) -> None:
     from torch.distributed.tensor import DTensor
 
     model = shard_model(_load(random_model_dir), "cpu")
@@ -230,5 +239,7 @@ def test_gathered_keeps_the_weights_whole_across_forwards_and_reshards_on_exit(r
 
 
 def test_tiny_config_accepts_fsdp_for_the_run_tests(random_model_dir: Path, tmp_path: Path) -> None:
-    cfg = tiny_config(random_model_dir, tmp_path, training={"num_processes": 2, "prompts_per_step": 4, "fsdp": True})
+    cfg = tiny_config(
+        random_model_dir, tmp_path, training={"num_processes": 2, "prompts_per_step": 4, "fsdp": True}
+    )
     assert cfg.training.fsdp and cfg.seeds_per_prompt

@@ -34,9 +34,19 @@ def _config(model_dir: Path, out: Path, processes: int, fsdp: bool) -> Any:
     plans its micro-batches from a memory budget (trainer/models/memory.py; an fsdp run probes the sharded model on
     every rank and takes the smallest size); it is generous, so the plan keeps the configured 8."""
     return tiny_config(
-        model_dir, out, rollout={"seed_per_prompt": True}, algorithm={"beta": 0.04},
-        training={"num_processes": processes, "fsdp": fsdp, "max_steps": 3, "prompts_per_step": 4,
-                  "micro_batch_size": 8, "learning_rate": 1e-2, "memory_budget_gb": 4.0},
+        model_dir,
+        out,
+        rollout={"seed_per_prompt": True},
+        algorithm={"beta": 0.04},
+        training={
+            "num_processes": processes,
+            "fsdp": fsdp,
+            "max_steps": 3,
+            "prompts_per_step": 4,
+            "micro_batch_size": 8,
+            "learning_rate": 1e-2,
+            "memory_budget_gb": 4.0,
+        },
         checkpoint={"save_steps": 2},
     )
 
@@ -52,7 +62,9 @@ def _weights(run_dir: Path, step: int) -> dict[str, torch.Tensor]:
 
 
 def _optimizer(run_dir: Path, step: int) -> dict[str, Any]:
-    state: dict[str, Any] = torch.load(_checkpoint(run_dir, step) / STATE_FILE, weights_only=False)["optimizer"]
+    state: dict[str, Any] = torch.load(_checkpoint(run_dir, step) / STATE_FILE, weights_only=False)[
+        "optimizer"
+    ]
     return state
 
 
@@ -68,7 +80,9 @@ def _assert_same_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Ten
 def _assert_same_format(fsdp_ckpt: Path, plain_ckpt: Path) -> None:
     """Same files, same config.json, same optimizer layout (parameters by index, same hyperparameters)."""
     assert sorted(p.name for p in fsdp_ckpt.iterdir()) == sorted(p.name for p in plain_ckpt.iterdir())
-    assert json.loads((fsdp_ckpt / "config.json").read_text()) == json.loads((plain_ckpt / "config.json").read_text())
+    assert json.loads((fsdp_ckpt / "config.json").read_text()) == json.loads(
+        (plain_ckpt / "config.json").read_text()
+    )
     got = torch.load(fsdp_ckpt / STATE_FILE, weights_only=False)["optimizer"]
     want = torch.load(plain_ckpt / STATE_FILE, weights_only=False)["optimizer"]
     assert got["param_groups"] == want["param_groups"]
@@ -89,7 +103,9 @@ def _resume_at_step_2(run_dir: Path, config: Any) -> Recorder:
     return sink
 
 
-def test_an_fsdp_run_trains_like_one_process_and_resumes_across_layouts(random_model_dir: Path, tmp_path: Path) -> None:
+def test_an_fsdp_run_trains_like_one_process_and_resumes_across_layouts(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     plain_dir, fsdp_dir = tmp_path / "plain", tmp_path / "fsdp"
     plain, sharded = Recorder(), Recorder()
     train(_config(random_model_dir, plain_dir, 1, fsdp=False), plain)

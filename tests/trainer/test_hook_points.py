@@ -43,7 +43,9 @@ def hook_point_calls() -> Counter[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and _called_name(node) in CALLERS and node.args:
                 first = node.args[0]
-                name = first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else "?"
+                name = (
+                    first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else "?"
+                )
                 found[name] += 1  # "?": a hook point that is not a literal cannot be checked
     return found
 
@@ -55,8 +57,12 @@ def test_each_hook_point_and_query_is_called_from_exactly_one_place() -> None:
 def test_no_trainer_code_reaches_a_hook_around_the_helpers() -> None:
     axis_names = {name for name, value in vars(trainer.methods).items() if isinstance(value, Axis)}
     axis_names |= {
-        name for path, tree in _trees() for node in ast.walk(tree)
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and "Axis" in ast.unparse(node.annotation)
+        name
+        for path, tree in _trees()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and "Axis" in ast.unparse(node.annotation)
         for name in [node.target.id]
     }
     bypasses = []
@@ -66,7 +72,11 @@ def test_no_trainer_code_reaches_a_hook_around_the_helpers() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "hooks":
                 bypasses.append(f"{path.name}:{node.lineno} .hooks")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in {"hook", "get"}:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in {"hook", "get"}
+            ):
                 owner = node.func.value
                 if node.func.attr == "hook" or (isinstance(owner, ast.Name) and owner.id in axis_names):
                     bypasses.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}")
@@ -75,8 +85,13 @@ def test_no_trainer_code_reaches_a_hook_around_the_helpers() -> None:
 
 def test_every_registered_hook_names_a_known_hook_point() -> None:
     known = set(HOOK_POINTS) | set(QUERIES)
-    unknown = [(axis.config_field, entry.name, point) for axis in AXES.values() for entry in axis.choices()
-               for point in entry.hooks if point not in known]
+    unknown = [
+        (axis.config_field, entry.name, point)
+        for axis in AXES.values()
+        for entry in axis.choices()
+        for point in entry.hooks
+        if point not in known
+    ]
     assert unknown == []
 
 

@@ -21,11 +21,17 @@ def test_init_model_prints_the_builds_progress_and_time_left(tmp_path: Path) -> 
     env = {**os.environ, "RLVR_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "trainer.cli", "init-model", "--model", "tiny:addition", "--sft-steps", "20"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=280,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
     )
     assert done.returncode == 0, done.stderr
     progress = [line for line in done.stderr.splitlines() if line.startswith(LABEL)]
-    assert re.fullmatch(re.escape(LABEL) + r": 1 / 20 steps · about (\d+h )?(\d+m )?\d+s? left", progress[0]), progress
+    assert re.fullmatch(
+        re.escape(LABEL) + r": 1 / 20 steps · about (\d+h )?(\d+m )?\d+s? left", progress[0]
+    ), progress
     assert re.fullmatch(re.escape(LABEL) + r": 20 / 20 steps · done in .+", progress[-1]), progress
     assert "\r" not in done.stderr  # not a terminal: whole lines, no rewriting
     assert done.stdout.strip().endswith(str(tmp_path / "home" / "models" / "addition-v3"))

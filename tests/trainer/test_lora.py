@@ -94,3 +94,13 @@ def test_resuming_a_lora_checkpoint_without_lora_is_refused(random_model_dir: Pa
     data["model"]["lora_r"] = 0
     with pytest.raises(CheckpointError, match=r"model\.lora_r"):
         build_run(config_from_dict(data), resume_from=tmp_path / "run", log=lambda _: None)
+
+
+@pytest.mark.parametrize("targets", [["o_proj"], ["gate_proj", "down_proj"]])
+def test_adapters_go_exactly_on_the_chosen_modules(random_model_dir: Path, targets: list[str]) -> None:
+    from trainer.models.lora import apply_lora
+
+    model = AutoModelForCausalLM.from_pretrained(random_model_dir)
+    wrapped = apply_lora(model, r=4, alpha=8.0, dropout=0.0, target_modules=targets)
+    adapted = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters() if ".lora_A" in n}
+    assert adapted == set(targets)

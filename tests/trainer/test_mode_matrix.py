@@ -74,76 +74,140 @@ def _first(reports: Reports, key: str) -> float:
 
 CONFIGS: dict[str, Case] = {
     # the statistics over the whole step: REINFORCE++ whitening, the top-entropy and HISPO quantiles, GAPO's rms
-    "step_wide": Case({
-        "algorithm": {
-            "advantage_estimator": "reinforce_pp", "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
-            "importance_sampling_level": {"name": "segment", "params": {"min_tokens": 2, "boundary_quantile": 0.7}},
-            "clip_mode": "gapo", "dual_clip": True, "loss_type": "grpo", "kl_estimator": "k1", "beta": 0.04,
-            "num_iterations": 2,
+    "step_wide": Case(
+        {
+            "algorithm": {
+                "advantage_estimator": "reinforce_pp",
+                "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
+                "importance_sampling_level": {
+                    "name": "segment",
+                    "params": {"min_tokens": 2, "boundary_quantile": 0.7},
+                },
+                "clip_mode": "gapo",
+                "dual_clip": True,
+                "loss_type": "grpo",
+                "kl_estimator": "k1",
+                "beta": 0.04,
+                "num_iterations": 2,
+            },
+            "teacher": {**TEACHER, "fusion": "puu"},
+            "shaping": {
+                "reward_shaping": [{"name": "overlong_penalty", "params": {"buffer": 2}}, "length_penalty"]
+            },
         },
-        "teacher": {**TEACHER, "fusion": "puu"},
-        "shaping": {"reward_shaping": [{"name": "overlong_penalty", "params": {"buffer": 2}}, "length_penalty"]},
-    }, fsdp=True),
+        fsdp=True,
+    ),
     # an external teacher's per-token credit (the teacher only recorded otherwise); the batch std; a rubric and
     # the Beta prompt sampler
-    "teacher_credit": Case({
-        "algorithm": {
-            "advantage_estimator": {"name": "grpo", "params": {"scale_rewards": "batch"}}, "token_credit": "ecr",
-            "importance_sampling_level": "sequence", "loss_type": "bnpo",
-            "loss_masks": [{"name": "answer_span", "params": {"pattern": "[0-9]+"}}],
+    "teacher_credit": Case(
+        {
+            "algorithm": {
+                "advantage_estimator": {"name": "grpo", "params": {"scale_rewards": "batch"}},
+                "token_credit": "ecr",
+                "importance_sampling_level": "sequence",
+                "loss_type": "bnpo",
+                "loss_masks": [{"name": "answer_span", "params": {"pattern": "[0-9]+"}}],
+            },
+            "teacher": {**TEACHER, "fusion": "none"},
+            "shaping": {
+                "reward_shaping": [{"name": "majority_vote", "params": {"combine": "add"}}],
+                "advantage_shaping": ["rarity"],
+            },
+            "budget": {"prompt_sampler": "beta_learnability"},
+            "rubric": {"criteria": [SHORT, DIGITS]},
         },
-        "teacher": {**TEACHER, "fusion": "none"},
-        "shaping": {"reward_shaping": [{"name": "majority_vote", "params": {"combine": "add"}}],
-                    "advantage_shaping": ["rarity"]},
-        "budget": {"prompt_sampler": "beta_learnability"},
-        "rubric": {"criteria": [SHORT, DIGITS]},
-    }, fsdp=True),
+        fsdp=True,
+    ),
     # the policy as its own teacher (OPSD), OPD-then-RL, a leave-one-out baseline, a label-free reward
-    "self_distillation": Case({
-        "algorithm": {"advantage_estimator": "rloo", "loss_type": "dr_grpo"},
-        "teacher": {"mode": "self", "fusion": {"name": "opd", "params": {"until_step": 1}}},
-        "shaping": {"reward_shaping": ["soft_consensus"]},
-    }, fsdp=True),
-    "modulated": Case({
-        "algorithm": {"advantage_estimator": "dr_grpo"},
-        "teacher": {"mode": "self", "fusion": "modulated"},
-        "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
-    }, fsdp=True),
+    "self_distillation": Case(
+        {
+            "algorithm": {"advantage_estimator": "rloo", "loss_type": "dr_grpo"},
+            "teacher": {"mode": "self", "fusion": {"name": "opd", "params": {"until_step": 1}}},
+            "shaping": {"reward_shaping": ["soft_consensus"]},
+        },
+        fsdp=True,
+    ),
+    "modulated": Case(
+        {
+            "algorithm": {"advantage_estimator": "dr_grpo"},
+            "teacher": {"mode": "self", "fusion": "modulated"},
+            "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
+        },
+        fsdp=True,
+    ),
     # GMTS's step-wide score quantile, then an external teacher's additive fusion on top of it
-    "additive": Case({
-        "algorithm": {"token_credit": {"name": "gmts", "params": {"quantile": 0.5}}},
-        "teacher": {**TEACHER, "fusion": "additive"},
-    }, fsdp=True),
+    "additive": Case(
+        {
+            "algorithm": {"token_credit": {"name": "gmts", "params": {"quantile": 0.5}}},
+            "teacher": {**TEACHER, "fusion": "additive"},
+        },
+        fsdp=True,
+    ),
     # a step-wide rollout budget dealt over every process's groups, refilled by dynamic sampling
-    "vigor_dynamic": Case({
-        "budget": {"allocator": {"name": "vigor", "params": {"initial_rollouts": 4, "rounds": 2}},
-                   "dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
-        "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
-    }, fsdp=True, warm=True, expect=lambda r: _first(r, "budget/group_size_min") < _first(r, "budget/group_size_max")
-       and _first(r, "budget/generation_rounds") > 1),
+    "vigor_dynamic": Case(
+        {
+            "budget": {
+                "allocator": {"name": "vigor", "params": {"initial_rollouts": 4, "rounds": 2}},
+                "dynamic_sampling": True,
+                "prompt_sampler": "beta_learnability",
+            },
+            "rubric": {"aggregation": "rank", "criteria": [SHORT, DIGITS]},
+        },
+        fsdp=True,
+        warm=True,
+        expect=lambda r: (
+            _first(r, "budget/group_size_min") < _first(r, "budget/group_size_max")
+            and _first(r, "budget/generation_rounds") > 1
+        ),
+    ),
     # per-group decisions with the sampler's posterior as prior, and dynamic sampling's refills
-    "sara_dynamic": Case({
-        "budget": {"allocator": {"name": "sara", "params": {"probe": 2, "step": 2}}, "dynamic_sampling": True,
-                   "prompt_sampler": "beta_learnability"},
-    }, fsdp=True, warm=True, expect=lambda r: r[1]["metrics"]["budget/generation_rounds"] > 1),
+    "sara_dynamic": Case(
+        {
+            "budget": {
+                "allocator": {"name": "sara", "params": {"probe": 2, "step": 2}},
+                "dynamic_sampling": True,
+                "prompt_sampler": "beta_learnability",
+            },
+        },
+        fsdp=True,
+        warm=True,
+        expect=lambda r: r[1]["metrics"]["budget/generation_rounds"] > 1,
+    ),
     # abandoned groups refilled; seed 3's step 1 abandons both of process 1's groups and one of process 0's, so
     # process 1 makes one call fewer in round 1 and must number its refill's calls on from the step's count
-    "early_abandon_dynamic": Case({
-        "seed": 3, "budget": {"allocator": {"name": "early_abandon", "params": {"after": 4}}, "dynamic_sampling": True},
-    }, fsdp=True, warm=True, expect=lambda r: _first(r, "budget/abandoned_groups") >= 3
-       and _first(r, "budget/prompts_drawn") >= 7),
+    "early_abandon_dynamic": Case(
+        {
+            "seed": 3,
+            "budget": {
+                "allocator": {"name": "early_abandon", "params": {"after": 4}},
+                "dynamic_sampling": True,
+            },
+        },
+        fsdp=True,
+        warm=True,
+        expect=lambda r: _first(r, "budget/abandoned_groups") >= 3 and _first(r, "budget/prompts_drawn") >= 7,
+    ),
     # 2 prompts and 2 rounds: step 1 finds a single informative group (one of 3 drawn; the refill round gives one
     # process nothing to generate), so every process trains on it (a replicated step)
-    "dynamic_replicated": Case({
-        "seed": 0, "training": {"prompts_per_step": 2},
-        "budget": {"dynamic_sampling": True, "max_generation_rounds": 2},
-    }, fsdp=True, warm=True, expect=lambda r: {x["group"] for x in r[0]["rollouts"]} == {0}
-       and _first(r, "budget/prompts_drawn") == 3),
+    "dynamic_replicated": Case(
+        {
+            "seed": 0,
+            "training": {"prompts_per_step": 2},
+            "budget": {"dynamic_sampling": True, "max_generation_rounds": 2},
+        },
+        fsdp=True,
+        warm=True,
+        expect=lambda r: (
+            {x["group"] for x in r[0]["rollouts"]} == {0} and _first(r, "budget/prompts_drawn") == 3
+        ),
+    ),
 }
 # Choices outside the method axes that span the step or the processes: each must be in some config above.
 FEATURES = {
-    "grpo scale_rewards 'batch'": lambda c: c.algorithm.advantage_estimator == "grpo"
-    and c.algorithm.advantage_estimator.params.scale_rewards == "batch",
+    "grpo scale_rewards 'batch'": lambda c: (
+        c.algorithm.advantage_estimator == "grpo"
+        and c.algorithm.advantage_estimator.params.scale_rewards == "batch"
+    ),
     "budget.dynamic_sampling": lambda c: c.budget.dynamic_sampling,
     "an external teacher": lambda c: c.teacher.enabled and c.teacher.mode == "external",
     "teacher.mode 'self'": lambda c: c.teacher.mode == "self",
@@ -166,7 +230,9 @@ def _sections(case: Case, out: Path, processes: int = 1, fsdp: bool = False) -> 
     return sections
 
 
-def _build(case: Case, models: dict[bool, Path], out: Path, processes: int = 1, fsdp: bool = False) -> ExperimentConfig:
+def _build(
+    case: Case, models: dict[bool, Path], out: Path, processes: int = 1, fsdp: bool = False
+) -> ExperimentConfig:
     return tiny_config(models[case.warm], out, **_sections(case, out, processes, fsdp))
 
 
@@ -181,10 +247,14 @@ def _registered() -> set[tuple[str, str]]:
 
 
 def test_every_registered_method_and_step_wide_feature_is_in_the_matrix(tmp_path: Path) -> None:
-    configs = {name: _build(case, {False: tmp_path, True: tmp_path}, tmp_path) for name, case in CONFIGS.items()}
+    configs = {
+        name: _build(case, {False: tmp_path, True: tmp_path}, tmp_path) for name, case in CONFIGS.items()
+    }
     covered = set().union(*(_methods(c) for c in configs.values()))
     missing = sorted(_registered() - covered)
-    assert not missing, f"add these methods to a config in CONFIGS (tests/trainer/test_mode_matrix.py): {missing}"
+    assert not missing, (
+        f"add these methods to a config in CONFIGS (tests/trainer/test_mode_matrix.py): {missing}"
+    )
     absent = [feature for feature, used in FEATURES.items() if not any(used(c) for c in configs.values())]
     assert not absent, f"add these to a config in CONFIGS: {absent}"
 
@@ -224,7 +294,9 @@ def _rank_main(runs_file: str) -> int:
     from trainer.distributed.context import RANK_ENV, init_process_group
     from trainer.step.loop import train
 
-    os.environ[RANK_ENV] = os.environ.get("RANK", "0")  # train() trains this rank's share instead of launching
+    os.environ[RANK_ENV] = os.environ.get(
+        "RANK", "0"
+    )  # train() trains this rank's share instead of launching
     torch.set_num_threads(1)
     ctx = init_process_group("cpu", 120)
     try:
@@ -248,8 +320,18 @@ def _launch(runs: list[ExperimentConfig], work: Path) -> float:
     runs_file = work / "runs.json"
     runs_file.write_text(json.dumps([r.model_dump(mode="json") for r in runs]))
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "--max-restarts=0",
-           "--monitor-interval=0.2", "-m", "tests.trainer.test_mode_matrix", str(runs_file)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node=2",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m",
+        "tests.trainer.test_mode_matrix",
+        str(runs_file),
+    ]
     t0 = time.monotonic()
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, f"the matrix launch failed:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
@@ -258,7 +340,9 @@ def _launch(runs: list[ExperimentConfig], work: Path) -> float:
 
 def _max_diff(a: list[float], b: list[float]) -> float:
     assert len(a) == len(b)
-    return max((abs(x - y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) and math.isnan(y))), default=0.0)
+    return max(
+        (abs(x - y) for x, y in zip(a, b, strict=True) if not (math.isnan(x) and math.isnan(y))), default=0.0
+    )
 
 
 def _compare_records(one: list[dict[str, Any]], many: list[dict[str, Any]], label: str) -> dict[str, float]:
@@ -269,16 +353,28 @@ def _compare_records(one: list[dict[str, Any]], many: list[dict[str, Any]], labe
     for s1, s2 in zip(one, many, strict=True):
         r1, r2 = s1["rollouts"], s2["rollouts"]
         key = ("group", "sample_index", "prompt_id", "completion", "finish_reason", "correct", "token_ids")
-        assert [[r[k] for k in key] for r in r2] == [[r[k] for k in key] for r in r1], f"{label} step {s1['step']}"
-        assert [r["details"].get("allocation") for r in r2] == [r["details"].get("allocation") for r in r1], label
-        diffs["reward"] = max(diffs["reward"], _max_diff([r["reward"] for r in r1], [r["reward"] for r in r2]))
-        diffs["advantage"] = max(diffs["advantage"], _max_diff([r["advantage"] for r in r1], [r["advantage"] for r in r2]))
+        assert [[r[k] for k in key] for r in r2] == [[r[k] for k in key] for r in r1], (
+            f"{label} step {s1['step']}"
+        )
+        assert [r["details"].get("allocation") for r in r2] == [r["details"].get("allocation") for r in r1], (
+            label
+        )
+        diffs["reward"] = max(
+            diffs["reward"], _max_diff([r["reward"] for r in r1], [r["reward"] for r in r2])
+        )
+        diffs["advantage"] = max(
+            diffs["advantage"], _max_diff([r["advantage"] for r in r1], [r["advantage"] for r in r2])
+        )
         for a, b in zip(r1, r2, strict=True):
             assert a["rewards"].keys() == b["rewards"].keys(), label
-            diffs["reward"] = max(diffs["reward"], *(_max_diff([a["rewards"][k]], [b["rewards"][k]]) for k in a["rewards"]))
+            diffs["reward"] = max(
+                diffs["reward"], *(_max_diff([a["rewards"][k]], [b["rewards"][k]]) for k in a["rewards"])
+            )
             t1, t2 = a["token_values"], b["token_values"]
             assert t1.keys() == t2.keys(), label
-            diffs["token_advantage"] = max(diffs["token_advantage"], _max_diff(t1["advantage"], t2["advantage"]))
+            diffs["token_advantage"] = max(
+                diffs["token_advantage"], _max_diff(t1["advantage"], t2["advantage"])
+            )
             if "segment" in t1:
                 assert t1["segment"] == t2["segment"], f"{label}: HISPO segments differ"
             assert t1["loss_mask"] == t2["loss_mask"], f"{label}: loss masks differ"
@@ -286,19 +382,36 @@ def _compare_records(one: list[dict[str, Any]], many: list[dict[str, Any]], labe
 
 
 # Equal in every mode, step by step (the gradient's norm: Adam's steps barely depend on the gradient's scale).
-METRICS = ("actor/grad_norm", "actor/pg_loss", "rollout/reward_mean", "rollout/reward_std", "budget/rollouts_generated",
-           "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups", "budget/generation_calls",
-           "budget/generation_rounds", "budget/cumulative_rollouts", "budget/silent_group_frac",
-           "budget/group_size_mean", "budget/group_size_min", "budget/group_size_max")
+METRICS = (
+    "actor/grad_norm",
+    "actor/pg_loss",
+    "rollout/reward_mean",
+    "rollout/reward_std",
+    "budget/rollouts_generated",
+    "budget/rollouts_used",
+    "budget/prompts_drawn",
+    "budget/dropped_groups",
+    "budget/generation_calls",
+    "budget/generation_rounds",
+    "budget/cumulative_rollouts",
+    "budget/silent_group_frac",
+    "budget/group_size_mean",
+    "budget/group_size_min",
+    "budget/group_size_max",
+)
 
 
 def _compare_metrics(one: list[dict[str, Any]], many: list[dict[str, Any]], label: str) -> None:
     for s1, s2 in zip(one, many, strict=True):
         for key in METRICS:
-            assert s2["metrics"][key] == pytest.approx(s1["metrics"][key], rel=1e-4, abs=1e-6), f"{label}: {key}"
+            assert s2["metrics"][key] == pytest.approx(s1["metrics"][key], rel=1e-4, abs=1e-6), (
+                f"{label}: {key}"
+            )
 
 
-def _compare_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], label: str) -> tuple[float, int]:
+def _compare_weights(
+    got: dict[str, torch.Tensor], want: dict[str, torch.Tensor], label: str
+) -> tuple[float, int]:
     """Equal up to float summation order: Adam divides each gradient by its own scale, so where a gradient is
     about as small as rounding, rounding moves the weight by up to the learning rate; allowed for a few
     elements, and for the keys' bias (its gradient is 0 in exact arithmetic: softmax ignores a shift shared by
@@ -308,7 +421,9 @@ def _compare_weights(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]
     elements, largest = 0, 0.0
     for k in want:
         diff = (got[k] - want[k]).abs()
-        assert float(diff.max()) <= 2 * BASE["training"]["learning_rate"] * BASE["training"]["max_steps"], f"{label}: {k}"
+        assert float(diff.max()) <= 2 * BASE["training"]["learning_rate"] * BASE["training"]["max_steps"], (
+            f"{label}: {k}"
+        )
         if k.endswith("k_proj.bias"):
             continue
         beyond = diff > 5e-5 + 1e-4 * want[k].abs()
@@ -350,7 +465,9 @@ def _one_process_run(name: str, case: Case, models: dict[bool, Path], work: Path
         train(_build(seeded, models, out), sink, log=lambda m: None)
         if case.expect(sink.reports):
             return _OneProcess(seeded, out, sink.reports)
-    raise AssertionError(f"{name}: no seed of 0..{SEEDS_TO_TRY - 1} exercises what it is there for (see CONFIGS)")
+    raise AssertionError(
+        f"{name}: no seed of 0..{SEEDS_TO_TRY - 1} exercises what it is there for (see CONFIGS)"
+    )
 
 
 @pytest.mark.slow
@@ -360,8 +477,12 @@ def test_every_method_gives_the_one_process_result_in_data_parallel_and_fsdp(
     started = time.monotonic()
     models = {False: random_model_dir, True: warm_model_dir}
     ones = {name: _one_process_run(name, case, models, tmp_path) for name, case in CONFIGS.items()}
-    launched = [(name, mode, _build(one.case, models, tmp_path / f"{name}-{mode}", 2, mode == "fsdp"))
-                for name, one in ones.items() for mode in ("dp", "fsdp") if mode == "dp" or one.case.fsdp]
+    launched = [
+        (name, mode, _build(one.case, models, tmp_path / f"{name}-{mode}", 2, mode == "fsdp"))
+        for name, one in ones.items()
+        for mode in ("dp", "fsdp")
+        if mode == "dp" or one.case.fsdp
+    ]
     launch_s = _launch([config for _, _, config in launched], tmp_path)
     rows = []
     for name, found in ones.items():
@@ -377,13 +498,20 @@ def test_every_method_gives_the_one_process_result_in_data_parallel_and_fsdp(
             many = json.loads((out / "reports.json").read_text())
             diffs = _compare_records(found.reports, many, label)
             _compare_metrics(found.reports, many, label)
-            assert diffs["reward"] <= 1e-5 and diffs["advantage"] <= 1e-4 and diffs["token_advantage"] <= 1e-4, (label, diffs)
+            assert (
+                diffs["reward"] <= 1e-5 and diffs["advantage"] <= 1e-4 and diffs["token_advantage"] <= 1e-4
+            ), (label, diffs)
             weight, off = _compare_weights(_weights(out), want, label)
-            rows.append(f"{label:28s} " + "  ".join(f"{k} {v:.1e}" for k, v in diffs.items())
-                        + f"  weight {weight:.1e} ({off} element(s) beyond rounding)")
+            rows.append(
+                f"{label:28s} "
+                + "  ".join(f"{k} {v:.1e}" for k, v in diffs.items())
+                + f"  weight {weight:.1e} ({off} element(s) beyond rounding)"
+            )
     with capsys.disabled():
-        print(f"\nmode matrix: {len(launched)} runs in one launch {launch_s:.0f} s, {time.monotonic() - started:.0f} s in all;"
-              " max |difference| to 1 process:\n  " + "\n  ".join(rows))
+        print(
+            f"\nmode matrix: {len(launched)} runs in one launch {launch_s:.0f} s, {time.monotonic() - started:.0f} s in all;"
+            " max |difference| to 1 process:\n  " + "\n  ".join(rows)
+        )
 
 
 if __name__ == "__main__":  # a rank of the matrix's launch (see the module docstring)

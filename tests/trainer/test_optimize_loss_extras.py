@@ -20,19 +20,31 @@ def rollouts(random_model_dir: Path) -> tuple[torch.nn.Module, RolloutBatch]:
     model = AutoModelForCausalLM.from_pretrained(random_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(random_model_dir)
     engine = HFRolloutEngine(model, tokenizer)
-    batch = engine.generate(["12+34=", "7+8=", "50+50=", "1+1="] * 2, SamplingParams(6), torch.Generator().manual_seed(0))
+    batch = engine.generate(
+        ["12+34=", "7+8=", "50+50=", "1+1="] * 2, SamplingParams(6), torch.Generator().manual_seed(0)
+    )
     return model, batch
 
 
-def update(model: torch.nn.Module, batch: RolloutBatch, micro_batch_size: int) -> tuple[UpdateStats, dict[str, torch.Tensor]]:
-    cfg = config_from_dict({
-        "rollout": {"max_completion_length": 6},
-        "algorithm": {
-            "importance_sampling_level": {"name": "segment", "params": {"min_tokens": 2, "boundary_quantile": 0.5}},
-            "clip_mode": "gapo", "dual_clip": True, "epsilon": 0.1, "epsilon_high": 0.1,
-        },
-        "training": {"micro_batch_size": micro_batch_size, "max_grad_norm": 0.0},
-    })
+def update(
+    model: torch.nn.Module, batch: RolloutBatch, micro_batch_size: int
+) -> tuple[UpdateStats, dict[str, torch.Tensor]]:
+    cfg = config_from_dict(
+        {
+            "rollout": {"max_completion_length": 6},
+            "algorithm": {
+                "importance_sampling_level": {
+                    "name": "segment",
+                    "params": {"min_tokens": 2, "boundary_quantile": 0.5},
+                },
+                "clip_mode": "gapo",
+                "dual_clip": True,
+                "epsilon": 0.1,
+                "epsilon_high": 0.1,
+            },
+            "training": {"micro_batch_size": micro_batch_size, "max_grad_norm": 0.0},
+        }
+    )
     model = copy.deepcopy(model)
     mask = batch.completion_mask.float()
     advantages = torch.tensor([2.0, -1.0, 0.5, -0.5, 1.0, -2.0, 0.0, 1.5])  # [N]
@@ -46,7 +58,9 @@ def update(model: torch.nn.Module, batch: RolloutBatch, micro_batch_size: int) -
     return stats, {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def test_micro_batching_does_not_change_a_segment_gapo_dual_clip_update(rollouts: tuple[torch.nn.Module, RolloutBatch]) -> None:
+def test_micro_batching_does_not_change_a_segment_gapo_dual_clip_update(
+    rollouts: tuple[torch.nn.Module, RolloutBatch],
+) -> None:
     model, batch = rollouts
     whole, after_whole = update(model, batch, micro_batch_size=8)
     split, after_split = update(model, batch, micro_batch_size=3)

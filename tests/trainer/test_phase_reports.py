@@ -55,7 +55,9 @@ def fresh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def report(done: int, total: int = 100, subject: str = "tiny:addition") -> PhaseReport:
-    return PhaseReport(BUILDING_MODEL, f"Building {subject}", subject, done, total, done * 0.1, (total - done) * 0.1)
+    return PhaseReport(
+        BUILDING_MODEL, f"Building {subject}", subject, done, total, done * 0.1, (total - done) * 0.1
+    )
 
 
 def test_throttling_keeps_the_first_and_last_report_and_at_most_two_a_second() -> None:
@@ -70,18 +72,29 @@ def test_throttling_keeps_the_first_and_last_report_and_at_most_two_a_second() -
 
 def test_a_second_model_starts_its_own_phase_at_once() -> None:
     heard: list[str] = []
-    forward = throttle_phases(lambda p: heard.append(f"{p.subject}:{p.done}"), interval_s=60, clock=lambda: 0.0)
+    forward = throttle_phases(
+        lambda p: heard.append(f"{p.subject}:{p.done}"), interval_s=60, clock=lambda: 0.0
+    )
     for done in (1, 2, 3):
         forward(report(done, 3, "tiny:addition"))
     for done in (1, 2, 3):
         forward(report(done, 3, "tiny:addition-teacher"))
-    assert heard == ["tiny:addition:1", "tiny:addition:3", "tiny:addition-teacher:1", "tiny:addition-teacher:3"]
+    assert heard == [
+        "tiny:addition:1",
+        "tiny:addition:3",
+        "tiny:addition-teacher:1",
+        "tiny:addition-teacher:3",
+    ]
 
 
 def test_a_real_build_reports_building_model_with_the_count_and_time_left(fresh_home: Path) -> None:
     phases: list[PhaseReport] = []
-    ensure_tiny_model("tiny:addition", sft_steps=QUICK_SFT_STEPS, on_progress=model_build_reporter(phases.append),
-                      log=lambda msg: None)
+    ensure_tiny_model(
+        "tiny:addition",
+        sft_steps=QUICK_SFT_STEPS,
+        on_progress=model_build_reporter(phases.append),
+        log=lambda msg: None,
+    )
     assert phases[0].name == BUILDING_MODEL and phases[0].done == 1 and phases[0].total == QUICK_SFT_STEPS
     assert "tiny:addition" in phases[0].label and phases[0].eta_s is not None and phases[0].eta_s > 0
     assert phases[-1].finished and phases[-1].eta_s == 0
@@ -99,16 +112,23 @@ def test_train_reports_the_build_before_the_run_starts_and_nothing_once_cached(
     assert first.phases[-1].finished and first.phases[-1].total == QUICK_SFT_STEPS
 
     again = Events()
-    train(tiny_config("tiny:addition", tmp_path / "out2", training={"max_steps": 1}), again, log=lambda m: None)  # type: ignore[arg-type]
+    train(
+        tiny_config("tiny:addition", tmp_path / "out2", training={"max_steps": 1}), again, log=lambda m: None
+    )  # type: ignore[arg-type]
     assert again.phases == []
 
 
 def test_a_built_in_teacher_reports_the_student_build_then_its_own(fresh_home: Path, tmp_path: Path) -> None:
     phases: list[PhaseReport] = []
-    policy = load_model(str(build_tiny_model(tmp_path / "policy", hidden=32, layers=1, heads=2)), ExperimentConfig(),
-                        torch.device("cpu"))
+    policy = load_model(
+        str(build_tiny_model(tmp_path / "policy", hidden=32, layers=1, heads=2)),
+        ExperimentConfig(),
+        torch.device("cpu"),
+    )
     config = ExperimentConfig(teacher=TeacherConfig(name_or_path="tiny:addition-teacher"))
-    teacher = load_teacher(config, policy, char_tokenizer(), torch.device("cpu"), on_build=model_build_reporter(phases.append))
+    teacher = load_teacher(
+        config, policy, char_tokenizer(), torch.device("cpu"), on_build=model_build_reporter(phases.append)
+    )
     assert teacher is not None
     subjects = [p.subject for p in phases]
     assert subjects[0] == "tiny:addition" and subjects[-1] == "tiny:addition-teacher"
@@ -130,7 +150,9 @@ def test_the_console_shows_the_builds_progress_then_how_long_it_took() -> None:
     for done in (1, 50, 100):
         sink.on_phase(report(done, 100))
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("Building tiny:addition: 1 / 100 steps · about ") and lines[0].endswith(" left")
+    assert lines[0].startswith("Building tiny:addition: 1 / 100 steps · about ") and lines[0].endswith(
+        " left"
+    )
     assert lines[-1] == "Building tiny:addition: 100 / 100 steps · done in 10s"
 
 

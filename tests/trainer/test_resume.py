@@ -21,12 +21,24 @@ def comparable(report: StepReport) -> dict[str, float]:
 
 def test_resumed_run_matches_an_uninterrupted_one(random_model_dir: Path, tmp_path: Path) -> None:
     straight = Steps()
-    train(tiny_config(random_model_dir, tmp_path / "a", training={"max_steps": 4}), sink=straight, log=lambda m: None)
+    train(
+        tiny_config(random_model_dir, tmp_path / "a", training={"max_steps": 4}),
+        sink=straight,
+        log=lambda m: None,
+    )
 
     first, second = Steps(), Steps()
-    train(tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 2}), sink=first, log=lambda m: None)
-    train(tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 4}), sink=second,
-          resume_from=tmp_path / "b", log=lambda m: None)
+    train(
+        tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 2}),
+        sink=first,
+        log=lambda m: None,
+    )
+    train(
+        tiny_config(random_model_dir, tmp_path / "b", training={"max_steps": 4}),
+        sink=second,
+        resume_from=tmp_path / "b",
+        log=lambda m: None,
+    )
 
     assert [r.step for r in second.reports] == [3, 4]
     resumed = first.reports + second.reports
@@ -39,8 +51,12 @@ def test_resumed_run_matches_an_uninterrupted_one(random_model_dir: Path, tmp_pa
 
 
 def test_checkpoints_are_pruned_to_the_limit(random_model_dir: Path, tmp_path: Path) -> None:
-    cfg = tiny_config(random_model_dir, tmp_path, training={"max_steps": 4},
-                      checkpoint={"save_steps": 1, "save_total_limit": 2})
+    cfg = tiny_config(
+        random_model_dir,
+        tmp_path,
+        training={"max_steps": 4},
+        checkpoint={"save_steps": 1, "save_total_limit": 2},
+    )
     train(cfg, log=lambda m: None)
     assert [p.name for p in list_checkpoints(tmp_path)] == ["step-000003", "step-000004"]
 

@@ -156,12 +156,22 @@ def test_the_seccomp_filter_alone_refuses_sockets_namespaces_and_ptrace(tmp_path
     bpf.write_bytes(filter_bpf())
     runs = {}
     for label, extra in (("without", []), ("with", [str(bpf)])):
-        done = subprocess.run([sys.executable, "-c", SECCOMP_ALONE, *extra], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(
+            [sys.executable, "-c", SECCOMP_ALONE, *extra], capture_output=True, text=True, timeout=30
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         runs[label] = json.loads(done.stdout)
-    assert runs["without"]["socket"] == 0 and runs["without"]["ptrace_traceme"] == 0  # the control: all allowed
+    assert (
+        runs["without"]["socket"] == 0 and runs["without"]["ptrace_traceme"] == 0
+    )  # the control: all allowed
     # EPERM (1) for each denied call, ENOSYS (38) for clone3 (glibc falls back to clone, as the thread shows).
-    assert runs["with"] == {"socket": 1, "socketpair": 0, "unshare_user": 1, "clone3": 38, "ptrace_traceme": 1}
+    assert runs["with"] == {
+        "socket": 1,
+        "socketpair": 0,
+        "unshare_user": 1,
+        "clone3": 38,
+        "ptrace_traceme": 1,
+    }
 
 
 def test_without_bubblewrap_run_python_refuses_and_says_how_to_install_it() -> None:

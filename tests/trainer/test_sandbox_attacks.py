@@ -46,14 +46,22 @@ def as_caller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcomes]:
 @pytest.fixture(scope="module")
 def as_nobody() -> Iterator[Outcomes]:
     if os.geteuid() != 0:
-        pytest.skip(f"this run is already unprivileged (uid {os.geteuid()}): as_caller is the unprivileged run")
+        pytest.skip(
+            f"this run is already unprivileged (uid {os.geteuid()}): as_caller is the unprivileged run"
+        )
     setpriv = shutil.which("setpriv")
-    assert setpriv, "setpriv (util-linux) is needed to rerun the attacks as uid 65534: apt-get install util-linux"
+    assert setpriv, (
+        "setpriv (util-linux) is needed to rerun the attacks as uid 65534: apt-get install util-linux"
+    )
     copy = Path(tempfile.mkdtemp(prefix="rlvr-nobody-"))
     try:
         (copy / "trainer").mkdir()
         shutil.copy(REPO / "trainer" / "__init__.py", copy / "trainer")
-        shutil.copytree(REPO / "trainer" / "sandbox", copy / "trainer" / "sandbox", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / "trainer" / "sandbox",
+            copy / "trainer" / "sandbox",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         shutil.copy(REPO / "tests" / "trainer" / "sandbox_attacks.py", copy)
         subprocess.run(["chmod", "-R", "a+rX", str(copy)], check=True)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "RLVR_ATTACK_REPO": str(REPO), **SECRETS}
@@ -73,7 +81,9 @@ def as_nobody() -> Iterator[Outcomes]:
 def test_the_escape_attempt_is_contained(attack: str, identity: str, request: pytest.FixtureRequest) -> None:
     outcome = request.getfixturevalue(identity)[attack]
     if outcome.get("missing"):
-        message = f"{outcome['missing']} is not reachable from the host, so {attack} would prove nothing: start it"
+        message = (
+            f"{outcome['missing']} is not reachable from the host, so {attack} would prove nothing: start it"
+        )
         if os.environ.get("RLVR_REQUIRE_SERVICES") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -65,7 +65,9 @@ def test_an_external_teacher_directory_must_exist(random_model_dir: Path) -> Non
 
 def test_a_loaded_external_teacher_is_frozen_and_separate(random_model_dir: Path) -> None:
     policy = AutoModelForCausalLM.from_pretrained(random_model_dir)
-    teacher = load_teacher(config(name_or_path=str(random_model_dir)), policy, char_tokenizer(), torch.device("cpu"))
+    teacher = load_teacher(
+        config(name_or_path=str(random_model_dir)), policy, char_tokenizer(), torch.device("cpu")
+    )
     assert teacher is not None and teacher.mode == "external" and teacher.model is not policy
     assert not any(p.requires_grad for p in teacher.model.parameters()) and not teacher.model.training
 
@@ -89,14 +91,17 @@ def sampled(random_model_dir: Path) -> tuple[object, object, object]:
     model = AutoModelForCausalLM.from_pretrained(random_model_dir).eval()
     tok = AutoTokenizer.from_pretrained(random_model_dir)
     engine = HFRolloutEngine(model, tok)
-    batch = engine.generate(["12+3=", "7+80=", "1+1="] * 2, SamplingParams(6, temperature=0.7),
-                            torch.Generator().manual_seed(0))
+    batch = engine.generate(
+        ["12+3=", "7+80=", "1+1="] * 2, SamplingParams(6, temperature=0.7), torch.Generator().manual_seed(0)
+    )
     return model, tok, batch
 
 
 def test_a_teacher_identical_to_the_student_reproduces_its_sampling_logprobs(sampled: tuple) -> None:
     model, _, batch = sampled
-    logprob, entropy = score_completions(model, batch.prompt_ids, batch.prompt_mask, batch, 64, temperature=0.7)
+    logprob, entropy = score_completions(
+        model, batch.prompt_ids, batch.prompt_mask, batch, 64, temperature=0.7
+    )
     assert torch.allclose(logprob, batch.logprobs, atol=1e-4)
     assert torch.allclose(entropy, batch.entropies, atol=1e-4)
 
@@ -110,12 +115,16 @@ def test_scoring_does_not_depend_on_the_micro_batch_size(sampled: tuple) -> None
 
 def test_signals_hold_the_gap_and_zero_on_padding(sampled: tuple, random_model_dir: Path) -> None:
     model, tok, batch = sampled
-    cfg = ExperimentConfig(rollout={"temperature": 0.7}, teacher=TeacherConfig(name_or_path=str(random_model_dir)))
+    cfg = ExperimentConfig(
+        rollout={"temperature": 0.7}, teacher=TeacherConfig(name_or_path=str(random_model_dir))
+    )
     teacher = load_teacher(cfg, model, tok, torch.device("cpu"))
     samples = [Sample(id=str(i), prompt="p", answer="1") for i in range(len(batch))]
     signals = teacher_signals(teacher, cfg, 1, batch, samples, tok)
     assert signals is not None and signals.vocab_size == len(tok)
-    assert torch.allclose(signals.gap, torch.zeros_like(signals.gap), atol=1e-4)  # same weights as the student
+    assert torch.allclose(
+        signals.gap, torch.zeros_like(signals.gap), atol=1e-4
+    )  # same weights as the student
     pad = batch.completion_mask == 0
     assert torch.all(signals.logprob[pad] == 0) and torch.all(signals.entropy[pad] == 0)
 
@@ -123,7 +132,9 @@ def test_signals_hold_the_gap_and_zero_on_padding(sampled: tuple, random_model_d
 def test_the_privileged_self_teacher_scores_the_same_tokens_under_another_prompt(sampled: tuple) -> None:
     model, tok, batch = sampled
     cfg = ExperimentConfig(rollout={"temperature": 0.7}, teacher=TeacherConfig(mode="self"))
-    samples = [Sample(id=str(i), prompt=["12+3=", "7+80=", "1+1="][i % 3], answer="9") for i in range(len(batch))]
+    samples = [
+        Sample(id=str(i), prompt=["12+3=", "7+80=", "1+1="][i % 3], answer="9") for i in range(len(batch))
+    ]
     teacher = load_teacher(cfg, model, tok, torch.device("cpu"))
     signals = teacher_signals(teacher, cfg, 1, batch, samples, tok)
     assert signals is not None
@@ -143,7 +154,9 @@ def test_the_tiny_teacher_is_the_student_trained_further_with_the_same_tokenizer
     shutil.copytree(warm_model_dir, tiny_model_path())  # the student is cached: only the teacher is built
     path = ensure_tiny_model(TEACHER_NAME, sft_steps=2, log=lambda msg: None)
     assert path == tiny_model_path(TEACHER_NAME) and resolve_model_path(TEACHER_NAME) == str(path)
-    check_same_tokenizer(AutoTokenizer.from_pretrained(warm_model_dir), AutoTokenizer.from_pretrained(path), str(path))
+    check_same_tokenizer(
+        AutoTokenizer.from_pretrained(warm_model_dir), AutoTokenizer.from_pretrained(path), str(path)
+    )
     student = AutoModelForCausalLM.from_pretrained(warm_model_dir).state_dict()
     teacher = AutoModelForCausalLM.from_pretrained(path).state_dict()
     assert student.keys() == teacher.keys() and any(not torch.equal(student[k], teacher[k]) for k in student)

@@ -27,7 +27,9 @@ def test_uecr_grpo_is_puu_fusion_with_ecr_credit() -> None:
 
 
 def test_ecr_without_a_teacher_is_refused() -> None:
-    with pytest.raises(ConfigError, match=re.escape("token_credit 'ecr' needs a teacher: set teacher.name_or_path")):
+    with pytest.raises(
+        ConfigError, match=re.escape("token_credit 'ecr' needs a teacher: set teacher.name_or_path")
+    ):
         build(token_credit="ecr")
 
 
@@ -55,14 +57,17 @@ def test_a_broken_privileged_template_is_refused() -> None:
 
 def test_opsd_on_a_file_without_answers_is_refused() -> None:
     with pytest.raises(ConfigError, match="needs reference answers"):
-        config_from_dict({"data": {"source": "file", "path": "x.jsonl", "answer_field": None},
-                          "teacher": {"mode": "self"}})
+        config_from_dict(
+            {"data": {"source": "file", "path": "x.jsonl", "answer_field": None}, "teacher": {"mode": "self"}}
+        )
 
 
 def test_the_opd_then_rl_switch_needs_opd() -> None:
     with pytest.raises(ConfigError, match=re.escape("opd_until_step is a parameter of fusion 'opd', which")):
         build({"name_or_path": "t", "fusion": "additive", "opd_until_step": 5})
-    with pytest.raises(ConfigError, match=r"teacher\.fusion\.params: teacher fusion 'additive': params\.until_step"):
+    with pytest.raises(
+        ConfigError, match=r"teacher\.fusion\.params: teacher fusion 'additive': params\.until_step"
+    ):
         build({"name_or_path": "t", "fusion": {"name": "additive", "params": {"until_step": 5}}})
     opd = {"name": "opd", "params": {"until_step": 5}}
     assert build({"name_or_path": "t", "fusion": opd}).teacher.fusion.params.until_step == 5
@@ -75,7 +80,9 @@ def test_ecr_with_pure_opd_is_refused_but_allowed_after_the_switch() -> None:
 
 
 def test_a_bad_answer_span_pattern_is_refused() -> None:
-    located = r"algorithm\.loss_masks\.0\.params: .*params\.pattern: answer_span pattern is not a valid regular"
+    located = (
+        r"algorithm\.loss_masks\.0\.params: .*params\.pattern: answer_span pattern is not a valid regular"
+    )
     with pytest.raises(ConfigError, match=located):
         build(loss_masks=[{"name": "answer_span", "params": {"pattern": "(unclosed"}}])
 
@@ -84,7 +91,9 @@ def test_a_bad_answer_span_pattern_is_refused() -> None:
     ("fusion", "param", "value"), [("modulated", "max", 1.0), ("opd", "coef", 0), ("opd", "until_step", 0)]
 )
 def test_out_of_range_coefficients_are_refused(fusion: str, param: str, value: float) -> None:
-    with pytest.raises(ConfigError, match=rf"teacher\.fusion\.params: teacher fusion '{fusion}': params\.{param}: "):
+    with pytest.raises(
+        ConfigError, match=rf"teacher\.fusion\.params: teacher fusion '{fusion}': params\.{param}: "
+    ):
         build({"name_or_path": "t", "fusion": {"name": fusion, "params": {param: value}}})
 
 

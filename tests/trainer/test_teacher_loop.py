@@ -20,7 +20,9 @@ def run(model_dir: Path, out: Path, teacher: dict[str, Any], **algorithm: Any) -
 
 
 @pytest.mark.parametrize("fusion", ["none", "opd", "additive", "modulated", "puu"])
-def test_every_fusion_mode_trains_with_an_external_teacher(random_model_dir: Path, tmp_path: Path, fusion: str) -> None:
+def test_every_fusion_mode_trains_with_an_external_teacher(
+    random_model_dir: Path, tmp_path: Path, fusion: str
+) -> None:
     reports = run(random_model_dir, tmp_path, {"name_or_path": str(random_model_dir), "fusion": fusion})
     for report in reports:
         assert {"teacher/gap_mean", "teacher/entropy_mean", "teacher/reverse_kl"} <= set(report.metrics)
@@ -30,7 +32,9 @@ def test_every_fusion_mode_trains_with_an_external_teacher(random_model_dir: Pat
     assert abs(reports[0].metrics["teacher/gap_mean"]) < 1e-4
 
 
-def test_opsd_with_ecr_credit_keeps_each_completions_total_credit(random_model_dir: Path, tmp_path: Path) -> None:
+def test_opsd_with_ecr_credit_keeps_each_completions_total_credit(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     reports = run(random_model_dir, tmp_path, {"mode": "self", "fusion": "puu"}, token_credit="ecr")
     for record in reports[-1].rollouts:
         tokens = record.token_values["advantage"]
@@ -43,8 +47,11 @@ def test_answer_span_tokens_leave_the_loss(random_model_dir: Path, tmp_path: Pat
     reports = run(random_model_dir, tmp_path, {}, answer_span_mask=True, answer_span_pattern="[0-9]+")
     masked = 0
     for record in reports[-1].rollouts:  # char tokens: the last number's digits are out, other digits stay
-        digits_in_loss = [t for t, kept in zip(record.tokens, record.token_values["loss_mask"], strict=True)
-                          if kept and t.isdigit()]
+        digits_in_loss = [
+            t
+            for t, kept in zip(record.tokens, record.token_values["loss_mask"], strict=True)
+            if kept and t.isdigit()
+        ]
         last_number_len = len(_last_number(record.completion))
         all_digits = sum(t.isdigit() for t in record.tokens)
         assert len(digits_in_loss) == all_digits - last_number_len
@@ -59,7 +66,9 @@ def _last_number(text: str) -> str:
     return found[-1] if found else ""
 
 
-def test_opd_then_rl_stops_scoring_the_teacher_after_the_switch(random_model_dir: Path, tmp_path: Path) -> None:
+def test_opd_then_rl_stops_scoring_the_teacher_after_the_switch(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     opd = {"name": "opd", "params": {"until_step": 1}}
     reports = run(random_model_dir, tmp_path, {"name_or_path": str(random_model_dir), "fusion": opd})
     assert reports[0].metrics["teacher/fusion_active"] == 1.0

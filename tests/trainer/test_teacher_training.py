@@ -22,12 +22,16 @@ from trainer.rollout import HFRolloutEngine, SamplingParams
 from trainer.step.loop import train
 
 
-def reverse_kl_on_own_samples(student: PreTrainedModel, teacher: PreTrainedModel, tok: PreTrainedTokenizerBase) -> float:
+def reverse_kl_on_own_samples(
+    student: PreTrainedModel, teacher: PreTrainedModel, tok: PreTrainedTokenizerBase
+) -> float:
     """Full-vocabulary KL(student || teacher) per token along the student's samples for 64 fixed problems:
     the quantity OPD minimises, measured without the sampling noise of the per-step metric."""
     rng = random.Random(7)
     prompts = [addition_prompt(rng.randint(0, 99), rng.randint(0, 99)) for _ in range(64)]
-    batch = HFRolloutEngine(student, tok).generate(prompts, SamplingParams(4), torch.Generator().manual_seed(3))
+    batch = HFRolloutEngine(student, tok).generate(
+        prompts, SamplingParams(4), torch.Generator().manual_seed(3)
+    )
     ids = torch.cat([batch.prompt_ids, batch.completion_ids], 1)
     attn = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
     start = batch.prompt_ids.shape[1] - 1
@@ -46,16 +50,23 @@ def reverse_kl_on_own_samples(student: PreTrainedModel, teacher: PreTrainedModel
 @pytest.mark.slow
 def test_opd_moves_the_student_towards_the_teacher(warm_model_dir: Path, tmp_path: Path) -> None:
     teacher_dir = ensure_tiny_model(TEACHER_NAME, log=lambda msg: None)
-    cfg = config_from_dict({
-        "seed": 0,
-        "model": {"name_or_path": str(warm_model_dir)},
-        "data": {"source": "demo", "size": 256},
-        "rollout": {"num_generations": 4, "max_completion_length": 4},
-        # 40 steps: the per-step reverse KL is noisy over 32 completions; over 10 steps it can stay flat.
-        "training": {"max_steps": 40, "prompts_per_step": 8, "micro_batch_size": 32, "learning_rate": 1e-4},
-        "checkpoint": {"output_dir": str(tmp_path), "save_steps": 0},
-        "teacher": {"name_or_path": TEACHER_NAME, "fusion": "opd"},
-    })
+    cfg = config_from_dict(
+        {
+            "seed": 0,
+            "model": {"name_or_path": str(warm_model_dir)},
+            "data": {"source": "demo", "size": 256},
+            "rollout": {"num_generations": 4, "max_completion_length": 4},
+            # 40 steps: the per-step reverse KL is noisy over 32 completions; over 10 steps it can stay flat.
+            "training": {
+                "max_steps": 40,
+                "prompts_per_step": 8,
+                "micro_batch_size": 32,
+                "learning_rate": 1e-4,
+            },
+            "checkpoint": {"output_dir": str(tmp_path), "save_steps": 0},
+            "teacher": {"name_or_path": TEACHER_NAME, "fusion": "opd"},
+        }
+    )
     steps = Steps()
     assert train(cfg, sink=steps, log=lambda m: None).status == "succeeded"
 
@@ -68,14 +79,21 @@ def test_opd_moves_the_student_towards_the_teacher(warm_model_dir: Path, tmp_pat
     assert after < 0.9 * before, (before, after)  # measured: 0.828 -> 0.607
 
     # the teacher is clearly stronger than the student it teaches (built: 0.65 vs 0.28 greedy)
-    assert greedy_addition_accuracy(teacher, tok) > greedy_addition_accuracy(
-        AutoModelForCausalLM.from_pretrained(warm_model_dir), tok) + 0.2
+    assert (
+        greedy_addition_accuracy(teacher, tok)
+        > greedy_addition_accuracy(AutoModelForCausalLM.from_pretrained(warm_model_dir), tok) + 0.2
+    )
 
     first, last = steps.reports[0], steps.reports[-1]
     assert first.metrics["teacher/fusion_active"] == 1.0 and first.metrics["teacher/gap_mean"] < 0
     record = last.rollouts[0]
     n = len(record.token_ids)
-    assert len(record.token_values["teacher_logprob"]) == n and len(record.token_values["teacher_entropy"]) == n
+    assert (
+        len(record.token_values["teacher_logprob"]) == n and len(record.token_values["teacher_entropy"]) == n
+    )
     # OPD: each token's advantage is its teacher-minus-student gap
-    gaps = [t - s for t, s in zip(record.token_values["teacher_logprob"], record.token_values["logprob"], strict=True)]
+    gaps = [
+        t - s
+        for t, s in zip(record.token_values["teacher_logprob"], record.token_values["logprob"], strict=True)
+    ]
     assert record.token_values["advantage"] == pytest.approx(gaps, abs=1e-4)

@@ -40,11 +40,16 @@ def test_every_built_in_model_has_a_recipe_and_starts_from_nothing_or_a_built_in
 def test_the_chain_student_builds_its_teacher_first_and_reports_both(home: Path) -> None:
     heard: list[BuildProgress] = []
     path = ensure_tiny_model("tiny:chain", on_progress=heard.append, log=lambda m: None)
-    assert [p.model for p in heard] == ["tiny:chain-teacher"] * QUICK_SFT_STEPS + ["tiny:chain"] * QUICK_SFT_STEPS
+    assert [p.model for p in heard] == ["tiny:chain-teacher"] * QUICK_SFT_STEPS + [
+        "tiny:chain"
+    ] * QUICK_SFT_STEPS
     assert [p.done for p in heard[:QUICK_SFT_STEPS]] == list(range(1, QUICK_SFT_STEPS + 1))
     assert all(p.total == QUICK_SFT_STEPS and p.eta_s is not None and p.eta_s >= 0 for p in heard)
     assert heard[-1].eta_s == 0
-    assert path == tiny_model_path("tiny:chain") and (tiny_model_path("tiny:chain-teacher") / "config.json").exists()
+    assert (
+        path == tiny_model_path("tiny:chain")
+        and (tiny_model_path("tiny:chain-teacher") / "config.json").exists()
+    )
     warm = dict(line.split("=", 1) for line in (path / "WARM_START.txt").read_text().splitlines())
     assert warm["recipe"] == "tiny:chain" and warm["sft_steps"] == str(QUICK_SFT_STEPS)
     assert 0.0 <= float(warm["greedy_accuracy"]) <= 1.0
@@ -108,12 +113,18 @@ def test_greedy_accuracy_reads_the_task_of_the_model_it_is_asked_about(home: Pat
     assert [p for p, _ in chain_held_out(3)] == [p for p, _ in chain_held_out(3)]
 
 
-def test_init_model_builds_the_named_model_or_its_teacher(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_model_builds_the_named_model_or_its_teacher(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert rlvr(["init-model", "--model", "tiny:chain"]) == 0  # the teacher it starts from is built first
     out = capsys.readouterr().out
-    assert out.index("building the built-in model tiny:chain-teacher") < out.index("building the built-in model tiny:chain ")
+    assert out.index("building the built-in model tiny:chain-teacher") < out.index(
+        "building the built-in model tiny:chain "
+    )
     assert out.strip().endswith(str(tiny_model_path("tiny:chain")))
-    assert rlvr(["init-model", "--model", "tiny:chain", "--teacher"]) == 0  # cached: prints the folder, builds nothing
+    assert (
+        rlvr(["init-model", "--model", "tiny:chain", "--teacher"]) == 0
+    )  # cached: prints the folder, builds nothing
     assert capsys.readouterr().out.strip() == str(tiny_model_path("tiny:chain-teacher"))
     with pytest.raises(SystemExit):
         rlvr(["init-model", "--model", "tiny:nope"])

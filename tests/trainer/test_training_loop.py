@@ -51,9 +51,14 @@ def changed(before: Path, after_dir: Path) -> bool:
 
 @pytest.mark.parametrize("estimator", ["grpo", "dr_grpo", "rloo", "reinforce_pp"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
-def test_every_estimator_and_ratio_level_trains(random_model_dir: Path, tmp_path: Path, estimator: str, level: str) -> None:
-    cfg = tiny_config(random_model_dir, tmp_path, algorithm={"advantage_estimator": estimator,
-                                                            "importance_sampling_level": level})
+def test_every_estimator_and_ratio_level_trains(
+    random_model_dir: Path, tmp_path: Path, estimator: str, level: str
+) -> None:
+    cfg = tiny_config(
+        random_model_dir,
+        tmp_path,
+        algorithm={"advantage_estimator": estimator, "importance_sampling_level": level},
+    )
     rec = Recorder()
     result = train(cfg, sink=rec, log=lambda m: None)
     assert result.status == "succeeded" and len(rec.steps) == 2
@@ -65,19 +70,29 @@ def test_every_estimator_and_ratio_level_trains(random_model_dir: Path, tmp_path
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
 def test_every_loss_normalisation_trains(random_model_dir: Path, tmp_path: Path, loss_type: str) -> None:
-    cfg = tiny_config(random_model_dir, tmp_path, algorithm={"loss_type": loss_type}, training={"max_steps": 1})
+    cfg = tiny_config(
+        random_model_dir, tmp_path, algorithm={"loss_type": loss_type}, training={"max_steps": 1}
+    )
     rec = Recorder()
     train(cfg, sink=rec, log=lambda m: None)
     assert math.isfinite(rec.steps[0].metrics["actor/loss"])
     assert changed(random_model_dir, tmp_path)
 
 
-def test_kl_penalty_multiple_iterations_and_entropy_masking_together(random_model_dir: Path, tmp_path: Path) -> None:
-    cfg = tiny_config(random_model_dir, tmp_path, algorithm={
-        "beta": 0.1, "kl_estimator": "k3", "num_iterations": 2,
-        "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
-        "mask_truncated_completions": True,
-    })
+def test_kl_penalty_multiple_iterations_and_entropy_masking_together(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
+    cfg = tiny_config(
+        random_model_dir,
+        tmp_path,
+        algorithm={
+            "beta": 0.1,
+            "kl_estimator": "k3",
+            "num_iterations": 2,
+            "token_credit": {"name": "top_entropy", "params": {"quantile": 0.5}},
+            "mask_truncated_completions": True,
+        },
+    )
     rec = Recorder()
     train(cfg, sink=rec, log=lambda m: None)
     m = rec.steps[-1].metrics
@@ -95,14 +110,19 @@ def test_the_first_pass_ratio_is_one_so_nothing_clips(random_model_dir: Path, tm
 def test_sampling_logprobs_match_the_training_forward(random_model_dir: Path, tmp_path: Path) -> None:
     """The rollout engine's logprobs and the training forward agree (same positions, same temperature)."""
     rec = Recorder()
-    train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}, rollout={"temperature": 0.7}),
-          sink=rec, log=lambda m: None)
+    train(
+        tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}, rollout={"temperature": 0.7}),
+        sink=rec,
+        log=lambda m: None,
+    )
     for r in rec.steps[0].rollouts:
         sampled, trained = r.token_values["logprob"], r.token_values["old_logprob"]
         assert sampled == pytest.approx(trained, abs=1e-4)
 
 
-def test_rollout_records_carry_per_token_arrays_of_equal_length(random_model_dir: Path, tmp_path: Path) -> None:
+def test_rollout_records_carry_per_token_arrays_of_equal_length(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     rec = Recorder()
     train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}), sink=rec, log=lambda m: None)
     records = rec.steps[0].rollouts
@@ -124,18 +144,32 @@ def test_metrics_use_the_stable_names(random_model_dir: Path, tmp_path: Path) ->
     train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 1}), sink=rec, log=lambda m: None)
     keys = set(rec.steps[0].metrics)
     assert {
-        "rollout/reward_mean", "rollout/accuracy", "rollout/response_len_mean", "rollout/zero_std_frac",
-        "reward/regex_format_mean", "actor/pg_loss", "actor/entropy", "actor/clip_frac", "actor/grad_norm",
-        "perf/step_s", "perf/gen_tokens_per_s",
+        "rollout/reward_mean",
+        "rollout/accuracy",
+        "rollout/response_len_mean",
+        "rollout/zero_std_frac",
+        "reward/regex_format_mean",
+        "actor/pg_loss",
+        "actor/entropy",
+        "actor/clip_frac",
+        "actor/grad_norm",
+        "perf/step_s",
+        "perf/gen_tokens_per_s",
     } <= keys
     assert all(k.split("/")[0] in {"rollout", "reward", "actor", "perf", "budget"} for k in keys)
 
 
-def test_should_stop_cancels_at_a_step_boundary_with_a_checkpoint(random_model_dir: Path, tmp_path: Path) -> None:
+def test_should_stop_cancels_at_a_step_boundary_with_a_checkpoint(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     rec = Recorder()
     calls = iter([False, True])
-    result = train(tiny_config(random_model_dir, tmp_path, training={"max_steps": 5}), sink=rec,
-                   should_stop=lambda: next(calls), log=lambda m: None)
+    result = train(
+        tiny_config(random_model_dir, tmp_path, training={"max_steps": 5}),
+        sink=rec,
+        should_stop=lambda: next(calls),
+        log=lambda m: None,
+    )
     assert result.status == "cancelled" and result.steps_done == 1
     assert rec.events[-2:] == ["checkpoint:1", "end:cancelled"]
 

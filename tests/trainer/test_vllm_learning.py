@@ -34,7 +34,9 @@ def test_grpo_with_the_vllm_engine_raises_reward_and_greedy_accuracy(
 ) -> None:
     data = preset("addition")
     data["model"]["name_or_path"] = str(warm_model_dir)
-    data["rollout"].update({"engine": "vllm", "vllm_mode": "server", "vllm_max_model_len": 128, "vllm_kv_cache_gb": 0.25})
+    data["rollout"].update(
+        {"engine": "vllm", "vllm_mode": "server", "vllm_max_model_len": 128, "vllm_kv_cache_gb": 0.25}
+    )
     data["training"].update({"max_steps": 160, "max_off_policy_steps": max_off_policy_steps})
     data["checkpoint"] = {"output_dir": str(tmp_path), "save_steps": 0}
     seen = Metrics()

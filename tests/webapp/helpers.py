@@ -21,7 +21,9 @@ def make_user(username: str) -> User:
     return User.objects.create_user(username=username, password=f"pw-{username}-123")
 
 
-def rollout_record(step: int, group: int = 0, sample_index: int = 0, n_tokens: int = 4, **overrides: Any) -> RolloutRecord:
+def rollout_record(
+    step: int, group: int = 0, sample_index: int = 0, n_tokens: int = 4, **overrides: Any
+) -> RolloutRecord:
     """A RolloutRecord with deterministic per-token values (ref_logprob left out, as with beta = 0)."""
     values = {
         channel: [round(-0.5 * (i + 1) - c, 3) for i in range(n_tokens)]

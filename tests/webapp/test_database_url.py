@@ -9,10 +9,16 @@ from webapp.env import database_from_url
 
 
 def test_a_postgres_url_becomes_a_postgresql_database() -> None:
-    db = database_from_url("postgres://rlvr:s%40cret@db.internal:5433/studio?sslmode=require", base_dir=Path("/r"))
+    db = database_from_url(
+        "postgres://rlvr:s%40cret@db.internal:5433/studio?sslmode=require", base_dir=Path("/r")
+    )
     assert db["ENGINE"] == "django.db.backends.postgresql"
     assert (db["NAME"], db["USER"], db["PASSWORD"], db["HOST"], db["PORT"]) == (
-        "studio", "rlvr", "s@cret", "db.internal", "5433"
+        "studio",
+        "rlvr",
+        "s@cret",
+        "db.internal",
+        "5433",
     )
     assert db["OPTIONS"] == {"sslmode": "require"}
 
@@ -22,7 +28,10 @@ def test_the_postgresql_scheme_is_accepted_too() -> None:
 
 
 def test_a_sqlite_url_with_three_slashes_is_relative_to_the_repository() -> None:
-    assert database_from_url("sqlite:///data/db.sqlite3", base_dir=Path("/repo"))["NAME"] == "/repo/data/db.sqlite3"
+    assert (
+        database_from_url("sqlite:///data/db.sqlite3", base_dir=Path("/repo"))["NAME"]
+        == "/repo/data/db.sqlite3"
+    )
 
 
 def test_a_sqlite_url_with_four_slashes_is_absolute() -> None:

@@ -17,7 +17,9 @@ def test_an_empty_variable_counts_as_unset() -> None:
     assert env_int("X", 7, environ={"X": "  "}) == 7
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("1", True), ("true", True), ("YES", True), ("off", False), ("0", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("1", True), ("true", True), ("YES", True), ("off", False), ("0", False)]
+)
 def test_booleans_accept_the_usual_words(raw: str, expected: bool) -> None:
     assert env_bool("X", not expected, environ={"X": raw}) is expected
 
@@ -48,4 +50,6 @@ def test_a_list_with_an_empty_item_is_refused() -> None:
 
 def test_a_choice_outside_the_options_is_refused() -> None:
     with pytest.raises(ImproperlyConfigured, match="use one of redis, memory"):
-        env_choice("RLVR_CHANNEL_LAYER", "redis", ("redis", "memory"), environ={"RLVR_CHANNEL_LAYER": "kafka"})
+        env_choice(
+            "RLVR_CHANNEL_LAYER", "redis", ("redis", "memory"), environ={"RLVR_CHANNEL_LAYER": "kafka"}
+        )

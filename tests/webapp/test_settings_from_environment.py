@@ -11,7 +11,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def load_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "RLVR_DEBUG", "RLVR_SECRET_KEY")}
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "RLVR_DEBUG", "RLVR_SECRET_KEY")
+    }
     code = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -38,7 +40,9 @@ def test_debug_generates_a_secret_key_once_and_keeps_it_in_the_data_dir(tmp_path
 
 
 def test_a_missing_secret_key_outside_debug_fails_the_system_check(tmp_path: Path) -> None:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "RLVR_DEBUG", "RLVR_SECRET_KEY")}
+    base = {
+        k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "RLVR_DEBUG", "RLVR_SECRET_KEY")
+    }
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
         capture_output=True,

@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-INTERNAL = re.compile(r"\b\d{3}:L\d+\b|shared/seeds|shared/METHODS|METHODS\.md|\bissues? #?\d+", re.IGNORECASE)
+INTERNAL = re.compile(
+    r"\b\d{3}:L\d+\b|shared/seeds|shared/METHODS|METHODS\.md|\bissues? #?\d+", re.IGNORECASE
+)
 PAGE_FILES = sorted(p for root in ("templates", "static") for p in (REPO / root).rglob("*") if p.is_file())
 
 
 def internal_references(text: str) -> list[str]:
     """Each hit with a little context, so a failure says where to look."""
-    return [text[max(0, m.start() - 40):m.end() + 20].replace("\n", " ") for m in INTERNAL.finditer(text)]
+    return [text[max(0, m.start() - 40) : m.end() + 20].replace("\n", " ") for m in INTERNAL.finditer(text)]
 
 
 def test_the_pattern_catches_each_kind_of_internal_reference() -> None:

@@ -43,7 +43,9 @@ def real_services(transactional_db: None, runs_dir: Path) -> None:
     # In CI (.ci/run sets RLVR_REQUIRE_SERVICES) a missing service fails instead of skipping silently.
     missing = pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip
     if connection.vendor != "postgresql":
-        missing("real-worker tests need DATABASE_URL=postgres://... (the worker must share the test database)")
+        missing(
+            "real-worker tests need DATABASE_URL=postgres://... (the worker must share the test database)"
+        )
     if not redis_reachable(redis_url()):
         missing(f"real-worker tests need Redis at REDIS_URL ({redis_url()})")
 

@@ -31,7 +31,12 @@ def tiny_experiment_config(model_dir: Path, max_steps: int = 4, save_steps: int 
         "data": {"source": "demo", "size": 64},
         "rollout": {"num_generations": 4, "max_completion_length": 4},
         "verifiers": [{"name": "regex_format", "params": {"pattern": "[0-9]", "match": "search"}}],
-        "training": {"max_steps": max_steps, "prompts_per_step": 2, "micro_batch_size": 8, "learning_rate": 1e-3},
+        "training": {
+            "max_steps": max_steps,
+            "prompts_per_step": 2,
+            "micro_batch_size": 8,
+            "learning_rate": 1e-3,
+        },
         "checkpoint": {"save_steps": save_steps, "save_total_limit": 2},
     }
 
@@ -97,8 +102,24 @@ class CeleryWorker:
 
     def start(self) -> CeleryWorker:
         argv = [
-            sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", self.queues, "-c", "1",
-            "--pool", "prefork", "-n", self.nodename, "--loglevel", "INFO", "--without-mingle", "--without-gossip",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "-Q",
+            self.queues,
+            "-c",
+            "1",
+            "--pool",
+            "prefork",
+            "-n",
+            self.nodename,
+            "--loglevel",
+            "INFO",
+            "--without-mingle",
+            "--without-gossip",
         ]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -138,23 +159,27 @@ def worker_env(data_dir: Path, model_roots: list[Path] | None = None) -> dict[st
 
     env = dict(os.environ)
     roots = settings.RLVR_MODEL_ROOTS if model_roots is None else model_roots
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "webapp.settings",
-        "DATABASE_URL": database_url(),
-        "REDIS_URL": redis_url(),
-        "RLVR_CHANNEL_LAYER": "redis",
-        "RLVR_DATA_DIR": str(data_dir),
-        "RLVR_RUNS_DIR": str(data_dir / "runs"),
-        "RLVR_TOKEN_STORE": str(settings.RLVR_TOKEN_STORE),  # this process reads what the worker stores
-        "RLVR_MODEL_ROOTS": ":".join(str(root) for root in roots),
-        "RLVR_SECRET_KEY": "worker-test-secret-key-not-for-production",
-        "CELERY_SKIP_CHECKS": "1",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "webapp.settings",
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": redis_url(),
+            "RLVR_CHANNEL_LAYER": "redis",
+            "RLVR_DATA_DIR": str(data_dir),
+            "RLVR_RUNS_DIR": str(data_dir / "runs"),
+            "RLVR_TOKEN_STORE": str(settings.RLVR_TOKEN_STORE),  # this process reads what the worker stores
+            "RLVR_MODEL_ROOTS": ":".join(str(root) for root in roots),
+            "RLVR_SECRET_KEY": "worker-test-secret-key-not-for-production",
+            "CELERY_SKIP_CHECKS": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
-def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, worker: CeleryWorker | None = None) -> None:
+def wait_for(
+    predicate: Callable[[], bool], timeout_s: float, what: str, worker: CeleryWorker | None = None
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -162,7 +187,9 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str, worker:
         if worker is not None and worker.process is not None and worker.process.poll() is not None:
             raise AssertionError(f"the worker exited while waiting for {what}:\n{worker.log()}")
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}" + (f":\n{worker.log()}" if worker else ""))
+    raise AssertionError(
+        f"timed out after {timeout_s}s waiting for {what}" + (f":\n{worker.log()}" if worker else "")
+    )
 
 
 class FakeRedis:

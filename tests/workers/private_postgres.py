@@ -47,7 +47,9 @@ class PrivatePostgres:
     def _run(self, *argv: str, timeout: float = 60) -> None:
         result = subprocess.run(self._as_server_user(*argv), capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed:\n{result.stdout}\n{result.stderr}\n{self.server_log()}")
+            raise RuntimeError(
+                f"{' '.join(argv)} failed:\n{result.stdout}\n{result.stderr}\n{self.server_log()}"
+            )
 
     def server_log(self) -> str:
         return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
@@ -62,7 +64,17 @@ class PrivatePostgres:
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        self._run(str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+        self._run(
+            str(self.bin_dir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
         deadline = time.monotonic() + 30
         while not port_open("127.0.0.1", self.port):
             if time.monotonic() > deadline:
@@ -83,7 +95,17 @@ class PrivatePostgres:
 
     def create_database(self, name: str, template: str = "") -> None:
         copy = ("-T", template) if template else ()
-        self._run(str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", *copy, name)
+        self._run(
+            str(self.bin_dir / "createdb"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "postgres",
+            *copy,
+            name,
+        )
 
 
 @contextlib.contextmanager
@@ -95,7 +117,9 @@ def use_as_default_database(url: str) -> Iterator[None]:
     from webapp.env import database_from_url
 
     base_dir = Path(__file__).resolve().parents[2]
-    new_settings = ConnectionHandler({"default": database_from_url(url, base_dir=base_dir)}).settings["default"]
+    new_settings = ConnectionHandler({"default": database_from_url(url, base_dir=base_dir)}).settings[
+        "default"
+    ]
     old_settings, old_connection = connections.settings["default"], connections["default"]
     connections.settings["default"] = new_settings
     connections["default"] = connections.create_connection("default")

@@ -71,7 +71,10 @@ def broker_url(settings: Settings) -> Iterator[str]:
 
 @pytest.fixture
 def on_private_database(
-    server: PrivatePostgres, django_db_blocker: DjangoDbBlocker, request: pytest.FixtureRequest, settings: Settings,
+    server: PrivatePostgres,
+    django_db_blocker: DjangoDbBlocker,
+    request: pytest.FixtureRequest,
+    settings: Settings,
     runs_dir: Path,
 ) -> Iterator[PrivatePostgres]:
     """This test's own copy of the template database, as this process's default database."""
@@ -86,7 +89,9 @@ def send_training(broker_url: str, run_id: int) -> None:
     from webapp.core.tasks_by_name import RUN_TRAINING, app
 
     with app.connection_for_write(broker_url) as broker:
-        app.send_task(RUN_TRAINING.name, args=(run_id,), queue=RUN_TRAINING.queue, ignore_result=True, connection=broker)
+        app.send_task(
+            RUN_TRAINING.name, args=(run_id,), queue=RUN_TRAINING.queue, ignore_result=True, connection=broker
+        )
 
 
 @pytest.fixture
@@ -133,11 +138,15 @@ def assert_every_step_stored_once(run_id: int, max_steps: int) -> None:
 
 @pytest.mark.timeout(240)
 def test_a_database_restart_during_a_run_costs_no_run_and_no_step(
-    on_private_database: PrivatePostgres, start_worker: Callable[..., CeleryWorker], broker_url: str,
+    on_private_database: PrivatePostgres,
+    start_worker: Callable[..., CeleryWorker],
+    broker_url: str,
     random_model_dir: Path,
 ) -> None:
     owner = make_user("alice")
-    run = launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, MAX_STEPS, save_steps=4))
+    run = launch_run(
+        owner, make_project(owner), tiny_experiment_config(random_model_dir, MAX_STEPS, save_steps=4)
+    )
     worker = start_worker("pg-restart@%h")
     send_training(broker_url, run.pk)
     wait_for(lambda: (status_of(run.pk) or ("", 0))[1] >= 3, 120, "step 3", worker)
@@ -157,11 +166,15 @@ def test_a_database_restart_during_a_run_costs_no_run_and_no_step(
 
 @pytest.mark.timeout(300)
 def test_a_run_stranded_by_a_longer_outage_is_found_by_the_sweep_and_resumes_to_the_end(
-    on_private_database: PrivatePostgres, start_worker: Callable[..., CeleryWorker], broker_url: str,
+    on_private_database: PrivatePostgres,
+    start_worker: Callable[..., CeleryWorker],
+    broker_url: str,
     random_model_dir: Path,
 ) -> None:
     owner = make_user("alice")
-    run = launch_run(owner, make_project(owner), tiny_experiment_config(random_model_dir, MAX_STEPS, save_steps=2))
+    run = launch_run(
+        owner, make_project(owner), tiny_experiment_config(random_model_dir, MAX_STEPS, save_steps=2)
+    )
     worker = start_worker("pg-outage@%h", RLVR_DB_RETRY_S="3", RLVR_SWEEP_S="2", RLVR_MAX_ATTEMPTS="1")
     send_training(broker_url, run.pk)
     wait_for(lambda: (status_of(run.pk) or ("", 0))[1] >= 5, 120, "step 5", worker)
@@ -179,14 +192,22 @@ def test_a_run_stranded_by_a_longer_outage_is_found_by_the_sweep_and_resumes_to_
     assert run.status == "failed", worker.log()
     assert found_after_s < 30  # two heartbeats of an absent lease plus a sweep interval, with room
     event = RunEvent.objects.filter(run=run, kind="failed").latest("id")
-    assert "No worker held the run" in event.message and "resume it to continue from its checkpoint" in event.message
+    assert (
+        "No worker held the run" in event.message
+        and "resume it to continue from its checkpoint" in event.message
+    )
 
     from webapp.experiments.services import run_resume
 
     resumed = run_resume(run=run, actor=owner)
     assert resumed.resume_from  # from the last checkpoint, not from the start
     send_training(broker_url, run.pk)
-    wait_for(lambda: (status_of(run.pk) or ("queued", 0))[0] in ("succeeded", "failed"), 120, "the resumed run", worker)
+    wait_for(
+        lambda: (status_of(run.pk) or ("queued", 0))[0] in ("succeeded", "failed"),
+        120,
+        "the resumed run",
+        worker,
+    )
     run.refresh_from_db()
     assert run.status == "succeeded", f"{run.error_message}\n{worker.log()}"
     assert_every_step_stored_once(run.pk, MAX_STEPS)

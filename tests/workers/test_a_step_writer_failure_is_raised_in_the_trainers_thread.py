@@ -75,7 +75,9 @@ def test_a_step_that_failed_to_store_raises_at_the_checkpoint_and_no_checkpoint_
         sink.on_checkpoint(2, "/runs/x/checkpoints/step-000002")
     assert not Checkpoint.objects.filter(run=run).exists()  # a resume will not skip the lost step
 
-    sink.on_error("StoreDown: PostgreSQL refused the step", "Traceback ...")  # what the training loop does next
+    sink.on_error(
+        "StoreDown: PostgreSQL refused the step", "Traceback ..."
+    )  # what the training loop does next
     failed = Run.objects.get(pk=run.pk)
     assert (failed.status, failed.step) == ("failed", 1)
     assert list(MetricPoint.objects.filter(run=run).values_list("step", flat=True)) == [1]

@@ -36,14 +36,19 @@ def failing(times: int, error: Exception) -> tuple[Callable[[], str], list[int]]
 def test_a_write_is_retried_through_connection_errors_with_growing_waits() -> None:
     clock = Clock()
     write, calls = failing(3, OperationalError("terminating connection due to administrator command"))
-    assert with_db_retry(write, "storing step 23", window_s=60, sleep=clock.sleep, clock=lambda: clock.now) == "stored"
+    assert (
+        with_db_retry(write, "storing step 23", window_s=60, sleep=clock.sleep, clock=lambda: clock.now)
+        == "stored"
+    )
     assert len(calls) == 4 and clock.waits == [0.25, 0.5, 1.0]
 
 
 def test_a_database_down_past_the_window_raises_database_unavailable_saying_what_was_lost() -> None:
     clock = Clock()
     write, _ = failing(1000, InterfaceError("connection already closed"))
-    with pytest.raises(DatabaseUnavailable, match="more than 10 s while storing step 23: connection already closed"):
+    with pytest.raises(
+        DatabaseUnavailable, match="more than 10 s while storing step 23: connection already closed"
+    ):
         with_db_retry(write, "storing step 23", window_s=10, sleep=clock.sleep, clock=lambda: clock.now)
     assert 5 <= clock.now <= 10 and max(clock.waits) <= 5.0
 

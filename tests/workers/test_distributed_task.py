@@ -34,7 +34,11 @@ def distributed_config(model_dir: Path, max_steps: int) -> dict[str, Any]:
 
 
 def test_the_training_task_runs_two_processes_and_stores_every_step(
-    transactional_db: None, settings: Settings, tmp_path: Path, random_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    transactional_db: None,
+    settings: Settings,
+    tmp_path: Path,
+    random_model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("workers.lease.redis_client", FakeRedis)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
@@ -63,11 +67,15 @@ def test_the_training_task_runs_two_processes_and_stores_every_step(
 
 
 @pytest.mark.timeout(300)
-def test_a_real_worker_trains_a_two_process_run(start_worker: Callable[[str], CeleryWorker], random_model_dir: Path) -> None:
+def test_a_real_worker_trains_a_two_process_run(
+    start_worker: Callable[[str], CeleryWorker], random_model_dir: Path
+) -> None:
     owner = make_user("alice")
     run = launch_run(owner, make_project(owner), distributed_config(random_model_dir, max_steps=3))
     worker = start_worker("dist@%h")
-    wait_for(lambda: Run.objects.get(pk=run.pk).status in ("succeeded", "failed"), 240, "the run to finish", worker)
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status in ("succeeded", "failed"), 240, "the run to finish", worker
+    )
 
     run.refresh_from_db()
     assert (run.status, run.step, run.error_message) == ("succeeded", 3, "")

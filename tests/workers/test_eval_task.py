@@ -37,9 +37,17 @@ def launch(owner: Any, model: str = "tiny:addition", name: str = "addition") -> 
     from webapp.experiments.services import experiment_create
 
     project = make_project(owner, name=f"lab-{name}")
-    experiment = experiment_create(project=project, actor=owner, name="exp", config={"model": {"name_or_path": model}})
-    benchmark = benchmark_create(project=project, actor=owner, name=name, source="builtin",
-                                 builtin="builtin:addition", config=dict(BENCHMARK))
+    experiment = experiment_create(
+        project=project, actor=owner, name="exp", config={"model": {"name_or_path": model}}
+    )
+    benchmark = benchmark_create(
+        project=project,
+        actor=owner,
+        name=name,
+        source="builtin",
+        builtin="builtin:addition",
+        config=dict(BENCHMARK),
+    )
     row: EvalRun = eval_launch(benchmark=benchmark, actor=owner, experiments=[experiment])[0]
     return row
 
@@ -82,7 +90,11 @@ def test_an_interrupted_evaluation_resumes_without_redoing_finished_problems(
     assert (reference.problems_total, reference.problems_done) == (4, 4)
     assert EvalSample.objects.filter(problem__eval_run=reference).count() == 16
     assert set(reference.metrics) >= {"avg@4", "pass@1 (n=4)", "pass@2 (n=4)", "pass@4 (n=4)", "maj@4"}
-    assert reference.ci["pass@1 (n=4)"][0] <= reference.metrics["pass@1 (n=4)"] <= reference.ci["pass@1 (n=4)"][1]
+    assert (
+        reference.ci["pass@1 (n=4)"][0]
+        <= reference.metrics["pass@1 (n=4)"]
+        <= reference.ci["pass@1 (n=4)"][1]
+    )
 
     row = launch(owner, name="interrupted")
     stored_problem = DjangoEvalSink.on_problem
@@ -103,12 +115,15 @@ def test_an_interrupted_evaluation_resumes_without_redoing_finished_problems(
     row.refresh_from_db()
     assert (row.attempts, row.problems_done) == (2, 4)
     assert row.timings["generated_samples"] == 2 * 4  # only the two unfinished problems were generated
-    assert sorted(EvalProblem.objects.filter(eval_run=row).values_list("problem_id", flat=True)) == \
-        sorted(EvalProblem.objects.filter(eval_run=reference).values_list("problem_id", flat=True))
+    assert sorted(EvalProblem.objects.filter(eval_run=row).values_list("problem_id", flat=True)) == sorted(
+        EvalProblem.objects.filter(eval_run=reference).values_list("problem_id", flat=True)
+    )
     assert row.metrics == reference.metrics  # same samples as an uninterrupted evaluation (seeded per batch)
 
 
-def test_cancelling_a_running_evaluation_stops_it_between_problems(owner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancelling_a_running_evaluation_stops_it_between_problems(
+    owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from webapp.benchmarks.services import eval_cancel
 
     monkeypatch.setattr(DjangoEvalSink, "flush_every", 1)
@@ -136,14 +151,23 @@ def test_a_checkpoint_of_a_trained_run_is_evaluated_at_its_step(owner: Any, rand
     run = launch_run(owner, project, tiny_experiment_config(random_model_dir, max_steps=1, save_steps=1))
     assert run_training.apply(args=(run.pk,)).get() == "succeeded"
     checkpoint = Checkpoint.objects.get(run=run, step=1)
-    benchmark = benchmark_create(project=project, actor=owner, name="addition", source="builtin",
-                                 builtin="builtin:addition", config={**BENCHMARK, "max_problems": 2})
+    benchmark = benchmark_create(
+        project=project,
+        actor=owner,
+        name="addition",
+        source="builtin",
+        builtin="builtin:addition",
+        config={**BENCHMARK, "max_problems": 2},
+    )
     (row,) = eval_launch(benchmark=benchmark, actor=owner, checkpoints=[checkpoint])
 
     assert run_evaluation.apply(args=(row.pk,)).get() == "succeeded"
 
     row.refresh_from_db()
     assert (row.target_kind, row.step, row.model_path, row.problems_done) == (
-        "checkpoint", 1, f"checkpoint:{checkpoint.pk}", 2
+        "checkpoint",
+        1,
+        f"checkpoint:{checkpoint.pk}",
+        2,
     )
     assert row.label.endswith("step 1") and "pass@1 (n=4)" in row.metrics

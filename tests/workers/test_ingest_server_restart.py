@@ -26,8 +26,20 @@ class Daphne:
     def start(self) -> None:
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "webapp.asgi:application"],
-                cwd=REPO, env=worker_env(self.data_dir), stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.port),
+                    "webapp.asgi:application",
+                ],
+                cwd=REPO,
+                env=worker_env(self.data_dir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         wait_for(lambda: port_open("127.0.0.1", self.port) or self.process.poll() is not None, 30, "daphne")
         assert self.process.poll() is None, self.log.read_text()
@@ -41,22 +53,44 @@ class Daphne:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_the_spool_survives_a_server_restart_with_no_step_lost_or_doubled(real_services: None, tmp_path: Path) -> None:
+def test_the_spool_survives_a_server_restart_with_no_step_lost_or_doubled(
+    real_services: None, tmp_path: Path
+) -> None:
     owner = make_user("alice")
     project = make_project(owner, "Lab")
     server = Daphne(free_port(), tmp_path / "data", tmp_path / "daphne.log")
     server.start()
     try:
-        run = start_run(project=project.slug, name="restart", url=f"http://127.0.0.1:{server.port}",
-                        token=issue_token(owner).token, spool_dir=tmp_path / "spool", max_steps=30,
-                        flush_interval_s=0.05)
+        run = start_run(
+            project=project.slug,
+            name="restart",
+            url=f"http://127.0.0.1:{server.port}",
+            token=issue_token(owner).token,
+            spool_dir=tmp_path / "spool",
+            max_steps=30,
+            flush_interval_s=0.05,
+        )
         run.retry_interval_s = 0.5
 
         def log(step: int) -> None:
             run.log_metrics(step, {"rollout/reward_mean": step / 100, "perf/step_s": 1.0})
-            run.log_rollouts(step, [{"group": g, "sample_index": i, "prompt": f"p{g}", "completion": f"c{step}",
-                                     "tokens": ["c", f"{step}"], "token_ids": [1, 2], "reward": 1.0,
-                                     "token_values": {"advantage": [0.1, 0.1]}} for g in range(2) for i in range(2)])
+            run.log_rollouts(
+                step,
+                [
+                    {
+                        "group": g,
+                        "sample_index": i,
+                        "prompt": f"p{g}",
+                        "completion": f"c{step}",
+                        "tokens": ["c", f"{step}"],
+                        "token_ids": [1, 2],
+                        "reward": 1.0,
+                        "token_values": {"advantage": [0.1, 0.1]},
+                    }
+                    for g in range(2)
+                    for i in range(2)
+                ],
+            )
 
         for step in range(1, 11):
             log(step)
@@ -77,7 +111,9 @@ def test_the_spool_survives_a_server_restart_with_no_step_lost_or_doubled(real_s
 
     stored = Run.objects.get(pk=run.run_id)
     assert stored.status == RunStatus.SUCCEEDED and stored.step == 30
-    steps = Counter(MetricPoint.objects.filter(run=stored, key="rollout/reward_mean").values_list("step", flat=True))
+    steps = Counter(
+        MetricPoint.objects.filter(run=stored, key="rollout/reward_mean").values_list("step", flat=True)
+    )
     assert sorted(steps) == list(range(1, 31)) and set(steps.values()) == {1}
     per_step = Counter(Rollout.objects.filter(run=stored).values_list("step", flat=True))
     assert per_step == {step: 4 for step in range(1, 31)}

@@ -11,7 +11,9 @@ from workers.lease import Heartbeat, claim, holder_alive, lease_key
 class Clock:
     """A manual clock whose ``sleep`` advances it and lets a simulated holder act."""
 
-    def __init__(self, redis: FakeRedis | None = None, holder_refreshes: bool = False, appears_at: float | None = None) -> None:
+    def __init__(
+        self, redis: FakeRedis | None = None, holder_refreshes: bool = False, appears_at: float | None = None
+    ) -> None:
         self.now = 0.0
         self.redis, self.holder_refreshes, self.appears_at = redis, holder_refreshes, appears_at
 

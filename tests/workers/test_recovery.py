@@ -48,7 +48,9 @@ def test_a_checkpoint_past_the_last_stored_step_is_not_used(tmp_path: Path) -> N
 def test_a_pruned_or_half_written_checkpoint_falls_back_to_an_older_one(tmp_path: Path) -> None:
     three, nine = checkpoint(tmp_path, 3), checkpoint(tmp_path, 9, complete=False)
     gone = str(tmp_path / "checkpoints" / "step-000006")
-    plan = plan_start(resume_from=gone, earlier_attempt=True, checkpoints=[(3, three), (6, gone), (9, nine)], stored_step=9)
+    plan = plan_start(
+        resume_from=gone, earlier_attempt=True, checkpoints=[(3, three), (6, gone), (9, nine)], stored_step=9
+    )
     assert (plan.resume_from, plan.step, plan.truncate) == (three, 3, True)
 
 
@@ -106,9 +108,17 @@ def test_a_restarted_worker_requeues_and_resends_its_evaluations(
     owner = make_user("alice")
     project = make_project(owner)
     experiment = experiment_create(project=project, actor=owner, name="base", config={})
-    benchmark = benchmark_create(project=project, actor=owner, name="addition", source="builtin",
-                                 builtin="builtin:addition", config={"n_samples": 2, "max_problems": 2})
-    first, second = (eval_launch(benchmark=benchmark, actor=owner, experiments=[experiment])[0] for _ in range(2))
+    benchmark = benchmark_create(
+        project=project,
+        actor=owner,
+        name="addition",
+        source="builtin",
+        builtin="builtin:addition",
+        config={"n_samples": 2, "max_problems": 2},
+    )
+    first, second = (
+        eval_launch(benchmark=benchmark, actor=owner, experiments=[experiment])[0] for _ in range(2)
+    )
     eval_mark_started(eval_run_id=first.pk, worker="eval@host")
     eval_mark_started(eval_run_id=second.pk, worker="eval@host")
     EvalRun.objects.filter(pk=second.pk).update(cancel_requested=True)  # it was being cancelled

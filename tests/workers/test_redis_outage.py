@@ -59,7 +59,9 @@ STEPS = 40  # long enough that a loaded machine cannot finish the run before Red
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_run_keeps_storing_steps_while_redis_is_down_and_the_worker_reconnects(
-    start_worker: Callable[..., CeleryWorker], own_redis: Callable[[], Child], random_model_dir: Path,
+    start_worker: Callable[..., CeleryWorker],
+    own_redis: Callable[[], Child],
+    random_model_dir: Path,
     settings: Settings,
 ) -> None:
     redis = own_redis()
@@ -74,18 +76,26 @@ def test_a_run_keeps_storing_steps_while_redis_is_down_and_the_worker_reconnects
     redis.stop()
     at_outage = Run.objects.get(pk=run.pk).step
     assert at_outage < STEPS - 3, "the run finished before Redis went down: raise STEPS"
-    wait_for(lambda: Run.objects.get(pk=run.pk).step >= at_outage + 3, 60, "steps while Redis is down", worker)
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).step >= at_outage + 3, 60, "steps while Redis is down", worker
+    )
     own_redis()
 
     wait_for(lambda: Run.objects.get(pk=run.pk).status != "running", 60, "the run to end", worker)
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message
-    assert sorted(set(MetricPoint.objects.filter(run=run).values_list("step", flat=True))) == list(range(1, STEPS + 1))
+    assert sorted(set(MetricPoint.objects.filter(run=run).values_list("step", flat=True))) == list(
+        range(1, STEPS + 1)
+    )
 
     # Back in touch: a run sent after the outage is picked up by the same worker.
-    later = launch_run(owner, make_project(owner, "later"), tiny_experiment_config(random_model_dir, max_steps=1))
+    later = launch_run(
+        owner, make_project(owner, "later"), tiny_experiment_config(random_model_dir, max_steps=1)
+    )
     send(later.pk, url)
-    wait_for(lambda: Run.objects.get(pk=later.pk).status == "succeeded", 60, "a run sent after the outage", worker)
+    wait_for(
+        lambda: Run.objects.get(pk=later.pk).status == "succeeded", 60, "a run sent after the outage", worker
+    )
 
 
 def use_broker(url: str) -> None:
@@ -98,7 +108,9 @@ def use_broker(url: str) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_run_launched_while_redis_is_down_is_kept_not_queued_and_trains_once_queued_again(
-    start_worker: Callable[..., CeleryWorker], own_redis: Callable[[], Child], random_model_dir: Path,
+    start_worker: Callable[..., CeleryWorker],
+    own_redis: Callable[[], Child],
+    random_model_dir: Path,
     settings: Settings,
 ) -> None:
     redis = own_redis()
@@ -117,7 +129,9 @@ def test_a_run_launched_while_redis_is_down_is_kept_not_queued_and_trains_once_q
         own_redis()  # back, with the same port and data
         worker = start_worker("requeue@%h", redis_url=url)
         assert run_queue(run=run, actor=owner).status == "queued"
-        wait_for(lambda: Run.objects.get(pk=run.pk).status not in ("queued", "running"), 90, "the run", worker)
+        wait_for(
+            lambda: Run.objects.get(pk=run.pk).status not in ("queued", "running"), 90, "the run", worker
+        )
         run.refresh_from_db()
         assert run.status == "succeeded", run.error_message
     finally:

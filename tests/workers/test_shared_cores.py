@@ -49,7 +49,9 @@ def test_a_build_in_progress_is_found_by_any_process_and_gone_when_it_is_done(
     assert builds_in_progress() == [] and not (path / BUILDER_FILE).exists()
 
 
-def test_a_build_whose_process_died_is_not_in_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_build_whose_process_died_is_not_in_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLVR_HOME", str(tmp_path))
     left = tmp_path / "models" / ".build-killed"
     left.mkdir(parents=True)

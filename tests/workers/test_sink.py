@@ -25,17 +25,33 @@ from workers.sink import DjangoRunSink, StopPoller
 
 def record(step: int, group: int, index: int) -> RolloutRecord:
     return RolloutRecord(
-        step=step, prompt_id=f"p{group}", group=group, sample_index=index, prompt="1+2=", completion="3",
-        finish_reason="eos", reward=1.0, rewards={"exact": 1.0}, correct=True, details={"exact": {}},
-        advantage=0.5, token_ids=[7, 1], tokens=["3", "<eos>"],
+        step=step,
+        prompt_id=f"p{group}",
+        group=group,
+        sample_index=index,
+        prompt="1+2=",
+        completion="3",
+        finish_reason="eos",
+        reward=1.0,
+        rewards={"exact": 1.0},
+        correct=True,
+        details={"exact": {}},
+        advantage=0.5,
+        token_ids=[7, 1],
+        tokens=["3", "<eos>"],
         token_values={"logprob": [-0.1, -0.2], "advantage": [0.5, 0.5], "loss_mask": [1.0, 1.0]},
     )
 
 
 def report(step: int) -> StepReport:
     rollouts = [record(step, g, i) for g in range(2) for i in range(2)]
-    return StepReport(step=step, max_steps=10, metrics={"rollout/reward_mean": 0.25 * step, "actor/pg_loss": -0.1},
-                      rollouts=rollouts, elapsed_s=0.1)
+    return StepReport(
+        step=step,
+        max_steps=10,
+        metrics={"rollout/reward_mean": 0.25 * step, "actor/pg_loss": -0.1},
+        rollouts=rollouts,
+        elapsed_s=0.1,
+    )
 
 
 @pytest.fixture
@@ -70,7 +86,8 @@ def test_a_step_is_stored_with_its_metrics_and_packed_rollouts(committed_run: Ru
     sink.close()
 
     assert dict(MetricPoint.objects.filter(run=run, step=3).values_list("key", "value")) == {
-        "rollout/reward_mean": 0.75, "actor/pg_loss": -0.1,
+        "rollout/reward_mean": 0.75,
+        "actor/pg_loss": -0.1,
     }
     rollouts = list(Rollout.objects.filter(run=run, step=3))
     assert len(rollouts) == 4
@@ -99,11 +116,15 @@ def test_a_step_publishes_one_compact_event_after_commit(committed_run: Run, mem
 
 
 def test_with_redis_down_a_step_is_still_stored_and_the_run_goes_on(
-    committed_run: Run, settings: Settings, caplog: pytest.LogCaptureFixture,
+    committed_run: Run,
+    settings: Settings,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     run = committed_run
     dead = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}
+    }
     channel_layers.backends.clear()
     started = time.monotonic()
     try:

@@ -34,15 +34,26 @@ def run(transactional_db: None, settings: Settings, runs_dir: Path) -> Run:
 
 
 def phase(done: int, total: int = 10) -> PhaseReport:
-    return PhaseReport("building_model", "Building tiny:addition", "tiny:addition", done, total, done * 2.0,
-                       (total - done) * 2.0)
+    return PhaseReport(
+        "building_model",
+        "Building tiny:addition",
+        "tiny:addition",
+        done,
+        total,
+        done * 2.0,
+        (total - done) * 2.0,
+    )
 
 
 def test_a_phase_report_is_stored_through_the_service(run: Run) -> None:
     DjangoRunSink(run.pk).on_phase(phase(4))
     run.refresh_from_db()
     assert run.phase == "building_model"
-    assert (run.phase_progress["done"], run.phase_progress["total"], run.phase_progress["eta_s"]) == (4, 10, 12.0)
+    assert (run.phase_progress["done"], run.phase_progress["total"], run.phase_progress["eta_s"]) == (
+        4,
+        10,
+        12.0,
+    )
 
 
 def test_the_first_step_after_a_build_clears_it(run: Run) -> None:

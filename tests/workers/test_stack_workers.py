@@ -36,14 +36,18 @@ def test_each_stack_worker_has_its_own_stable_node_name_and_log(tmp_path: Path) 
     assert workers(tmp_path)[0].argv == children[0].argv  # the same on every start: recovery finds its rows
 
 
-def test_each_stack_worker_gets_its_share_of_the_cores_as_torch_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_stack_worker_gets_its_share_of_the_cores_as_torch_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("RLVR_TORCH_THREADS", raising=False)
     assert [c.own_env["RLVR_TORCH_THREADS"] for c in workers(tmp_path, cpus=2)] == ["1", "1"]
     assert [c.own_env["OMP_NUM_THREADS"] for c in workers(tmp_path, cpus=8)] == ["4", "4"]
     assert len(workers(tmp_path)) == 2  # the default: this process's affinity mask
 
 
-def test_a_thread_count_the_user_set_is_given_to_every_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_thread_count_the_user_set_is_given_to_every_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLVR_TORCH_THREADS", "3")
     assert [c.own_env["RLVR_TORCH_THREADS"] for c in workers(tmp_path, cpus=2)] == ["3", "3"]
     monkeypatch.setenv("RLVR_TORCH_THREADS", "many")
@@ -52,11 +56,21 @@ def test_a_thread_count_the_user_set_is_given_to_every_worker(tmp_path: Path, mo
 
 
 @pytest.mark.timeout(120)
-def test_a_child_the_stack_starts_runs_torch_with_its_share_of_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_the_stack_starts_runs_torch_with_its_share_of_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("RLVR_TORCH_THREADS", raising=False)
     training = workers(tmp_path, cpus=2)[0]
-    probe = Child("probe", [sys.executable, "-c", "import os, torch; print(os.environ['RLVR_TORCH_THREADS'], torch.get_num_threads())"],
-                  tmp_path / "probe.log", own_env=training.own_env)
+    probe = Child(
+        "probe",
+        [
+            sys.executable,
+            "-c",
+            "import os, torch; print(os.environ['RLVR_TORCH_THREADS'], torch.get_num_threads())",
+        ],
+        tmp_path / "probe.log",
+        own_env=training.own_env,
+    )
     stack = Stack("127.0.0.1", 0, demo=False, force_migrate=False, out=io.StringIO())
     stack._start(probe)  # as the stack starts its workers
     assert probe.process is not None and probe.process.wait(timeout=100) == 0

@@ -59,11 +59,18 @@ def test_a_run_trains_to_the_end_and_every_step_is_stored(owner: Any, random_mod
     assert run.final_metrics["rollout/reward_mean"] is not None
 
 
-def test_a_trainer_error_fails_the_run_with_the_message_the_trainer_wrote(owner: Any, random_model_dir: Path) -> None:
+def test_a_trainer_error_fails_the_run_with_the_message_the_trainer_wrote(
+    owner: Any, random_model_dir: Path
+) -> None:
     project = make_project(owner)
     broken = Dataset.objects.create(  # a stored file that no longer parses (uploads are checked when stored)
-        project=project, name="broken", path=str(DATA / "malformed_line.jsonl"), format="jsonl", rows=3,
-        prompt_field="prompt", answer_field="answer",
+        project=project,
+        name="broken",
+        path=str(DATA / "malformed_line.jsonl"),
+        format="jsonl",
+        rows=3,
+        prompt_field="prompt",
+        answer_field="answer",
     )
     config = tiny_experiment_config(random_model_dir)
     config["data"] = {"source": "file", "path": f"dataset:{broken.pk}"}
@@ -73,7 +80,9 @@ def test_a_trainer_error_fails_the_run_with_the_message_the_trainer_wrote(owner:
 
     run.refresh_from_db()
     assert run.status == "failed"
-    assert run.error_message.startswith(f"dataset:{broken.pk}, line 3: not valid JSON")  # named as the user did
+    assert run.error_message.startswith(
+        f"dataset:{broken.pk}, line 3: not valid JSON"
+    )  # named as the user did
     assert str(DATA) not in run.error_message  # the server path of the file never shows
     assert "Traceback" not in run.error_message
     assert RunEvent.objects.filter(run=run, kind="failed").exists()
@@ -128,7 +137,9 @@ def test_a_second_delivery_of_a_finished_run_changes_nothing(owner: Any, random_
     assert MetricPoint.objects.filter(run=run).count() == stored
 
 
-def test_a_run_trains_on_an_uploaded_dataset_named_by_id(owner: Any, random_model_dir: Path, settings: Settings) -> None:
+def test_a_run_trains_on_an_uploaded_dataset_named_by_id(
+    owner: Any, random_model_dir: Path, settings: Settings
+) -> None:
     from io import BytesIO
 
     from webapp.datafiles.services import dataset_upload
@@ -136,7 +147,9 @@ def test_a_run_trains_on_an_uploaded_dataset_named_by_id(owner: Any, random_mode
     settings.RLVR_DATASETS_DIR = settings.RLVR_RUNS_DIR.parent / "datasets"
     project = make_project(owner)
     raw = (DATA / "addition.jsonl").read_bytes()
-    dataset = dataset_upload(project=project, actor=owner, file=BytesIO(raw), filename="addition.jsonl", size=len(raw))
+    dataset = dataset_upload(
+        project=project, actor=owner, file=BytesIO(raw), filename="addition.jsonl", size=len(raw)
+    )
     config = tiny_experiment_config(random_model_dir, max_steps=1)
     config["data"] = {"source": "file", "path": f"dataset:{dataset.pk}"}
     run = launch(owner, config, project)

@@ -29,6 +29,7 @@ def test_a_third_step_waits_until_one_of_two_pending_steps_is_stored() -> None:
             started.set()
             release.wait(10)
             done.append(n)
+
         return job
 
     writer.submit(slow(1))
@@ -58,9 +59,21 @@ def test_flush_returns_only_when_every_step_is_stored() -> None:
 
 def record(step: int, group: int) -> RolloutRecord:
     return RolloutRecord(
-        step=step, prompt_id=f"p{group}", group=group, sample_index=0, prompt="1+2=", completion="3",
-        finish_reason="eos", reward=1.0, rewards={"exact": 1.0}, correct=True, details={}, advantage=0.5,
-        token_ids=[7, 1], tokens=["3", "<eos>"], token_values={"logprob": [-0.1, -0.2]},
+        step=step,
+        prompt_id=f"p{group}",
+        group=group,
+        sample_index=0,
+        prompt="1+2=",
+        completion="3",
+        finish_reason="eos",
+        reward=1.0,
+        rewards={"exact": 1.0},
+        correct=True,
+        details={},
+        advantage=0.5,
+        token_ids=[7, 1],
+        tokens=["3", "<eos>"],
+        token_values={"logprob": [-0.1, -0.2]},
     )
 
 
@@ -93,7 +106,11 @@ def test_a_checkpoint_is_recorded_only_after_the_steps_before_it_are_stored(
     sink = DjangoRunSink(run.pk)
     started = time.monotonic()
     for step in (1, 2):
-        sink.on_step(StepReport(step=step, max_steps=10, metrics={}, rollouts=[record(step, g) for g in range(3)], elapsed_s=0))
+        sink.on_step(
+            StepReport(
+                step=step, max_steps=10, metrics={}, rollouts=[record(step, g) for g in range(3)], elapsed_s=0
+            )
+        )
     assert time.monotonic() - started < 0.25  # handed over: the trainer did not wait for the database
     sink.on_checkpoint(2, "/runs/x/checkpoints/step-000002")
     assert seen_at_checkpoint == [6]  # both steps' rollouts were stored before the checkpoint row
@@ -105,7 +122,9 @@ def test_the_end_is_recorded_after_the_last_step_and_the_writer_stops(run: Run) 
     sink = DjangoRunSink(run.pk)
 
     for step in range(1, 4):
-        sink.on_step(StepReport(step=step, max_steps=3, metrics={"m": 1.0}, rollouts=[record(step, 0)], elapsed_s=0))
+        sink.on_step(
+            StepReport(step=step, max_steps=3, metrics={"m": 1.0}, rollouts=[record(step, 0)], elapsed_s=0)
+        )
     sink.on_end("succeeded", {})
     stored = Run.objects.get(pk=run.pk)
     assert (stored.status, stored.step) == ("succeeded", 3)

@@ -33,7 +33,9 @@ def redis_client(settings: Settings) -> Iterator[Any]:
     try:
         client.ping()
     except redis.RedisError:
-        (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(f"needs Redis at {settings.REDIS_URL}")
+        (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(
+            f"needs Redis at {settings.REDIS_URL}"
+        )
     settings.REDIS_URL = f"redis://{host}:{port}/{REDIS_DB}"
     client.flushdb()
     yield client
@@ -69,7 +71,9 @@ def test_a_running_run_no_worker_holds_is_requeued_from_its_last_checkpoint(
     assert (run.status, run.step, run.resume_from) == ("queued", 3, "/runs/run-1/checkpoints/step-000003")
     assert sent == [run.pk]
     event = RunEvent.objects.get(run=run, kind="recovered")
-    assert "No worker held the run" in event.message and "checkpoint at step 3 (attempt 2 of 3)" in event.message
+    assert (
+        "No worker held the run" in event.message and "checkpoint at step 3 (attempt 2 of 3)" in event.message
+    )
 
 
 def test_a_stranded_run_that_used_its_attempts_is_failed_and_can_be_resumed(
@@ -85,13 +89,17 @@ def test_a_stranded_run_that_used_its_attempts_is_failed_and_can_be_resumed(
     assert (resumed.status, resumed.resume_from) == ("queued", "/runs/run-1/checkpoints/step-000003")
 
 
-def test_a_stranded_run_that_was_asked_to_stop_is_cancelled(stranded: Run, redis_client: Any, sent: list[int]) -> None:
+def test_a_stranded_run_that_was_asked_to_stop_is_cancelled(
+    stranded: Run, redis_client: Any, sent: list[int]
+) -> None:
     Run.objects.filter(pk=stranded.pk).update(cancel_requested=True)
     assert recover_stranded_runs(redis_client, max_attempts=3, **FAST) == {stranded.pk: "cancelled"}
     assert Run.objects.get(pk=stranded.pk).status == "cancelled" and sent == []
 
 
-def test_a_running_run_whose_lease_is_held_is_left_alone(stranded: Run, redis_client: Any, sent: list[int]) -> None:
+def test_a_running_run_whose_lease_is_held_is_left_alone(
+    stranded: Run, redis_client: Any, sent: list[int]
+) -> None:
     redis_client.set(lease_key(stranded.pk), "gpu@alive/1", ex=20)
     assert recover_stranded_runs(redis_client, max_attempts=3, **FAST) == {}
     assert Run.objects.get(pk=stranded.pk).status == "running"
@@ -116,7 +124,9 @@ def test_a_queued_run_whose_task_is_lost_is_sent_again_on_the_second_sweep_that_
     assert sweeper.sweep_once() and sent == []  # missing once: its task may be on its way
     redis_client.delete(sweep_lock_key())  # the next interval
     assert sweeper.sweep_once() and sent == [lost.pk]
-    assert RunEvent.objects.filter(run=lost, kind="requeued", message__contains="no longer in the queue").exists()
+    assert RunEvent.objects.filter(
+        run=lost, kind="requeued", message__contains="no longer in the queue"
+    ).exists()
 
 
 def test_one_worker_sweeps_per_interval(db: None, redis_client: Any, sent: list[int]) -> None:

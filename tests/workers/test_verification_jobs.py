@@ -39,7 +39,9 @@ def test_the_verification_task_goes_to_the_default_queue_and_is_acknowledged_lat
 def test_a_worker_rescores_a_whole_run_in_chunks(real_services: None, tmp_path: Path, settings: Any) -> None:
     owner = make_user("alice")
     project = make_project(owner)
-    experiment = experiment_create(project=project, actor=owner, name="exp", config={"model": {"name_or_path": "tiny:addition"}})
+    experiment = experiment_create(
+        project=project, actor=owner, name="exp", config={"model": {"name_or_path": "tiny:addition"}}
+    )
     settings.RLVR_ENQUEUE = False
     run = run_launch(experiment=experiment, actor=owner)  # stays queued: no training worker here
     settings.RLVR_ENQUEUE = True  # the rescore job below is sent to the worker
@@ -56,7 +58,9 @@ def test_a_worker_rescores_a_whole_run_in_chunks(real_services: None, tmp_path: 
     ).versions.get()
 
     clear_queues(redis_url())
-    worker = CeleryWorker(worker_env(tmp_path / "data"), tmp_path / "worker.log", "vjobs@%h", queues="default").start()
+    worker = CeleryWorker(
+        worker_env(tmp_path / "data"), tmp_path / "worker.log", "vjobs@%h", queues="default"
+    ).start()
     try:
         client = APIClient()
         client.force_authenticate(user=owner)
@@ -71,6 +75,10 @@ def test_a_worker_rescores_a_whole_run_in_chunks(real_services: None, tmp_path: 
     assert body["status"] == JobStatus.SUCCEEDED, body["error"] + worker.log()
     assert (body["done"], body["total"], body["attempts"]) == (750, 750, 1)
     result = body["result"]
-    assert (result["scored"], result["changed"], result["newly_correct"], result["errors"]) == (750, 150, 150, 0)
+    assert (result["scored"], result["changed"], result["newly_correct"], result["errors"]) == (
+        750,
+        150,
+        150,
+        0,
+    )
     assert [r["step"] for r in result["rows"][:2]] == [3, 3] and result["rows"][-1]["step"] == 1
-

@@ -36,7 +36,9 @@ def test_a_worker_trains_an_async_vllm_run_and_cancel_stops_its_rollout_server(
 ) -> None:
     owner = make_user("alice")
     config = tiny_experiment_config(random_model_dir, max_steps=500)
-    config["rollout"].update({"engine": "vllm", "vllm_mode": "server", "vllm_kv_cache_gb": 0.25, "vllm_max_model_len": 128})
+    config["rollout"].update(
+        {"engine": "vllm", "vllm_mode": "server", "vllm_kv_cache_gb": 0.25, "vllm_max_model_len": 128}
+    )
     config["training"]["max_off_policy_steps"] = 1
     run = launch_run(owner, make_project(owner), config)
     worker = start_worker("vllm@%h")

@@ -32,7 +32,12 @@ def stored_metrics(run_id: int) -> dict[int, dict[str, float | None]]:
 
 
 # Wall-clock measurements of an asynchronous run: they differ between attempts by nature.
-ASYNC_TIMING = {"async/trainer_idle_s", "async/generator_idle_s", "async/generator_busy_s", "async/buffered_steps"}
+ASYNC_TIMING = {
+    "async/trainer_idle_s",
+    "async/generator_idle_s",
+    "async/generator_busy_s",
+    "async/buffered_steps",
+}
 
 
 def deterministic(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +63,9 @@ def test_a_killed_worker_s_run_resumes_from_its_checkpoint_without_losing_or_rep
     assert killed.status == "running"  # nobody told the database: the worker just vanished
 
     second = start_worker("kill-test@%h")
-    wait_for(lambda: Run.objects.get(pk=run.pk).status in ("succeeded", "failed"), 90, "the resumed run", second)
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status in ("succeeded", "failed"), 90, "the resumed run", second
+    )
 
     run.refresh_from_db()
     assert run.status == "succeeded", run.error_message
@@ -73,12 +80,16 @@ def test_a_killed_worker_s_run_resumes_from_its_checkpoint_without_losing_or_rep
         assert deterministic(after[step]) == pytest.approx(deterministic(metrics), rel=1e-5, abs=1e-6), step
 
     if max_off_policy_steps:  # each step's rollouts came from the policy min(2, step - 1) updates before
-        assert [after[s]["async/staleness"] for s in range(1, MAX_STEPS + 1)] == [min(2, s - 1) for s in range(1, MAX_STEPS + 1)]
+        assert [after[s]["async/staleness"] for s in range(1, MAX_STEPS + 1)] == [
+            min(2, s - 1) for s in range(1, MAX_STEPS + 1)
+        ]
         versions = Rollout.objects.filter(run_id=run.pk).values_list("step", "details")
         assert all(d["allocation"]["policy_version"] == max(0, s - 3) for s, d in versions)
 
     resume = RunEvent.objects.filter(run_id=run.pk, kind="resume").get()
     assert resume.step in (3, 6, 9)
-    assert resume.message.startswith(f"Attempt 2 on {second.node}: resuming from the checkpoint at step {resume.step} (")
+    assert resume.message.startswith(
+        f"Attempt 2 on {second.node}: resuming from the checkpoint at step {resume.step} ("
+    )
     assert not RunEvent.objects.filter(run_id=run.pk, message__contains="from the start").exists()
     assert RunEvent.objects.filter(run_id=run.pk, kind="worker_lost").exists()

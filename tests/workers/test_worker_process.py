@@ -72,7 +72,9 @@ def test_a_worker_trains_a_run_and_a_websocket_client_sees_every_step(
         assert connected
         hello = await communicator.receive_json_from(timeout=10)
         start_worker("e2e@%h")  # only now, so that no event can precede the subscription
-        events = await collect_events(communicator, timeout_s=120)  # a worker boots slowly on a busy 2-core machine
+        events = await collect_events(
+            communicator, timeout_s=120
+        )  # a worker boots slowly on a busy 2-core machine
         await communicator.disconnect()
         return [hello, *events]
 
@@ -111,5 +113,8 @@ def test_cancelling_a_running_run_stops_it_at_a_step_boundary_with_a_checkpoint(
     assert run.status == "cancelled"
     assert 2 <= run.step < 200
     assert Checkpoint.objects.filter(run=run, step=run.step).exists()  # resumable from where it stopped
-    assert list(RunEvent.objects.filter(run=run, kind__in=["cancel_requested", "cancelled"])
-                .values_list("kind", flat=True)) == ["cancel_requested", "cancelled"]
+    assert list(
+        RunEvent.objects.filter(run=run, kind__in=["cancel_requested", "cancelled"]).values_list(
+            "kind", flat=True
+        )
+    ) == ["cancel_requested", "cancelled"]

@@ -22,7 +22,8 @@ class MethodChoice(BoundedModel):
 
     name: str
     params: Any = Field(
-        default_factory=dict, validate_default=True,
+        default_factory=dict,
+        validate_default=True,
         description="The chosen method's parameters, validated by its own model (each method's are listed, with their "
         "defaults and ranges, under x-choices); omitted ones take their defaults.",
     )
@@ -38,7 +39,9 @@ class MethodChoice(BoundedModel):
     @classmethod
     def _known_name(cls, value: Any) -> Any:
         if isinstance(value, str) and value not in cls._axis:
-            raise ValueError(f"unknown {cls._axis.kind} {value!r}; valid names are: {', '.join(cls._axis.names())}")
+            raise ValueError(
+                f"unknown {cls._axis.kind} {value!r}; valid names are: {', '.join(cls._axis.names())}"
+            )
         return value
 
     @field_validator("params", mode="after")
@@ -48,7 +51,9 @@ class MethodChoice(BoundedModel):
         if name is None:  # the name was refused; that error is the one to show
             return value
         if value is not None and not isinstance(value, dict | BoundedModel):
-            raise ValueError(f"params of {cls._axis.kind} {name!r} must be a mapping of parameter names to values")
+            raise ValueError(
+                f"params of {cls._axis.kind} {name!r} must be a mapping of parameter names to values"
+            )
         return cls._axis.entry(name).parse_params(value)
 
     def active(self) -> ActiveMethod:
@@ -70,8 +75,15 @@ def choice_model(axis: Axis[Any]) -> type[MethodChoice]:
     model = create_model(
         "".join(part.capitalize() for part in axis.config_field.rsplit(".", 1)[-1].split("_")) + "Choice",
         __base__=MethodChoice,
-        name=(Literal[names], Field(description=f"The {axis.kind}: " + "; ".join(  # type: ignore[valid-type,arg-type]
-            f"'{e.name}': {e.description}" for e in axis.choices()))),
+        name=(
+            Literal[names],
+            Field(
+                description=f"The {axis.kind}: "
+                + "; ".join(  # type: ignore[valid-type,arg-type]
+                    f"'{e.name}': {e.description}" for e in axis.choices()
+                )
+            ),
+        ),
     )
     model._axis = axis
     return model
@@ -79,13 +91,20 @@ def choice_model(axis: Axis[Any]) -> type[MethodChoice]:
 
 def choice_field(axis: Axis[Any], description: str) -> Any:
     """A ``Field`` for an axis's config entry: its default method, and ``x-choices`` in the schema."""
-    extra = {"x-axis": axis.config_field, "x-default": axis.default, "x-choices": [
-        {"name": e.name, "description": e.description, "params": e.params.model_json_schema()} for e in axis.choices()
-    ]}
+    extra = {
+        "x-axis": axis.config_field,
+        "x-default": axis.default,
+        "x-choices": [
+            {"name": e.name, "description": e.description, "params": e.params.model_json_schema()}
+            for e in axis.choices()
+        ],
+    }
     if axis.many:
         return Field(default_factory=list, max_length=32, description=description, json_schema_extra=extra)  # type: ignore[arg-type]
     default = axis.default
     return Field(  # type: ignore[call-overload]
-        default_factory=lambda: {"name": default}, validate_default=True, description=description,
+        default_factory=lambda: {"name": default},
+        validate_default=True,
+        description=description,
         json_schema_extra=extra,
     )

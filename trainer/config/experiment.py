@@ -46,12 +46,15 @@ class ExperimentConfig(_Section):
     """Everything one training run needs. YAML and JSON files load into it (`load_config`)."""
 
     name: str = Field("experiment", max_length=MAX_NAME_CHARS, description="Human-readable run name.")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed for sampling prompts and completions and for initialisation.")
+    seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Seed for sampling prompts and completions and for initialisation."
+    )
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     verifiers: list[VerifierSpec] = Field(
-        default_factory=lambda: [VerifierSpec(name="exact")], max_length=64,
+        default_factory=lambda: [VerifierSpec(name="exact")],
+        max_length=64,
         description="Reward functions; rewards are combined with algorithm.reward_weights.",
     )
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
@@ -93,11 +96,12 @@ class ExperimentConfig(_Section):
             return self
         clashing = [v.key for v in self.verifiers if v.key == "rubric" or v.key.startswith("rubric/")]
         if clashing:
-            raise ValueError(f"verifier label(s) {clashing} clash with the rubric's reward keys: relabel them")
+            raise ValueError(
+                f"verifier label(s) {clashing} clash with the rubric's reward keys: relabel them"
+            )
         if self.rubric.uses_judge and self.rollout.engine != "hf":
             raise ValueError("rubric judge criteria run through the 'hf' engine: set rollout.engine to 'hf'")
         return self
-
 
     @model_validator(mode="after")
     def _check_verifiers(self) -> ExperimentConfig:
@@ -146,7 +150,9 @@ class ExperimentConfig(_Section):
             if self.data.source == "file" and self.data.answer_field is None:
                 raise ValueError("teacher.mode 'self' (OPSD) needs reference answers: set data.answer_field")
         try:  # plain {prompt} / {answer} only: '{prompt.__class__}' would read Python internals (shared web app)
-            fields = {name for _, name, _, _ in string.Formatter().parse(t.privileged_template) if name is not None}
+            fields = {
+                name for _, name, _, _ in string.Formatter().parse(t.privileged_template) if name is not None
+            }
         except ValueError as err:
             fields = {f"({err})"}
         if not fields <= {"prompt", "answer"}:
@@ -186,15 +192,22 @@ class ExperimentConfig(_Section):
         the method axes refuse their own (each method's checks)."""
         judge = self.rubric.judge_model if self.rubric is not None and self.rubric.uses_judge else None
         return [
-            ("rollout.engine 'vllm' with vllm_mode 'colocated' (vLLM would set up its own torch.distributed group "
-             "inside each process): use vllm_mode 'server', which gives every process its own rollout server",
-             self.rollout.engine == "vllm" and self.rollout.vllm_mode == "colocated"),
-            ("training.max_off_policy_steps > 0 (the background generator would run collectives beside the "
-             "update's): use num_processes 1 for asynchronous runs", self.training.max_off_policy_steps > 0),
-            ("a sampling rubric judge (rubric.judge_model.top_k above 1 or 0: the judge samples one random stream over "
-             "each generation call's verdicts, so they would depend on how the step is split over processes): use "
-             "top_k 1 (greedy, the default) or num_processes 1",
-             judge is not None and judge.top_k != 1),
+            (
+                "rollout.engine 'vllm' with vllm_mode 'colocated' (vLLM would set up its own torch.distributed group "
+                "inside each process): use vllm_mode 'server', which gives every process its own rollout server",
+                self.rollout.engine == "vllm" and self.rollout.vllm_mode == "colocated",
+            ),
+            (
+                "training.max_off_policy_steps > 0 (the background generator would run collectives beside the "
+                "update's): use num_processes 1 for asynchronous runs",
+                self.training.max_off_policy_steps > 0,
+            ),
+            (
+                "a sampling rubric judge (rubric.judge_model.top_k above 1 or 0: the judge samples one random stream over "
+                "each generation call's verdicts, so they would depend on how the step is split over processes): use "
+                "top_k 1 (greedy, the default) or num_processes 1",
+                judge is not None and judge.top_k != 1,
+            ),
         ]
 
     def _check_fsdp(self) -> None:
@@ -209,13 +222,14 @@ class ExperimentConfig(_Section):
                 "training.fsdp with model.lora_r > 0 is not supported yet: use LoRA without fsdp, or fsdp without LoRA"
             )
         if self.training.max_off_policy_steps > 0:
-            raise ValueError("training.fsdp with training.max_off_policy_steps > 0 is not supported: turn one off")
+            raise ValueError(
+                "training.fsdp with training.max_off_policy_steps > 0 is not supported: turn one off"
+            )
         if self.rollout.engine == "vllm":
             raise ValueError(
                 "training.fsdp with rollout.engine 'vllm' is not supported (vLLM holds its own whole copy of the "
                 "weights): use rollout.engine 'hf' with fsdp, or vllm without fsdp"
             )
-
 
     @model_validator(mode="after")
     def _check_evaluation(self) -> ExperimentConfig:
@@ -223,14 +237,15 @@ class ExperimentConfig(_Section):
         ev = self.evaluation
         if ev.enabled and not ev.benchmarks:
             which = "eval_every" if ev.eval_every else "eval_at_start" if ev.eval_at_start else "eval_at_end"
-            raise ValueError(f"evaluation.{which} is set but evaluation.benchmarks is empty: add e.g. 'builtin:addition'")
+            raise ValueError(
+                f"evaluation.{which} is set but evaluation.benchmarks is empty: add e.g. 'builtin:addition'"
+            )
         if ev.enabled:
             try:
                 resolve_training_benchmarks(ev)  # unknown names, missing files, bad fields: at submit time
             except RLVRError as err:
                 raise ValueError(f"evaluation.benchmarks: {err}") from None
         return self
-
 
     @property
     def completions_per_step(self) -> int:

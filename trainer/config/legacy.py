@@ -88,12 +88,18 @@ def _choice(value: Any) -> dict[str, Any]:
 def _set_param(choice: dict[str, Any], param: str, value: Any, where: str) -> None:
     params = choice["params"]
     if param in params and params[param] != value:
-        raise ValueError(f"{where} ({value!r}) and the params' {param} ({params[param]!r}) disagree: keep one")
+        raise ValueError(
+            f"{where} ({value!r}) and the params' {param} ({params[param]!r}) disagree: keep one"
+        )
     params[param] = value
 
 
-SECTIONS = {"algorithm": "AlgorithmConfig", "budget": "RolloutBudgetConfig", "teacher": "TeacherConfig",
-            "shaping": "ShapingConfig"}
+SECTIONS = {
+    "algorithm": "AlgorithmConfig",
+    "budget": "RolloutBudgetConfig",
+    "teacher": "TeacherConfig",
+    "shaping": "ShapingConfig",
+}
 
 
 def upgrade_config(config: dict[str, Any], strict: bool = False) -> dict[str, Any]:
@@ -110,7 +116,11 @@ def upgrade_config(config: dict[str, Any], strict: bool = False) -> dict[str, An
 def upgrade_section(section: str, data: dict[str, Any], strict: bool = True) -> dict[str, Any]:
     """``data`` with the flat keys of ``section`` moved into their method's params (see the module docstring)."""
     table, switches = _PARAMS.get(section, {}), _SWITCHES.get(section, {})
-    flat = [k for k in data if k in table or k in switches or (section == "ShapingConfig" and k in _ANSWER_READING)]
+    flat = [
+        k
+        for k in data
+        if k in table or k in switches or (section == "ShapingConfig" and k in _ANSWER_READING)
+    ]
     if not flat:
         return data
     out = dict(data)
@@ -150,8 +160,11 @@ def upgrade_section(section: str, data: dict[str, Any], strict: bool = True) -> 
                 continue
             value = out.pop(key)
             targets = _targets(out, "reward_shaping", _LABEL_FREE)
-            targets += [c for c in _targets(out, "advantage_shaping", ("rarity",))
-                        if c["params"].get("cue", "answer_form") == "answer_form"]
+            targets += [
+                c
+                for c in _targets(out, "advantage_shaping", ("rarity",))
+                if c["params"].get("cue", "answer_form") == "answer_form"
+            ]
             if not targets and value != default and strict:
                 raise ValueError(
                     f"{key} sets how a label-free reward or the 'answer_form' rarity cue reads answers, and this config "
@@ -189,17 +202,25 @@ def aliases(section: str) -> dict[str, dict[str, Any]]:
     where it went."""
     out: dict[str, dict[str, Any]] = {}
     for key, (field, method, param, default) in _PARAMS.get(section, {}).items():
-        wanted = "a label-free reward ('majority_vote' or 'soft_consensus')" if method == "*label_free" else repr(method)
+        wanted = (
+            "a label-free reward ('majority_vote' or 'soft_consensus')"
+            if method == "*label_free"
+            else repr(method)
+        )
         origin = "TRL's GRPOConfig name" if key in _TRL_NAMES else "a flat name of earlier versions"
         out[key] = {
-            "to": f"{field}.params.{param}", "method": method.lstrip("*"), "trl": key in _TRL_NAMES,
+            "to": f"{field}.params.{param}",
+            "method": method.lstrip("*"),
+            "trl": key in _TRL_NAMES,
             "description": f"{origin}: accepted here and moved into {field}'s params as {param} when {field} is "
             f"{wanted}; without that choice only its no-op value {default!r} is accepted (nothing is switched "
             "on behind your back).",
         }
     for key, (field, _to_method, switch_param) in _SWITCHES.get(section, {}).items():
         out[key] = {
-            "to": field, "method": None, "trl": False,
+            "to": field,
+            "method": None,
+            "trl": False,
             "description": f"A flat switch of earlier versions: adds its method to {field}"
             + (f" with the value as {switch_param}." if switch_param else "."),
         }

@@ -49,4 +49,3 @@ def load_config(path: str | Path) -> ExperimentConfig:
 def config_schema() -> dict[str, Any]:
     """The JSON schema the web form is generated from."""
     return ExperimentConfig.model_json_schema()
-

@@ -80,15 +80,18 @@ class AlgorithmConfig(_MethodSection):
     """The GRPO-family objective: one method for each choice below, and the knobs they all share."""
 
     advantage_estimator: AdvantageChoice = choice_field(
-        ADVANTAGES, "How rewards become one advantage per completion. 'grpo' takes scale_rewards (TRL name) in its params."
+        ADVANTAGES,
+        "How rewards become one advantage per completion. 'grpo' takes scale_rewards (TRL name) in its params.",
     )
     token_credit: TokenCreditChoice = choice_field(
-        TOKEN_CREDIT, "How a completion's advantage becomes per-token advantages (what the token view colours). "
+        TOKEN_CREDIT,
+        "How a completion's advantage becomes per-token advantages (what the token view colours). "
         "TRL's top_entropy_quantile is accepted in this section as an alias of 'top_entropy''s quantile "
         "(Wang et al. 2025, 'Beyond the 80/20 Rule'; see x-aliases).",
     )
     loss_type: AggregationChoice = choice_field(
-        AGGREGATIONS, "Loss normalisation (TRL name): how per-token losses become the scalar that is back-propagated."
+        AGGREGATIONS,
+        "Loss normalisation (TRL name): how per-token losses become the scalar that is back-propagated.",
     )
     importance_sampling_level: PolicyLossChoice = choice_field(
         POLICY_LOSSES,
@@ -96,7 +99,8 @@ class AlgorithmConfig(_MethodSection):
         "its GSPO-token form so per-token advantages keep their gradient) or 'segment' (HISPO).",
     )
     clip_mode: ClipRangeChoice = choice_field(
-        CLIP_RANGES, "The clip range of each completion: 'fixed' [1 - epsilon, 1 + epsilon_high] (PPO) or 'gapo'."
+        CLIP_RANGES,
+        "The clip range of each completion: 'fixed' [1 - epsilon, 1 + epsilon_high] (PPO) or 'gapo'.",
     )
     loss_masks: list[LossMaskChoice] = choice_field(
         LOSS_MASKS, "Tokens taken out of the loss, e.g. 'answer_span' (OM-GRPO); applied in order."
@@ -106,21 +110,29 @@ class AlgorithmConfig(_MethodSection):
     )
     epsilon: float = Field(0.2, gt=0, le=10, description="Lower clip range: ratio >= 1 - epsilon (PPO).")
     epsilon_high: float | None = Field(
-        None, gt=0, le=10,
+        None,
+        gt=0,
+        le=10,
         description="Upper clip range (clip-higher, DAPO, Yu et al. 2025: 0.28); default: epsilon.",
     )
     beta: float = Field(
         0.0, ge=0, le=100, description="KL coefficient to the frozen reference model; 0 loads no reference."
     )
     num_iterations: int = Field(
-        1, ge=1, le=64, description="Optimizer passes over each batch of rollouts (mu in GRPO); >1 reuses them "
+        1,
+        ge=1,
+        le=64,
+        description="Optimizer passes over each batch of rollouts (mu in GRPO); >1 reuses them "
         "with stored old logprobs and PPO clipping.",
     )
     mask_truncated_completions: bool = Field(
-        False, description="Exclude completions cut at max_completion_length from the loss (DAPO overlong filtering)."
+        False,
+        description="Exclude completions cut at max_completion_length from the loss (DAPO overlong filtering).",
     )
     reward_weights: list[Annotated[float, Field(ge=-1000, le=1000)]] | None = Field(
-        None, max_length=MAX_LIST_ITEMS, description="One weight per verifier for the total reward (TRL name); default all 1.0."
+        None,
+        max_length=MAX_LIST_ITEMS,
+        description="One weight per verifier for the total reward (TRL name); default all 1.0.",
     )
     dual_clip: bool = Field(
         False,
@@ -139,7 +151,9 @@ class AlgorithmConfig(_MethodSection):
     @model_validator(mode="after")
     def _clip_higher(self) -> AlgorithmConfig:
         if self.clip_high < self.epsilon * 0.5:
-            raise ValueError("algorithm.epsilon_high is far below epsilon; clip-higher needs epsilon_high >= epsilon")
+            raise ValueError(
+                "algorithm.epsilon_high is far below epsilon; clip-higher needs epsilon_high >= epsilon"
+            )
         return self
 
 
@@ -153,7 +167,8 @@ class ShapingConfig(_MethodSection):
         "RL, OM-GRPO), 'overlong_penalty' (DAPO), 'length_penalty'. Each term is also shown as its own reward key.",
     )
     advantage_shaping: list[AdvantageShapingChoice] = choice_field(
-        ADVANTAGE_SHAPING, "Applied in order to the advantages: 'rarity' (Cue-GRPO rarity-aware redistribution)."
+        ADVANTAGE_SHAPING,
+        "Applied in order to the advantages: 'rarity' (Cue-GRPO rarity-aware redistribution).",
     )
 
 
@@ -174,7 +189,9 @@ class RolloutBudgetConfig(_MethodSection):
         "max_generation_rounds rounds.",
     )
     max_generation_rounds: int = Field(
-        3, ge=1, le=100,
+        3,
+        ge=1,
+        le=100,
         description="Dynamic sampling: most rounds of prompt drawing per step (DAPO's max_num_gen_batches); "
         "when they run out the step trains on the informative groups found so far.",
     )

@@ -117,7 +117,9 @@ VERL_NAMES: dict[str, OutsideName] = {
     "algorithm.norm_adv_by_std_in_grpo": OutsideName(
         "algorithm.advantage_estimator.params.scale_rewards", _one_of({True: "group", False: "none"})
     ),
-    f"{_ACTOR}.kl_loss_coef": OutsideName("algorithm.beta"),  # the KL in the loss (use_kl_loss), as GRPO's beta
+    f"{_ACTOR}.kl_loss_coef": OutsideName(
+        "algorithm.beta"
+    ),  # the KL in the loss (use_kl_loss), as GRPO's beta
     f"{_ACTOR}.kl_loss_type": OutsideName(
         "algorithm.kl_estimator.name", _one_of({"low_var_kl": "k3", "kl": "k1"})
     ),

@@ -17,8 +17,15 @@ class _Section(BoundedModel):
 
 
 # Sections owned by the package that reads them, re-exported here.
-__all__ = ["CheckpointConfig", "DataConfig", "EvaluationConfig", "ModelConfig", "RolloutConfig", "TrainingConfig",
-           "VerifierSpec"]
+__all__ = [
+    "CheckpointConfig",
+    "DataConfig",
+    "EvaluationConfig",
+    "ModelConfig",
+    "RolloutConfig",
+    "TrainingConfig",
+    "VerifierSpec",
+]
 
 
 class ModelConfig(_Section):
@@ -51,18 +58,22 @@ class ModelConfig(_Section):
         "weights (ignored on CPU).",
     )
     lora_r: int = Field(
-        0, ge=0, le=1024,
+        0,
+        ge=0,
+        le=1024,
         description="LoRA rank (Hu et al. 2021, through peft); 0 trains all weights. With LoRA the KL "
         "reference is the base model with the adapter disabled (no second copy in memory).",
     )
-    lora_alpha: float = Field(16.0, gt=0, le=10_000, description="LoRA scaling numerator: the update is (alpha / r) * B A.")
-    lora_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA branch input.")
-    lora_target_modules: Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)] | Literal["all-linear"] = Field(
-        "all-linear",
-        description="Modules that get adapters: 'all-linear' or names such as ['q_proj', 'v_proj'].",
+    lora_alpha: float = Field(
+        16.0, gt=0, le=10_000, description="LoRA scaling numerator: the update is (alpha / r) * B A."
     )
-
-
+    lora_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the LoRA branch input.")
+    lora_target_modules: Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)] | Literal["all-linear"] = (
+        Field(
+            "all-linear",
+            description="Modules that get adapters: 'all-linear' or names such as ['q_proj', 'v_proj'].",
+        )
+    )
 
 
 class RolloutConfig(_Section):
@@ -82,32 +93,43 @@ class RolloutConfig(_Section):
         "process and memory), started by the run unless rollout.vllm_server_url names one already running.",
     )
     vllm_server_url: str | None = Field(
-        None, max_length=500, pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$",
+        None,
+        max_length=500,
+        pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$",
         description="vllm_mode 'server': the URL of a running rollout server (e.g. http://rollout:8100; "
         "its token in the RLVR_ROLLOUT_TOKEN environment variable). null: the run starts its own server "
         "process and stops it when the run ends. The server must see the run's checkpoint.output_dir "
         "(weights are handed over as files there).",
     )
     vllm_gpu_memory_utilization: float = Field(
-        0.3, gt=0, le=0.95,
+        0.3,
+        gt=0,
+        le=0.95,
         description="Share of GPU memory (on CPU: of RAM) vLLM may take for weights and KV cache (engine "
         "'vllm'); the rest is left to training. TRL's colocate default is 0.3.",
     )
     vllm_kv_cache_gb: float | None = Field(
-        None, gt=0, le=16_384,
+        None,
+        gt=0,
+        le=16_384,
         description="GiB vLLM reserves for its KV cache; when set it replaces vllm_gpu_memory_utilization's "
         "sizing. null: the utilization share on a GPU, 1 GiB on the CPU (where the share counts the whole "
         "process's memory against it).",
     )
     vllm_max_model_len: int | None = Field(
-        None, ge=16, le=1_048_576,
+        None,
+        ge=16,
+        le=1_048_576,
         description="vLLM's context length (prompt + completion); null: the model's own maximum.",
     )
     num_generations: int = Field(
         8, ge=2, le=1024, description="Completions sampled per prompt: the GRPO group size G (TRL name)."
     )
     max_completion_length: int = Field(
-        16, ge=1, le=131_072, description="Maximum new tokens per completion; longer ones end with finish reason 'length'."
+        16,
+        ge=1,
+        le=131_072,
+        description="Maximum new tokens per completion; longer ones end with finish reason 'length'.",
     )
     temperature: float = Field(1.0, gt=0, le=100, description="Sampling temperature (TRL name).")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (TRL name).")
@@ -125,21 +147,29 @@ class RolloutConfig(_Section):
     )
 
 
-
-
 class TrainingConfig(_Section):
     """Optimisation."""
 
-    max_steps: int = Field(100, ge=1, le=10_000_000, description="Training steps; one step = one batch of rollouts.")
+    max_steps: int = Field(
+        100, ge=1, le=10_000_000, description="Training steps; one step = one batch of rollouts."
+    )
     prompts_per_step: int = Field(
-        4, ge=1, le=4096, description="Prompts sampled per step; completions per step = prompts_per_step x "
+        4,
+        ge=1,
+        le=4096,
+        description="Prompts sampled per step; completions per step = prompts_per_step x "
         "num_generations (TRL: per_device_train_batch_size / num_generations).",
     )
     micro_batch_size: int = Field(
-        64, ge=1, le=65_536, description="Completions per forward/backward pass; gradients accumulate over the step."
+        64,
+        ge=1,
+        le=65_536,
+        description="Completions per forward/backward pass; gradients accumulate over the step.",
     )
     memory_budget_gb: float | None = Field(
-        None, gt=0, le=16_384,
+        None,
+        gt=0,
+        le=16_384,
         description="Peak memory per process (GiB) a step may use; null: no limit. When set, the run sizes "
         "itself at start (trainer/models/memory.py): the micro-batch size (at most micro_batch_size; gradient "
         "accumulation covers the rest of the step) from a forward/backward probe at the longest prompt plus "
@@ -153,10 +183,16 @@ class TrainingConfig(_Section):
     weight_decay: float = Field(0.0, ge=0, le=10, description="AdamW weight decay.")
     adam_beta1: float = Field(0.9, ge=0, lt=1, description="AdamW beta1 (first-moment decay).")
     adam_beta2: float = Field(0.999, ge=0, lt=1, description="AdamW beta2 (second-moment decay).")
-    max_grad_norm: float = Field(1.0, ge=0, le=1e6, description="Gradient clipping by global norm; 0 disables it.")
-    warmup_steps: int = Field(0, ge=0, le=10_000_000, description="Linear learning-rate warm-up steps, then constant.")
+    max_grad_norm: float = Field(
+        1.0, ge=0, le=1e6, description="Gradient clipping by global norm; 0 disables it."
+    )
+    warmup_steps: int = Field(
+        0, ge=0, le=10_000_000, description="Linear learning-rate warm-up steps, then constant."
+    )
     num_processes: int = Field(
-        1, ge=1, le=64,
+        1,
+        ge=1,
+        le=64,
         description="Data-parallel processes on this host (torch.distributed under torchrun; gloo on CPU, "
         "NCCL on CUDA, one GPU each): every process draws the same prompts_per_step prompts and generates, "
         "scores and trains on its contiguous share of the groups; gradients and step-wide loss normalisers "
@@ -164,13 +200,17 @@ class TrainingConfig(_Section):
         "(DDP semantics, Li et al. 2020 'PyTorch Distributed'). prompts_per_step must be divisible by it.",
     )
     collective_timeout_s: int = Field(
-        120, ge=10, le=3600,
+        120,
+        ge=10,
+        le=3600,
         description="With num_processes > 1: how long a collective (gradient all-reduce, metric gather) waits "
         "for a silent process before the run fails (a process that exits is noticed at once). Periodic "
         "evaluation runs in every process, so no process waits for it.",
     )
     max_off_policy_steps: int = Field(
-        0, ge=0, le=64,
+        0,
+        ge=0,
+        le=64,
         description="Asynchronous RL: 0 runs the synchronous loop (generate, score, train). N > 0 lets "
         "generation of the next steps overlap training of this one (a background generator), with rollouts "
         "sampled by a policy at most N optimizer steps old; each step trains on rollouts exactly "
@@ -179,7 +219,9 @@ class TrainingConfig(_Section):
         "corrected by importance_cap.",
     )
     importance_cap: float = Field(
-        2.0, ge=1, le=1000,
+        2.0,
+        ge=1,
+        le=1000,
         description="Truncated importance sampling (as in IMPALA's V-trace, Espeholt et al. 2018; for "
         "sampler/trainer mismatch, Yao et al. 2025): when rollouts were sampled by another engine (vLLM) or an "
         "older policy (max_off_policy_steps > 0), each token's advantage is weighted by "
@@ -187,7 +229,9 @@ class TrainingConfig(_Section):
         "async/is_clipped_frac.",
     )
     generator_timeout_s: int = Field(
-        600, ge=10, le=86_400,
+        600,
+        ge=10,
+        le=86_400,
         description="max_off_policy_steps > 0 or a rollout server: how long training waits for the generator's "
         "next batch before the run fails with a message saying so (a generator that stops producing never "
         "hangs the run).",
@@ -202,16 +246,19 @@ class TrainingConfig(_Section):
     )
 
 
-
-
 class CheckpointConfig(_Section):
     """Where and how often a run saves what it needs to resume."""
 
     output_dir: str = Field("runs/latest", description="Run directory: checkpoints, metrics.jsonl, rollouts.")
-    save_steps: int = Field(50, ge=0, le=10_000_000, description="Save a checkpoint every N steps (and at the end); 0: only at the end.")
-    save_total_limit: int = Field(2, ge=1, le=1000, description="Keep at most this many checkpoints (oldest removed first).")
-
-
+    save_steps: int = Field(
+        50,
+        ge=0,
+        le=10_000_000,
+        description="Save a checkpoint every N steps (and at the end); 0: only at the end.",
+    )
+    save_total_limit: int = Field(
+        2, ge=1, le=1000, description="Keep at most this many checkpoints (oldest removed first)."
+    )
 
 
 class EvaluationConfig(_Section):
@@ -221,22 +268,30 @@ class EvaluationConfig(_Section):
     # issue 7; trainer/evaluation/engine.py. The seeds' training curves: Avg@k 001:L3, Pass@k 001:L13.
 
     eval_every: int = Field(
-        0, ge=0, le=10_000_000,
+        0,
+        ge=0,
+        le=10_000_000,
         description="Evaluate the current policy every N steps (after the step's update); 0 turns it off. "
         "RLVR papers plot benchmark accuracy over training steps (e.g. Pass@k during RL).",
     )
     benchmarks: list[str | dict[str, Any]] = Field(
-        default_factory=list, max_length=64,
+        default_factory=list,
+        max_length=64,
         description="Benchmarks: built-in names ('builtin:addition', 'builtin:chain_sum-easy', ...; see "
         "trainer/evaluation/suite.py), paths to benchmark YAML/JSON files, or inline BenchmarkConfig mappings.",
     )
     n_samples: int | None = Field(
-        None, ge=1, le=1024,
+        None,
+        ge=1,
+        le=1024,
         description="Override each benchmark's n_samples (the n of Avg@n / Pass@k, Chen et al. 2021) to keep "
         "periodic evaluation cheap; null keeps the benchmark's own.",
     )
     max_problems: int | None = Field(
-        None, ge=1, le=10_000_000, description="Evaluate only the first N problems of each benchmark during training."
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Evaluate only the first N problems of each benchmark during training.",
     )
     eval_at_start: bool = Field(
         False,
@@ -244,12 +299,11 @@ class EvaluationConfig(_Section):
         "from the model the run began with (a fresh run only; a resumed run keeps the one it has).",
     )
     eval_at_end: bool = Field(
-        False, description="Also evaluate after the last step (training.max_steps), whether or not eval_every divides it.",
+        False,
+        description="Also evaluate after the last step (training.max_steps), whether or not eval_every divides it.",
     )
 
     @property
     def enabled(self) -> bool:
         """Whether the run evaluates at all."""
         return bool(self.eval_every or self.eval_at_start or self.eval_at_end)
-
-

@@ -102,7 +102,12 @@ LEVELS: dict[str, ChainLevel] = {
     "medium": ChainLevel(min_operands=6, max_operands=6, min_value=1, max_value=9, max_result=99),
     # 7 operands (6 steps), a fifth of them products by 2-5: 48-67 characters.
     "hard": ChainLevel(
-        min_operands=7, max_operands=7, min_value=1, max_value=9, product_share=0.2, max_multiplier=5,
+        min_operands=7,
+        max_operands=7,
+        min_value=1,
+        max_value=9,
+        product_share=0.2,
+        max_multiplier=5,
         max_result=99,
     ),
 }

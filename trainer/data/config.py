@@ -32,9 +32,7 @@ class DataConfig(BoundedModel):
     answer_field: str | None = Field(
         "answer", description="Column holding the reference answer; null for label-free data."
     )
-    id_field: str | None = Field(
-        None, description="Column with a stable prompt id; default: the row number."
-    )
+    id_field: str | None = Field(None, description="Column with a stable prompt id; default: the row number.")
     task: str | None = Field(
         None, description="reasoning-gym task name, e.g. 'basic_arithmetic', 'chain_sum', 'countdown'."
     )
@@ -42,8 +40,12 @@ class DataConfig(BoundedModel):
         default_factory=dict,
         description="Extra reasoning-gym task parameters (difficulty knobs such as min_terms, max_terms).",
     )
-    size: int = Field(1000, ge=1, le=10_000_000, description="Number of prompts to generate (demo and reasoning_gym).")
-    data_seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed for generating procedural prompts (demo, reasoning_gym).")
+    size: int = Field(
+        1000, ge=1, le=10_000_000, description="Number of prompts to generate (demo and reasoning_gym)."
+    )
+    data_seed: int = Field(
+        0, ge=0, le=MAX_SEED, description="Seed for generating procedural prompts (demo, reasoning_gym)."
+    )
     prompt_template: str = Field(
         "{prompt}",
         description="Python format string applied to each sample; may use {prompt}. Ignored when "
@@ -66,5 +68,3 @@ class DataConfig(BoundedModel):
         if "{prompt}" not in self.prompt_template and not self.use_chat_template:
             raise ValueError("data.prompt_template must contain '{prompt}'")
         return self
-
-

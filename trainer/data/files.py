@@ -122,7 +122,9 @@ def _rows_to_samples(
     first_seen: dict[str, str] = {}
     for i, row in enumerate(rows):
         at = f"{p}, {where[i]}"
-        prompt = _field_text(row, prompt_field, at, columns, "data.prompt_field", "the problem text", quotable=quotable)
+        prompt = _field_text(
+            row, prompt_field, at, columns, "data.prompt_field", "the problem text", quotable=quotable
+        )
         answer = None
         if answer_field is not None:
             answer = _field_text(
@@ -137,7 +139,9 @@ def _rows_to_samples(
             )
         sample_id = f"row-{i + 1}"
         if id_field is not None:
-            sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable)
+            sample_id = _field_text(
+                row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable
+            )
             if sample_id in first_seen:
                 raise DataError(
                     f"{at}: {f'id {short_text(sample_id)!r}' if quotable else 'its id'} is already used at {first_seen[sample_id]}; "
@@ -150,16 +154,26 @@ def _rows_to_samples(
 
 
 def _field_text(
-    row: dict[str, Any], field: str, at: str, columns: list[str], setting: str, holds: str, hint: str = "",
-    *, quotable: bool = True,
+    row: dict[str, Any],
+    field: str,
+    at: str,
+    columns: list[str],
+    setting: str,
+    holds: str,
+    hint: str = "",
+    *,
+    quotable: bool = True,
 ) -> str:
     if field not in columns:
         listed = (
-            f"the columns are: {', '.join(columns)}" if quotable
+            f"the columns are: {', '.join(columns)}"
+            if quotable
             else f"the header (line 1) has {len(columns)} column(s), not shown as the file is not a table of "
             "named columns (two or more, every row as wide as the header)"
         )
-        raise DataError(f"{at}: there is no {field!r} field; {listed}. Set {setting} to the column that holds {holds}{hint}")
+        raise DataError(
+            f"{at}: there is no {field!r} field; {listed}. Set {setting} to the column that holds {holds}{hint}"
+        )
     text = _as_text(row[field])
     if text is None:
         raise DataError(f"{at}: the {field!r} field is missing or null; every row needs {holds}{hint}")

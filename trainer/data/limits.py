@@ -26,8 +26,12 @@ from trainer.errors import DataError
 
 @dataclass(frozen=True)
 class FileLimits:
-    max_bytes: int = 1 << 30  # any data file on disk (the web app refuses uploads over RLVR_MAX_UPLOAD_MB first)
-    max_decoded_bytes: int = 1 << 30  # every cell of the file added up, once decoded (the web app: the upload cap)
+    max_bytes: int = (
+        1 << 30
+    )  # any data file on disk (the web app refuses uploads over RLVR_MAX_UPLOAD_MB first)
+    max_decoded_bytes: int = (
+        1 << 30
+    )  # every cell of the file added up, once decoded (the web app: the upload cap)
     max_cell_bytes: int = 1 << 20  # one cell (a prompt, an answer, any value), UTF-8 bytes once decoded
     max_row_bytes: int = 4 << 20  # one row's cells added up (a 1 MiB line of 4-byte characters fits)
     max_row_group_bytes: int = 128 << 20  # one Parquet row group once decompressed (read one at a time)
@@ -82,7 +86,12 @@ def value_bytes(value: object) -> int:
 
 
 def check_row_bytes(
-    p: Path, where: str, record: dict[str, object], limits: FileLimits = DEFAULT_LIMITS, *, quotable: bool = True
+    p: Path,
+    where: str,
+    record: dict[str, object],
+    limits: FileLimits = DEFAULT_LIMITS,
+    *,
+    quotable: bool = True,
 ) -> int:
     """The decoded size of one row; DataError naming the row and column when a cell or the row passes its
     limit. Column names are quoted only when the file may be quoted (files.py's module docstring)."""
@@ -100,7 +109,9 @@ def check_row_bytes(
     return row
 
 
-def cell_too_big(p: Path, where: str, column: str | int, size: int, limits: FileLimits, note: str = "") -> str:
+def cell_too_big(
+    p: Path, where: str, column: str | int, size: int, limits: FileLimits, note: str = ""
+) -> str:
     named = f"column {column!r}" if isinstance(column, str) else f"column {column}"
     return (
         f"{p}, {where}, {named}: {size_text(size)} decoded{note}, the limit is "
@@ -116,7 +127,9 @@ def check_decoded_total(p: Path, where: str, total: int, limits: FileLimits = DE
         )
 
 
-def bounded_lines(f: TextIO, p: Path, limits: FileLimits = DEFAULT_LIMITS, first_lineno: int = 1) -> Iterator[str]:
+def bounded_lines(
+    f: TextIO, p: Path, limits: FileLimits = DEFAULT_LIMITS, first_lineno: int = 1
+) -> Iterator[str]:
     """The lines of ``f``, each read with a bounded readline: DataError at the first over-long one."""
     cap = limits.max_line_chars
     for lineno in itertools.count(first_lineno):

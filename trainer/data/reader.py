@@ -98,7 +98,9 @@ class RowReader:
                 if row.record is not None:
                     total += check_row_bytes(p, row.where, row.record, limits, quotable=self.quotable)
                     check_decoded_total(p, row.where, total, limits)
-                    if not row.record.keys() <= self.columns.keys():  # only a new key can pass the column limits
+                    if (
+                        not row.record.keys() <= self.columns.keys()
+                    ):  # only a new key can pass the column limits
                         self.columns.update(dict.fromkeys(row.record))
                         check_columns(p, row.where, self.columns, limits)
                 yield row
@@ -135,14 +137,24 @@ class RowReader:
                         check_row_count(p, number, limits)
                         where = f"row {number} (line {start})"
                         if len(record) == len(header):
-                            yield ReadRow(number, where, dict(zip(header, record, strict=True)), cells=len(record))
+                            yield ReadRow(
+                                number, where, dict(zip(header, record, strict=True)), cells=len(record)
+                            )
                         else:
                             self.quotable = False
-                            yield ReadRow(number, where, None, f"has {len(record)} cells but the header names "
-                                          f"{len(header)} columns; quote cells that hold commas", cells=len(record))
+                            yield ReadRow(
+                                number,
+                                where,
+                                None,
+                                f"has {len(record)} cells but the header names "
+                                f"{len(header)} columns; quote cells that hold commas",
+                                cells=len(record),
+                            )
                     start = reader.line_num + 1  # a quoted field may span lines
             except csv.Error as err:
-                if "field larger than field limit" in str(err):  # the csv module's own cap, 131,072 characters
+                if "field larger than field limit" in str(
+                    err
+                ):  # the csv module's own cap, 131,072 characters
                     raise DataError(
                         f"{p}, line {reader.line_num}: a cell longer than {csv.field_size_limit():,} characters, the "
                         "limit for one CSV cell; shorten it (or check for a quote that is never closed)"
@@ -193,8 +205,13 @@ def _json_lines(p: Path, limits: FileLimits) -> Iterator[ReadRow]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                yield ReadRow(number, where, None, f"not valid JSON ({err.msg} at column {err.colno}); JSON Lines "
-                              "files hold one JSON object per line")
+                yield ReadRow(
+                    number,
+                    where,
+                    None,
+                    f"not valid JSON ({err.msg} at column {err.colno}); JSON Lines "
+                    "files hold one JSON object per line",
+                )
                 continue
             yield _object_row(number, where, record)
 
@@ -244,7 +261,12 @@ class _JsonText:
 
     def __init__(self, f: IO[str], p: Path, limits: FileLimits) -> None:
         self.f, self.p, self.limits = f, p, limits
-        self.buffer, self.pos, self.line, self.eof = "", 0, 1, False  # self.line: the line the buffer starts on
+        self.buffer, self.pos, self.line, self.eof = (
+            "",
+            0,
+            1,
+            False,
+        )  # self.line: the line the buffer starts on
 
     def _more(self) -> bool:
         if self.eof:
@@ -254,7 +276,7 @@ class _JsonText:
             self.eof = True
             return False
         self.line += self.buffer.count("\n", 0, self.pos)
-        self.buffer, self.pos = self.buffer[self.pos:] + chunk, 0
+        self.buffer, self.pos = self.buffer[self.pos :] + chunk, 0
         return True
 
     def next_char(self) -> str:
@@ -302,7 +324,7 @@ class _JsonText:
                     f"{self.p}, {where}: longer than {cap:,} characters, the limit for one JSON record "
                     "(an element of the array); shorten the record or split the file"
                 )
-            check_json_depth(self.p, where, self.buffer[self.pos:end], self.limits)
+            check_json_depth(self.p, where, self.buffer[self.pos : end], self.limits)
             self.pos = end
             return value
 
@@ -353,8 +375,10 @@ def _chunk_bytes(p: Path, raw: IO[bytes], chunk: pq.ColumnChunkMetaData, pages: 
             claimed += uncompressed
             pages[0] += 1
             if pages[0] > MAX_PAGES:
-                raise DataError(f"{p} has more than {MAX_PAGES:,} pages, the limit for a Parquet file: write it "
-                                "with larger pages")
+                raise DataError(
+                    f"{p} has more than {MAX_PAGES:,} pages, the limit for a Parquet file: write it "
+                    "with larger pages"
+                )
     except DataError as err:
         if str(err).startswith(str(p)):
             raise
@@ -371,7 +395,11 @@ def _check_row_group(
     slack = 1 << 20
     for name, size in zip(names, sizes, strict=True):
         if size > 2 * max(rows, 1) * limits.max_cell_bytes + slack:
-            note = " (the file's metadata says)" if rows == 1 else f" for {rows:,} rows (the file's metadata says)"
+            note = (
+                " (the file's metadata says)"
+                if rows == 1
+                else f" for {rows:,} rows (the file's metadata says)"
+            )
             raise DataError(cell_too_big(p, where, name, size, limits, note))
     group = sum(sizes)
     if group > 2 * max(rows, 1) * limits.max_row_bytes + slack:
@@ -395,11 +423,17 @@ def _check_arrow_cells(p: Path, batch: pa.RecordBatch, before: int, limits: File
 
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         kind = column.type
-        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
-                or pa.types.is_large_binary(kind)):
+        if not (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or pa.types.is_binary(kind)
+            or pa.types.is_large_binary(kind)
+        ):
             continue  # other values are measured as Python values, within the row group bound
         lengths = pc.binary_length(column)
         longest = pc.max(lengths).as_py()
         if longest is not None and longest > limits.max_cell_bytes:
             first = pc.index(pc.greater(lengths, limits.max_cell_bytes), True).as_py()  # the first cell over
-            raise DataError(cell_too_big(p, f"row {before + 1 + first}", name, lengths[first].as_py(), limits))
+            raise DataError(
+                cell_too_big(p, f"row {before + 1 + first}", name, lengths[first].as_py(), limits)
+            )

@@ -83,7 +83,9 @@ class RowReport:
         """One message for the user: how many rows are bad, and the first few of them."""
         if self.ok:
             return f"{self.path}: all {self.rows} rows are valid"
-        lines = [f"{self.path}: {self.problem_count} of {self.rows} rows are invalid (fix them and import again):"]
+        lines = [
+            f"{self.path}: {self.problem_count} of {self.rows} rows are invalid (fix them and import again):"
+        ]
         lines += [f"  row {p.row} ({p.where}): {p.message}" for p in self.problems[:_SHOWN_PROBLEMS]]
         if self.problem_count > _SHOWN_PROBLEMS:
             lines.append(f"  ... and {self.problem_count - _SHOWN_PROBLEMS} more")
@@ -104,7 +106,9 @@ def check_data_file(
     return check_rows(parsed, prompt_field=prompt_field, answer_field=answer_field, id_field=id_field)
 
 
-def read_data_file(path: str | Path, *, format: str = "auto", limits: FileLimits = DEFAULT_LIMITS) -> ParsedFile:
+def read_data_file(
+    path: str | Path, *, format: str = "auto", limits: FileLimits = DEFAULT_LIMITS
+) -> ParsedFile:
     """Read a local data file once: its columns, its row count and the rows that do not parse."""
     p = Path(path)
     _check_is_file(p)
@@ -116,12 +120,17 @@ def read_data_file(path: str | Path, *, format: str = "auto", limits: FileLimits
             count += 1
             if len(problems) < _KEPT_PROBLEMS:
                 problems.append(RowProblem(row.number, row.where, row.problem or "does not parse"))
-    return ParsedFile(str(p), reader.format, list(reader.columns), reader.rows, problems, count, reader.quotable,
-                      limits)
+    return ParsedFile(
+        str(p), reader.format, list(reader.columns), reader.rows, problems, count, reader.quotable, limits
+    )
 
 
 def check_rows(
-    parsed: ParsedFile, *, prompt_field: str = "prompt", answer_field: str | None = "answer", id_field: str | None = None
+    parsed: ParsedFile,
+    *,
+    prompt_field: str = "prompt",
+    answer_field: str | None = "answer",
+    id_field: str | None = None,
 ) -> RowReport:
     """Every row of ``parsed`` against a field mapping; DataError when the file has no rows at all."""
     if not parsed.row_count:
@@ -132,8 +141,14 @@ def check_rows(
     seen_ids: dict[str, str] = {}
     checks = [(prompt_field, "data.prompt_field", "the problem text", "")]
     if answer_field is not None:
-        checks.append((answer_field, "data.answer_field", "the reference answer",
-                       "; set data.answer_field to null for label-free data"))
+        checks.append(
+            (
+                answer_field,
+                "data.answer_field",
+                "the reference answer",
+                "; set data.answer_field to null for label-free data",
+            )
+        )
     for index, at, row in parsed.rows():
         problems: list[RowProblem] = []
         for name, setting, holds, hint in checks:
@@ -151,7 +166,13 @@ def check_rows(
 
 
 def _id_problems(
-    row: dict[str, Any], index: int, at: str, id_field: str, columns: list[str], seen: dict[str, str], quotable: bool,
+    row: dict[str, Any],
+    index: int,
+    at: str,
+    id_field: str,
+    columns: list[str],
+    seen: dict[str, str],
+    quotable: bool,
 ) -> list[RowProblem]:
     try:
         sample_id = _field_text(row, id_field, at, columns, "data.id_field", "a unique id", quotable=quotable)
@@ -159,7 +180,14 @@ def _id_problems(
         return [RowProblem(index, at, str(err).removeprefix(f"{at}: "), id_field)]
     if sample_id in seen:
         shown = f"id {short_text(sample_id)!r}" if quotable else "its id"
-        return [RowProblem(index, at, f"{shown} is already used at {seen[sample_id]}; the {id_field!r} column must "
-                           "hold a unique id per row", id_field)]
+        return [
+            RowProblem(
+                index,
+                at,
+                f"{shown} is already used at {seen[sample_id]}; the {id_field!r} column must "
+                "hold a unique id per row",
+                id_field,
+            )
+        ]
     seen[sample_id] = at
     return []

@@ -96,7 +96,9 @@ class PromptSampler:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``; CheckpointError if it was saved for other data or another seed."""
-        expected = {k: v for k, v in self.state_dict().items() if k not in ("epoch", "position", "rollouts_observed")}
+        expected = {
+            k: v for k, v in self.state_dict().items() if k not in ("epoch", "position", "rollouts_observed")
+        }
         for key, value in expected.items():
             if key in state and state[key] != value:
                 raise CheckpointError(
@@ -108,7 +110,9 @@ class PromptSampler:
             raise CheckpointError(f"the checkpoint's prompt sampler state is out of range: {state}")
         self._epoch, self._position = epoch, position
         self._order = self._epoch_order(epoch)
-        self.rollouts_observed = int(state.get("rollouts_observed", 0))  # absent in checkpoints before issue 5
+        self.rollouts_observed = int(
+            state.get("rollouts_observed", 0)
+        )  # absent in checkpoints before issue 5
 
     def _epoch_order(self, epoch: int) -> list[int]:
         order = list(range(len(self.samples)))

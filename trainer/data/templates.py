@@ -110,7 +110,9 @@ def _render_chat(sample: Sample, cfg: DataConfig, tokenizer: PreTrainedTokenizer
             "template: set data.use_chat_template to false and put the prompt format in "
             "data.prompt_template"
         )
-    return chat_text(tokenizer, sample.prompt, cfg.system_prompt, f"sample {sample.id!r}", "data.system_prompt")
+    return chat_text(
+        tokenizer, sample.prompt, cfg.system_prompt, f"sample {sample.id!r}", "data.system_prompt"
+    )
 
 
 def chat_text(

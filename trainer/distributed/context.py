@@ -41,7 +41,9 @@ from trainer.sinks import PhaseReport, RolloutRecord, RunInfo, StepReport
 if TYPE_CHECKING:
     import torch
 
-RANK_ENV = "RLVR_DIST_RANK"  # set by trainer.distributed.rank_main: this process is one rank of a launched run
+RANK_ENV = (
+    "RLVR_DIST_RANK"  # set by trainer.distributed.rank_main: this process is one rank of a launched run
+)
 FAULT_ENV = "RLVR_TEST_EXIT_RANK_AT_STEP"  # tests only: "rank:step" makes that rank os._exit(3) at that step
 EVENTS_FILE = "events.jsonl"
 STOP_FILE = "STOP"
@@ -79,7 +81,9 @@ class DistContext:
         dist.all_reduce(t)
         return [float(x) for x in t.tolist()]
 
-    def all_reduce_grads(self, params: list[torch.nn.Parameter], bucket_bytes: int = GRAD_BUCKET_BYTES) -> None:
+    def all_reduce_grads(
+        self, params: list[torch.nn.Parameter], bucket_bytes: int = GRAD_BUCKET_BYTES
+    ) -> None:
         """Sum the gradients of ``params`` over ranks, in place, bucket by bucket (``grad_buckets``): each
         ``p.grad`` keeps its tensor, and the extra memory at peak is one bucket's flat buffer (a gradient
         larger than a bucket is all-reduced on its own, without a copy). A parameter without a gradient on
@@ -165,8 +169,13 @@ class DistContext:
             metrics = dict(report.metrics)
             for key in _SUMMED_WHEN_REPLICATED & metrics.keys():
                 metrics[key] = sum(m[key] for m, _, _, _ in parts)
-            return StepReport(step=report.step, max_steps=report.max_steps, metrics=metrics,
-                              rollouts=report.rollouts, elapsed_s=report.elapsed_s)
+            return StepReport(
+                step=report.step,
+                max_steps=report.max_steps,
+                metrics=metrics,
+                rollouts=report.rollouts,
+                elapsed_s=report.elapsed_s,
+            )
         metrics = combine_metrics([(m, n) for m, n, _, _ in parts])
         records: list[RolloutRecord] = []
         offset = 0
@@ -175,8 +184,13 @@ class DistContext:
                 r.group += offset
             records += rank_records
             offset += rank_groups
-        return StepReport(step=report.step, max_steps=report.max_steps, metrics=metrics, rollouts=records,
-                          elapsed_s=report.elapsed_s)
+        return StepReport(
+            step=report.step,
+            max_steps=report.max_steps,
+            metrics=metrics,
+            rollouts=records,
+            elapsed_s=report.elapsed_s,
+        )
 
 
 def grad_buckets(grads: list[torch.Tensor], bucket_bytes: int = GRAD_BUCKET_BYTES) -> list[list[int]]:
@@ -286,24 +300,50 @@ def fault_point(ctx: DistContext | None, step: int) -> None:
 _SUMMED = {
     # policy_update divides these by the GLOBAL token count and the losses use global normalisers, so each
     # rank's value is its share of the step's value
-    "actor/loss", "actor/pg_loss", "actor/kl", "actor/entropy", "actor/clip_frac", "actor/dual_clip_frac",
-    "budget/rollouts_generated", "budget/rollouts_used", "budget/prompts_drawn", "budget/dropped_groups",
-    "budget/abandoned_groups", "budget/silent_rollouts", "rarity/groups_redistributed", "budget/tokens_generated",
-    "perf/gen_tokens_per_s", "perf/train_tokens_per_s",  # the run's aggregate throughputs
+    "actor/loss",
+    "actor/pg_loss",
+    "actor/kl",
+    "actor/entropy",
+    "actor/clip_frac",
+    "actor/dual_clip_frac",
+    "budget/rollouts_generated",
+    "budget/rollouts_used",
+    "budget/prompts_drawn",
+    "budget/dropped_groups",
+    "budget/abandoned_groups",
+    "budget/silent_rollouts",
+    "rarity/groups_redistributed",
+    "budget/tokens_generated",
+    "perf/gen_tokens_per_s",
+    "perf/train_tokens_per_s",  # the run's aggregate throughputs
     "perf/step_tokens",  # each rank's rollouts' tokens (trainer/step/progress.py sums them over steps)
 }
 # A replicated step (``set_step_replicated``): generation was still shared out, and each rank's actor/* value is
 # its 1/world_size share of the step's; every other value is the step's on every rank.
 _SUMMED_WHEN_REPLICATED = {
-    "actor/loss", "actor/pg_loss", "actor/kl", "actor/entropy", "actor/clip_frac", "actor/dual_clip_frac",
-    "budget/rollouts_generated", "budget/prompts_drawn", "budget/abandoned_groups", "budget/silent_rollouts",
-    "budget/tokens_generated", "perf/gen_tokens_per_s",
+    "actor/loss",
+    "actor/pg_loss",
+    "actor/kl",
+    "actor/entropy",
+    "actor/clip_frac",
+    "actor/dual_clip_frac",
+    "budget/rollouts_generated",
+    "budget/prompts_drawn",
+    "budget/abandoned_groups",
+    "budget/silent_rollouts",
+    "budget/tokens_generated",
+    "perf/gen_tokens_per_s",
 }
 # Equal on every rank (after the gradient all-reduce, or computed from all-gathered state).
 _IDENTICAL = {
-    "actor/grad_norm", "actor/lr", "budget/cumulative_rollouts", "budget/generation_rounds", "budget/generation_calls",
+    "actor/grad_norm",
+    "actor/lr",
+    "budget/cumulative_rollouts",
+    "budget/generation_rounds",
+    "budget/generation_calls",
     # over the step's groups, from the all-gathered group outcomes (trainer/step/collect.py)
-    "budget/silent_group_frac", "budget/group_size_mean",
+    "budget/silent_group_frac",
+    "budget/group_size_mean",
 }
 
 
@@ -376,14 +416,24 @@ class EventFileSink:
         pass
 
     def on_result(self, status: str, steps_done: int, final_metrics: dict[str, float]) -> None:
-        self._write({"event": "result", "status": status, "steps_done": steps_done, "metrics": final_metrics,
-                     "time": time.time()})
+        self._write(
+            {
+                "event": "result",
+                "status": status,
+                "steps_done": steps_done,
+                "metrics": final_metrics,
+                "time": time.time(),
+            }
+        )
 
 
 def step_report_from_json(data: dict[str, Any]) -> StepReport:
     return StepReport(
-        step=data["step"], max_steps=data["max_steps"], metrics=data["metrics"],
-        rollouts=[RolloutRecord(**r) for r in data["rollouts"]], elapsed_s=data["elapsed_s"],
+        step=data["step"],
+        max_steps=data["max_steps"],
+        metrics=data["metrics"],
+        rollouts=[RolloutRecord(**r) for r in data["rollouts"]],
+        elapsed_s=data["elapsed_s"],
     )
 
 

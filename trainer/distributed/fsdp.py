@@ -163,8 +163,11 @@ def full_model_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     """
     from torch.distributed.checkpoint.state_dict import get_model_state_dict
 
-    weights = {k: v for k, v in get_model_state_dict(model, options=_full_options()).items()
-               if isinstance(v, torch.Tensor)}
+    weights = {
+        k: v
+        for k, v in get_model_state_dict(model, options=_full_options()).items()
+        if isinstance(v, torch.Tensor)
+    }
     for names in _param_names(model).values():
         present = [n for n in names if n in weights]
         for alias in present[1:]:
@@ -206,7 +209,9 @@ def _hyperparameters(group: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in group.items() if k != "params"}
 
 
-def load_full_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+def load_full_optimizer_state_dict(
+    model: nn.Module, optimizer: torch.optim.Optimizer, saved: dict[str, Any]
+) -> None:
     """Load a full optimizer state in ``Optimizer.state_dict()`` layout (from any checkpoint, sharded or not)
     into the optimizer of a sharded model: every rank passes the whole state and keeps its own shard."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
@@ -219,7 +224,9 @@ def load_full_optimizer_state_dict(model: nn.Module, optimizer: torch.optim.Opti
                 state[aliases[0]] = saved["state"][index]
         groups.append({**_hyperparameters(saved_group), "params": [aliases[0] for _, aliases in slots]})
     set_optimizer_state_dict(
-        model, optimizer, optim_state_dict={"state": state, "param_groups": groups},
+        model,
+        optimizer,
+        optim_state_dict={"state": state, "param_groups": groups},
         options=StateDictOptions(full_state_dict=True),
     )
     for group, saved_group in zip(optimizer.param_groups, saved["param_groups"], strict=True):

@@ -96,7 +96,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 def _torchrun_failures(text: str) -> list[tuple[int, int]]:
     """(rank, exit code) of every failure in torchrun's error summary."""
-    return [(int(r), int(c)) for r, c in re.findall(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", text)]
+    return [
+        (int(r), int(c)) for r, c in re.findall(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-?\d+)", text)
+    ]
 
 
 def diagnose(workdir: Path, returncode: int, output_dir: str) -> tuple[str, str]:
@@ -107,7 +109,11 @@ def diagnose(workdir: Path, returncode: int, output_dir: str) -> tuple[str, str]
     erred = {e["rank"] for e in errors}
     resume = f"resume from the last checkpoint with resume_from / --resume {output_dir}"
     hard = [(r, c) for r, c in _torchrun_failures(torchrun_log) if r not in erred and c != -signal.SIGTERM]
-    details = [f"torchrun exit status {returncode}", "--- torchrun (last lines) ---", _tail(workdir / "torchrun.log")]
+    details = [
+        f"torchrun exit status {returncode}",
+        "--- torchrun (last lines) ---",
+        _tail(workdir / "torchrun.log"),
+    ]
     for log in sorted(workdir.glob("rank*.log")):
         details += [f"--- {log.stem} (last lines) ---", _tail(log)]
     if hard:
@@ -125,8 +131,10 @@ def diagnose(workdir: Path, returncode: int, output_dir: str) -> tuple[str, str]
         else:
             message = f"distributed training failed on rank {first['rank']}: {first['message']}; {resume}"
             if "timed out" in first["message"].lower() or "timeout" in first["message"].lower():
-                message += (" (another rank stopped responding for training.collective_timeout_s; see its log in "
-                            f"{workdir})")
+                message += (
+                    " (another rank stopped responding for training.collective_timeout_s; see its log in "
+                    f"{workdir})"
+                )
         return message, first["traceback"] + "\n" + "\n".join(details)
     message = (
         f"distributed training failed: torchrun exited with status {returncode} before any rank reported; "
@@ -141,8 +149,18 @@ def _command(n: int, workdir: Path, resume_from: str | Path | None) -> list[str]
     # with torchrun (trainer/distributed/rank_main.py), so nothing is left behind.
     guard = [setpriv, "--pdeathsig", "TERM", "--"] if (setpriv := shutil.which("setpriv")) else []
     cmd = [
-        *guard, sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}",
-        "--max-restarts=0", "--monitor-interval=0.2", "-m", "trainer.distributed.rank_main", "--workdir", str(workdir),
+        *guard,
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={n}",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m",
+        "trainer.distributed.rank_main",
+        "--workdir",
+        str(workdir),
     ]
     return cmd + (["--resume", str(resume_from)] if resume_from is not None else [])
 
@@ -163,15 +181,22 @@ def launch(
     workdir.mkdir(parents=True)
     (workdir / "config.json").write_text(json.dumps(config.model_dump(mode="json")), encoding="utf-8")
     repo_root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [repo_root, os.environ.get("PYTHONPATH")])),
+    }
     env.setdefault("OMP_NUM_THREADS", "1")
     env.pop("RLVR_DIST_RANK", None)
     resume = None if resume_from is None else Path(resume_from).resolve()
     log(f"launching {n} data-parallel processes (torchrun); logs in {workdir}")
     with open(workdir / "torchrun.log", "wb") as out:
         proc = subprocess.Popen(
-            _command(n, workdir, resume), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
+            _command(n, workdir, resume),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
         )
     reader = _EventReader(workdir / EVENTS_FILE)
     result: dict[str, Any] | None = None
@@ -191,8 +216,12 @@ def launch(
     finally:
         _kill_group(proc)
     if returncode == 0 and result is not None:
-        return TrainResult(status=result["status"], steps_done=result["steps_done"],
-                           final_metrics=result["metrics"], output_dir=config.checkpoint.output_dir)
+        return TrainResult(
+            status=result["status"],
+            steps_done=result["steps_done"],
+            final_metrics=result["metrics"],
+            output_dir=config.checkpoint.output_dir,
+        )
     message, details = diagnose(workdir, returncode, config.checkpoint.output_dir)
     sink.on_error(message, details)
     raise DistributedRunError(message)

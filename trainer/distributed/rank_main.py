@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     _redirect_output(work / f"rank{rank}.log")
     _die_with_parent()
-    os.environ["RLVR_DIST_RANK"] = str(rank)  # trainer.distributed.context.in_rank(): train() trains, not launches
+    os.environ["RLVR_DIST_RANK"] = str(
+        rank
+    )  # trainer.distributed.context.in_rank(): train() trains, not launches
 
     try:
         import torch
@@ -61,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         from trainer.step.loop import train
 
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-        config = config_from_dict(json.loads((work / "config.json").read_text(encoding="utf-8")), source="config.json")
-        ctx = init_process_group(resolve_device(config.model.device).type, config.training.collective_timeout_s)
+        config = config_from_dict(
+            json.loads((work / "config.json").read_text(encoding="utf-8")), source="config.json"
+        )
+        ctx = init_process_group(
+            resolve_device(config.model.device).type, config.training.collective_timeout_s
+        )
         stop_file = work / STOP_FILE
         if ctx.is_main:
             sink = EventFileSink(work)

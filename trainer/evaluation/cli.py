@@ -23,11 +23,19 @@ from trainer.evaluation.engine import EvalResult, ProblemResult
 def add_eval_parser(sub: Any) -> None:
     """Register ``rlvr eval`` on the ``rlvr`` subparsers."""
     p = sub.add_parser("eval", help="benchmark a model or checkpoint: Avg@n, Pass@k, maj@k with CIs")
-    p.add_argument("--model", required=True,
-                   help="'tiny:addition', a Hugging Face model directory, or a run / step-NNNNNN checkpoint")
-    p.add_argument("--benchmark", action="append", required=True, metavar="NAME|FILE",
-                   help="'builtin:addition', 'builtin:chain_sum-easy', ... ('builtin:all' for the suite) or a "
-                   "benchmark YAML/JSON file; repeat for several")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="'tiny:addition', a Hugging Face model directory, or a run / step-NNNNNN checkpoint",
+    )
+    p.add_argument(
+        "--benchmark",
+        action="append",
+        required=True,
+        metavar="NAME|FILE",
+        help="'builtin:addition', 'builtin:chain_sum-easy', ... ('builtin:all' for the suite) or a "
+        "benchmark YAML/JSON file; repeat for several",
+    )
     p.add_argument("--n", type=int, help="samples per problem (default: the benchmark's n_samples)")
     p.add_argument("--k", type=_int_list, help="pass@k values, e.g. 1,4,8 (default: 1,n)")
     p.add_argument("--maj-k", type=_int_list, help="maj@k values (default: n)")
@@ -49,16 +57,28 @@ def _int_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,4,8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 1,4,8, got {text!r}"
+        ) from None
 
 
 def benchmarks_from_args(args: argparse.Namespace) -> list[BenchmarkConfig]:
     from trainer.evaluation.suite import builtin_benchmark_names, resolve_benchmark
 
-    flags = {"n": "n_samples", "k": "pass_k", "maj_k": "maj_k", "max_problems": "max_problems",
-             "seeds": "num_seeds", "seed": "seed", "temperature": "temperature", "max_tokens": "max_tokens",
-             "batch_size": "batch_size"}
-    overrides = {field: getattr(args, flag) for flag, field in flags.items() if getattr(args, flag) is not None}
+    flags = {
+        "n": "n_samples",
+        "k": "pass_k",
+        "maj_k": "maj_k",
+        "max_problems": "max_problems",
+        "seeds": "num_seeds",
+        "seed": "seed",
+        "temperature": "temperature",
+        "max_tokens": "max_tokens",
+        "batch_size": "batch_size",
+    }
+    overrides = {
+        field: getattr(args, flag) for flag, field in flags.items() if getattr(args, flag) is not None
+    }
     names: list[str] = []
     for spec in args.benchmark:
         names += builtin_benchmark_names() if spec == "builtin:all" else [spec]
@@ -88,7 +108,9 @@ def read_progress(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list
         except json.JSONDecodeError:
             if lineno == len(lines):
                 break
-            raise ConfigError(f"{path}, line {lineno}: not valid JSON; delete the file (or --overwrite) to start over") from None
+            raise ConfigError(
+                f"{path}, line {lineno}: not valid JSON; delete the file (or --overwrite) to start over"
+            ) from None
         if record.get("kind") == "header":
             headers[record["benchmark"]] = record
         elif record.get("kind") == "problem":
@@ -133,8 +155,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with progress_file.open("a", encoding="utf-8") as stream, Progress(*columns, console=console) as progress:
         for bench in benchmarks:
             if bench.name not in headers:
-                header = {"kind": "header", "benchmark": bench.name, "model": args.model,
-                          "config": bench.model_dump(mode="json")}
+                header = {
+                    "kind": "header",
+                    "benchmark": bench.name,
+                    "model": args.model,
+                    "config": bench.model_dump(mode="json"),
+                }
                 stream.write(json.dumps(header) + "\n")
                 stream.flush()
             task = progress.add_task(bench.name, total=None)
@@ -142,8 +168,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             try:
                 results[bench.name] = evaluate(bench, policy, sink=sink, done=done.get(bench.name, ()))
             except KeyboardInterrupt:
-                console.print(f"interrupted; finished problems are in {progress_file}: run the same command "
-                              "with --resume to continue")
+                console.print(
+                    f"interrupted; finished problems are in {progress_file}: run the same command "
+                    "with --resume to continue"
+                )
                 return 130
     _write_results(Path(args.out), args.model, benchmarks, results)
     console.print(results_table(args.model, results))
@@ -192,7 +220,9 @@ def _drop_torn_tail(path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
-def _write_results(out: Path, model: str, benchmarks: list[BenchmarkConfig], results: dict[str, EvalResult]) -> None:
+def _write_results(
+    out: Path, model: str, benchmarks: list[BenchmarkConfig], results: dict[str, EvalResult]
+) -> None:
     configs = {b.name: b.model_dump(mode="json") for b in benchmarks}
     payload = {
         "model": model,

@@ -29,7 +29,8 @@ class BenchmarkConfig(BoundedModel):
     """One benchmark: problems, how they are shown and scored, how many samples each, which metrics."""
 
     name: str = Field(
-        min_length=1, max_length=100,
+        min_length=1,
+        max_length=100,
         description="Benchmark name; metrics are reported as eval/<name>/<metric> (DESIGN.md stable names).",
     )
     data: DataConfig = Field(
@@ -39,12 +40,15 @@ class BenchmarkConfig(BoundedModel):
         "template. data.shuffle is ignored: problems are evaluated in file / generation order.",
     )
     verifiers: list[VerifierSpec] = Field(
-        default_factory=lambda: [VerifierSpec(name="exact")], max_length=64,
+        default_factory=lambda: [VerifierSpec(name="exact")],
+        max_length=64,
         description="Verifiers as in training; the first one decides 'correct' (what Pass@k and maj@k "
         "count) and gives the extracted answer that majority voting compares.",
     )
     n_samples: int = Field(
-        8, ge=1, le=1024,
+        8,
+        ge=1,
+        le=1024,
         description="Samples per problem: the n of Avg@n and of the unbiased Pass@k estimator (n >= k; "
         "RLVR papers commonly report Avg@12 and Pass@8).",
     )
@@ -57,38 +61,53 @@ class BenchmarkConfig(BoundedModel):
         16, ge=1, le=131_072, description="Maximum new tokens per sample; longer samples count as truncated."
     )
     seed: int = Field(
-        0, ge=0, le=MAX_SEED, description="Sampling seed; seed i of num_seeds uses seed + i. The same seed gives the same "
-        "samples on CPU, interrupted or not."
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="Sampling seed; seed i of num_seeds uses seed + i. The same seed gives the same "
+        "samples on CPU, interrupted or not.",
     )
     pass_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
-        default_factory=list, max_length=64,
+        default_factory=list,
+        max_length=64,
         description="The k of Pass@k (probability that one of k samples is correct), "
         "each 1 <= k <= n_samples; empty means [1, n_samples]. Estimated without bias from all n samples "
         "as 1 - C(n-c, k) / C(n, k) (Chen et al. 2021).",
     )
     maj_k: list[Annotated[int, Field(ge=1, le=1024)]] = Field(
-        default_factory=list, max_length=64,
+        default_factory=list,
+        max_length=64,
         description="The k of maj@k: majority vote over the normalised extracted answers of the first k "
         "samples (self-consistency), ties broken by first occurrence; each "
         "1 <= k <= n_samples; empty means [n_samples].",
     )
     batch_size: int = Field(
-        256, ge=1, le=65_536, description="Samples generated together in one batch (bounds memory); a batch holds "
-        "whole problems (max(1, batch_size // n_samples) of them)."
+        256,
+        ge=1,
+        le=65_536,
+        description="Samples generated together in one batch (bounds memory); a batch holds "
+        "whole problems (max(1, batch_size // n_samples) of them).",
     )
     num_seeds: int = Field(
-        1, ge=1, le=32,
+        1,
+        ge=1,
+        le=32,
         description="Independent repetitions with seeds seed .. seed+num_seeds-1; the metrics average "
         "them and the confidence intervals resample seeds too (multi-seed confidence intervals).",
     )
     bootstrap_samples: int = Field(
-        1000, ge=0, le=100_000,
+        1000,
+        ge=0,
+        le=100_000,
         description="Bootstrap resamples (over problems, and seeds) for the 95% confidence intervals; 0 "
         "skips them (Efron & Tibshirani 1993, percentile method).",
     )
     confidence: float = Field(0.95, gt=0, lt=1, description="Coverage of the bootstrap confidence intervals.")
     max_problems: int | None = Field(
-        None, ge=1, le=10_000_000, description="Evaluate only the first N problems (quick looks, periodic evaluation)."
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Evaluate only the first N problems (quick looks, periodic evaluation).",
     )
     greedy: bool = Field(
         False,
@@ -102,7 +121,9 @@ class BenchmarkConfig(BoundedModel):
     def _check(self) -> BenchmarkConfig:
         n = self.n_samples
         if self.greedy and n != 1:
-            raise ValueError(f"greedy decoding gives one completion per problem, but n_samples is {n}: set n_samples to 1")
+            raise ValueError(
+                f"greedy decoding gives one completion per problem, but n_samples is {n}: set n_samples to 1"
+            )
         # Resolved here (not hidden in the engine) so model_dump() shows exactly what will be reported.
         object.__setattr__(self, "pass_k", sorted(set(self.pass_k or [1, n])))
         object.__setattr__(self, "maj_k", sorted(set(self.maj_k or [n])))
@@ -113,7 +134,9 @@ class BenchmarkConfig(BoundedModel):
                     f"{field} has {bad}, but every k must be between 1 and n_samples={n}: raise n_samples "
                     f"or drop those k"
                 )
-        if self.greedy:  # pass@1 and maj@1 of one greedy completion are its accuracy: reported once, by that name
+        if (
+            self.greedy
+        ):  # pass@1 and maj@1 of one greedy completion are its accuracy: reported once, by that name
             object.__setattr__(self, "pass_k", [])
             object.__setattr__(self, "maj_k", [])
         _check_verifiers(self.verifiers)

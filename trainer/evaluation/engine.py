@@ -171,11 +171,20 @@ def evaluate(
     finished = _check_done(config, problems, done)
     seeds = [config.seed + i for i in range(config.num_seeds)]
     sink.on_start(len(problems) * len(seeds), len(finished))
-    timings = {"load_s": time.perf_counter() - t_start, "generate_s": 0.0, "verify_s": 0.0, "generated_samples": 0.0}
+    timings = {
+        "load_s": time.perf_counter() - t_start,
+        "generate_s": 0.0,
+        "verify_s": 0.0,
+        "generated_samples": 0.0,
+    }
     status, per_batch = "succeeded", config.problems_per_batch
     for seed in seeds:
         for batch_index, start in enumerate(range(0, len(problems), per_batch)):
-            todo = [i for i in range(start, min(start + per_batch, len(problems))) if (problems[i].id, seed) not in finished]
+            todo = [
+                i
+                for i in range(start, min(start + per_batch, len(problems)))
+                if (problems[i].id, seed) not in finished
+            ]
             if not todo:
                 continue
             if should_stop():
@@ -183,8 +192,16 @@ def evaluate(
                 break
             generator = _batch_generator(seed, batch_index, gen_device)
             results = _evaluate_batch(
-                engine, tokenizer, verifiers, config, [problems[i] for i in todo], [prompts[i] for i in todo],
-                todo, seed, generator, timings,
+                engine,
+                tokenizer,
+                verifiers,
+                config,
+                [problems[i] for i in todo],
+                [prompts[i] for i in todo],
+                todo,
+                seed,
+                generator,
+                timings,
             )
             for problem_result in results:
                 finished[(problem_result.problem_id, seed)] = problem_result
@@ -210,7 +227,10 @@ def load_benchmark_samples(config: BenchmarkConfig) -> list[Sample]:
     if data.source == "file":
         assert data.path is not None  # DataConfig refuses source='file' without a path
         report = check_data_file(
-            data.path, format=data.format, prompt_field=data.prompt_field, answer_field=data.answer_field,
+            data.path,
+            format=data.format,
+            prompt_field=data.prompt_field,
+            answer_field=data.answer_field,
             id_field=data.id_field,
         )
         if not report.ok:
@@ -310,9 +330,13 @@ def _evaluate_batch(
     n = config.n_samples
     params = SamplingParams(config.max_tokens, *config.sampling(), config.batch_size)
     t0 = time.perf_counter()
-    batch = engine.generate([p for p in prompts for _ in range(n)], params, generator)  # N = len(problems) * n
+    batch = engine.generate(
+        [p for p in prompts for _ in range(n)], params, generator
+    )  # N = len(problems) * n
     t1 = time.perf_counter()
-    scores = score_batch(verifiers, config.reward_weights, batch.texts, [s for s in problems for _ in range(n)])
+    scores = score_batch(
+        verifiers, config.reward_weights, batch.texts, [s for s in problems for _ in range(n)]
+    )
     t2 = time.perf_counter()
     timings["generate_s"] += t1 - t0
     timings["verify_s"] += t2 - t1
@@ -336,20 +360,22 @@ def _sample_results(
     for i, m in enumerate(lengths):
         detail = scores.details[i]
         extracted = detail.get(primary, {}).get("extracted")
-        results.append(SampleResult(
-            index=i % n,
-            text=batch.texts[i],
-            token_ids=ids[i][:m],
-            tokens=[token_str[t] for t in ids[i][:m]],
-            logprobs=[float(x) for x in logprobs[i][:m]],
-            finish_reason=batch.finish_reasons[i],
-            length=m,
-            reward=float(scores.total[i]),
-            correct=bool(scores.correct[i]),
-            extracted_answer=normalise_answer(extracted if isinstance(extracted, str) else None),
-            detail=detail,
-            rewards={k: float(v[i]) for k, v in scores.per_verifier.items()},
-        ))
+        results.append(
+            SampleResult(
+                index=i % n,
+                text=batch.texts[i],
+                token_ids=ids[i][:m],
+                tokens=[token_str[t] for t in ids[i][:m]],
+                logprobs=[float(x) for x in logprobs[i][:m]],
+                finish_reason=batch.finish_reasons[i],
+                length=m,
+                reward=float(scores.total[i]),
+                correct=bool(scores.correct[i]),
+                extracted_answer=normalise_answer(extracted if isinstance(extracted, str) else None),
+                detail=detail,
+                rewards={k: float(v[i]) for k, v in scores.per_verifier.items()},
+            )
+        )
     return results
 
 

@@ -130,7 +130,9 @@ def bootstrap_ci(
     n_seeds, n_problems = table.shape
     problem_draws = rng.integers(0, n_problems, size=(samples, n_problems))  # [B, P]
     seed_draws = (
-        rng.integers(0, n_seeds, size=(samples, n_seeds)) if n_seeds > 1 else np.zeros((samples, 1), dtype=np.int64)
+        rng.integers(0, n_seeds, size=(samples, n_seeds))
+        if n_seeds > 1
+        else np.zeros((samples, 1), dtype=np.int64)
     )  # [B, S]
     cells = table[seed_draws[:, :, None], problem_draws[:, None, :]]  # [B, S, P]
     with warnings.catch_warnings():  # an all-NaN resample warns "Mean of empty slice"; it is dropped below

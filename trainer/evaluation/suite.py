@@ -57,7 +57,9 @@ def _chain_arithmetic() -> BenchmarkConfig:
         name="chain_arithmetic",
         data=DataConfig(source="chain_arithmetic", task="mixed", size=500, data_seed=1234, shuffle=False),
         verifiers=[VerifierSpec(name="chain_arithmetic")],
-        n_samples=1, greedy=True, max_tokens=96,
+        n_samples=1,
+        greedy=True,
+        max_tokens=96,
     )
 
 
@@ -66,7 +68,11 @@ def _reasoning_gym(task: str, level: str, task_config: dict[str, Any]) -> Callab
         return BenchmarkConfig(
             name=f"{task}-{level}",
             data=DataConfig(
-                source="reasoning_gym", task=task, task_config=task_config, size=_PROBLEMS, data_seed=1,
+                source="reasoning_gym",
+                task=task,
+                task_config=task_config,
+                size=_PROBLEMS,
+                data_seed=1,
                 shuffle=False,
             ),
             verifiers=[VerifierSpec(name="numeric", params={"extract": "last_number"})],
@@ -85,14 +91,30 @@ BUILTIN_BENCHMARKS: dict[str, Callable[[], BenchmarkConfig]] = {
         "chain_sum", "hard", {"min_terms": 3, "max_terms": 4, "min_digits": 2, "max_digits": 3}
     ),
     "basic_arithmetic-easy": _reasoning_gym(
-        "basic_arithmetic", "easy",
-        {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 2, "operators": ["+", "-"],
-         "allow_parentheses": False, "allow_negation": False},
+        "basic_arithmetic",
+        "easy",
+        {
+            "min_terms": 2,
+            "max_terms": 2,
+            "min_digits": 1,
+            "max_digits": 2,
+            "operators": ["+", "-"],
+            "allow_parentheses": False,
+            "allow_negation": False,
+        },
     ),
     "basic_arithmetic-hard": _reasoning_gym(
-        "basic_arithmetic", "hard",
-        {"min_terms": 3, "max_terms": 4, "min_digits": 2, "max_digits": 3, "operators": ["+", "-", "*"],
-         "allow_parentheses": True, "allow_negation": False},
+        "basic_arithmetic",
+        "hard",
+        {
+            "min_terms": 3,
+            "max_terms": 4,
+            "min_digits": 2,
+            "max_digits": 3,
+            "operators": ["+", "-", "*"],
+            "allow_parentheses": True,
+            "allow_negation": False,
+        },
     ),
     "chain_arithmetic": _chain_arithmetic,
 }
@@ -107,7 +129,9 @@ def builtin_benchmark(name: str) -> BenchmarkConfig:
     """The built-in benchmark ``name`` (with or without the ``builtin:`` prefix)."""
     key = name.removeprefix(BUILTIN_PREFIX)
     if key not in BUILTIN_BENCHMARKS:
-        raise ConfigError(f"unknown built-in benchmark {name!r}; valid: {', '.join(builtin_benchmark_names())}")
+        raise ConfigError(
+            f"unknown built-in benchmark {name!r}; valid: {', '.join(builtin_benchmark_names())}"
+        )
     return BUILTIN_BENCHMARKS[key]()
 
 
@@ -128,7 +152,9 @@ def resolve_benchmark(spec: str | dict[str, Any] | BenchmarkConfig, **overrides:
     if "n_samples" in overrides:  # a new n resets pass_k / maj_k to their defaults [1, n] / [n] unless given
         data["pass_k"], data["maj_k"] = [], []
     data.update(overrides)
-    return benchmark_from_dict(data, source=f"{source} with {', '.join(f'{k}={v}' for k, v in overrides.items())}")
+    return benchmark_from_dict(
+        data, source=f"{source} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
+    )
 
 
 def load_benchmark_file(path: str | Path) -> BenchmarkConfig:
@@ -163,5 +189,7 @@ def resolve_training_benchmarks(evaluation: EvaluationConfig) -> list[BenchmarkC
     benchmarks = [resolve_benchmark(spec, **overrides) for spec in evaluation.benchmarks]
     names = [b.name for b in benchmarks]
     if len(set(names)) != len(names):
-        raise ConfigError(f"two benchmarks share a name in {names}: metrics eval/<name>/... would collide; rename one")
+        raise ConfigError(
+            f"two benchmarks share a name in {names}: metrics eval/<name>/... would collide; rename one"
+        )
     return benchmarks

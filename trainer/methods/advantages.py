@@ -30,11 +30,16 @@ VERL_WHITEN_EPS = 1e-8
 
 
 class AdvantageFn(Protocol):
-    def __call__(self, rewards: Tensor, group_ids: Tensor, params: Any, lengths: Tensor | None = None) -> Tensor: ...
+    def __call__(
+        self, rewards: Tensor, group_ids: Tensor, params: Any, lengths: Tensor | None = None
+    ) -> Tensor: ...
 
 
 ADVANTAGES: Axis[AdvantageFn] = Axis(
-    "advantage estimator", "algorithm.advantage_estimator", "advantage", default="grpo",
+    "advantage estimator",
+    "algorithm.advantage_estimator",
+    "advantage",
+    default="grpo",
     description="How a step's rewards become one advantage per completion.",
 )
 
@@ -45,7 +50,9 @@ class GRPOParams(BoundedModel):
         description="Divide by the group's std ('group', GRPO), the whole batch's std ('batch', Hu 2025 / DLER) or "
         "not at all ('none', as Dr. GRPO recommends). TRL name.",
     )
-    advantage_eps: float = Field(1e-4, gt=0, le=1, description="Added to the std before dividing (TRL uses 1e-4).")
+    advantage_eps: float = Field(
+        1e-4, gt=0, le=1, description="Added to the std before dividing (TRL uses 1e-4)."
+    )
 
 
 @ADVANTAGES.method("grpo", params=GRPOParams)
@@ -129,4 +136,6 @@ def compute_advantages(
 @ADVANTAGES.check("rloo")
 def _rloo_needs_groups(config: Any, params: Any) -> None:
     if config.rollout.num_generations < 2:
-        raise ValueError("advantage_estimator 'rloo' needs rollout.num_generations >= 2 (a leave-one-out baseline)")
+        raise ValueError(
+            "advantage_estimator 'rloo' needs rollout.num_generations >= 2 (a leave-one-out baseline)"
+        )

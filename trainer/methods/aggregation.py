@@ -27,7 +27,10 @@ class AggregationContext:
 
 AggregationFn = Callable[["Tensor", "Tensor", AggregationContext], "Tensor"]
 AGGREGATIONS: Axis[AggregationFn] = Axis(
-    "loss aggregation", "algorithm.loss_type", "aggregation", default="dapo",
+    "loss aggregation",
+    "algorithm.loss_type",
+    "aggregation",
+    default="dapo",
     description="Loss normalisation over tokens and completions, as TRL's loss_type.",
 )
 

@@ -43,7 +43,10 @@ class Group:
     rewards: list[float] = field(default_factory=list)
     correct: list[bool] = field(default_factory=list)
     abandoned: bool = False  # no more completions after a decided probe (early abandonment)
-    prior: tuple[float, float] = (1.0, 1.0)  # Beta prior on the prompt's success rate (the sampler's posterior)
+    prior: tuple[float, float] = (
+        1.0,
+        1.0,
+    )  # Beta prior on the prompt's success rate (the sampler's posterior)
 
     @property
     def size(self) -> int:
@@ -67,7 +70,10 @@ class Group:
 Generate = Callable[[Sequence[Group], Sequence[int]], None]
 AllocatorFn = Callable[[list[Group], Generate, Any, int], None]
 ALLOCATORS: Axis[AllocatorFn] = Axis(
-    "rollout allocator", "budget.allocator", "allocator", default="fixed",
+    "rollout allocator",
+    "budget.allocator",
+    "allocator",
+    default="fixed",
     description="How many completions each prompt of a step gets.",
 )
 
@@ -80,14 +86,18 @@ def fixed(groups: list[Group], generate: Generate, params: Any, group_size: int)
 
 class EarlyAbandonParams(BoundedModel):
     after: int = Field(
-        4, ge=2, le=1024,
+        4,
+        ge=2,
+        le=1024,
         description="Completions generated before deciding; a group whose probe rewards are all equal is abandoned "
         "there (must be below rollout.num_generations).",
     )
 
 
 @ALLOCATORS.method("early_abandon", params=EarlyAbandonParams)
-def early_abandon(groups: list[Group], generate: Generate, params: EarlyAbandonParams, group_size: int) -> None:
+def early_abandon(
+    groups: list[Group], generate: Generate, params: EarlyAbandonParams, group_size: int
+) -> None:
     """Early abandonment (SARA's short probe): stop a group after a unanimous probe of a few completions.
 
     (SARA, 001:L97: "abandons saturated ones after a short probe".) Every prompt first gets ``after`` (k)
@@ -128,16 +138,25 @@ def effective_probability(successes: int, n: int, group_size: int, prior: tuple[
 
 
 class SARAParams(BoundedModel):
-    probe: int = Field(2, ge=1, le=1024, description="Completions every prompt gets before the sequential test.")
+    probe: int = Field(
+        2, ge=1, le=1024, description="Completions every prompt gets before the sequential test."
+    )
     step: int = Field(
-        2, ge=1, le=1024, description="Completions an undecided group gets per sequential round (one engine call each)."
+        2,
+        ge=1,
+        le=1024,
+        description="Completions an undecided group gets per sequential round (one engine call each).",
     )
     abandon_below: float = Field(
-        0.2, gt=0, lt=1,
+        0.2,
+        gt=0,
+        lt=1,
         description="Abandon a group whose posterior probability of ending effective (both a correct and an incorrect "
         "completion) falls below this.",
     )
-    commit_above: float = Field(0.8, gt=0, le=1, description="Complete a group to num_generations once that probability reaches this.")
+    commit_above: float = Field(
+        0.8, gt=0, le=1, description="Complete a group to num_generations once that probability reaches this."
+    )
 
 
 @ALLOCATORS.method("sara", params=SARAParams)
@@ -182,11 +201,15 @@ class VIGORParams(BoundedModel):
         4, ge=2, le=1024, description="Completions every prompt starts with (at least 2 to see a variance)."
     )
     rollout_budget: int | None = Field(
-        None, ge=1, le=4096 * 1024,
+        None,
+        ge=1,
+        le=4096 * 1024,
         description="Total completions per step; default prompts_per_step x num_generations (the same budget as GRPO).",
     )
     increment: int = Field(2, ge=1, le=1024, description="Completions added to a chosen group at a time.")
-    rounds: int = Field(2, ge=1, le=32, description="Refinement rounds (one generation call each) that share the budget.")
+    rounds: int = Field(
+        2, ge=1, le=32, description="Refinement rounds (one generation call each) that share the budget."
+    )
 
 
 def vigor_budget(params: VIGORParams, num_prompts: int, group_size: int) -> int:
@@ -292,4 +315,3 @@ def _budget_covers_the_start(config: Any, params: VIGORParams) -> None:
             f"budget.allocator 'vigor': rollout_budget ({total}) is below initial_rollouts x prompts_per_step "
             f"({params.initial_rollouts * P}): raise the budget or lower the initial rollouts"
         )
-

@@ -38,7 +38,11 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
     from trainer.rollout.base import RolloutBatch
 
 LOSS_MASKS: Axis[Any] = Axis(
-    "loss mask", "algorithm.loss_masks", "loss_mask", default=None, many=True,
+    "loss mask",
+    "algorithm.loss_masks",
+    "loss_mask",
+    default=None,
+    many=True,
     description="Tokens taken out of the loss, besides padding and (mask_truncated_completions) truncated completions.",
 )
 
@@ -77,7 +81,9 @@ def answer_char_span(text: str, pattern: UserPattern | re.Pattern[str]) -> tuple
     return last.start(group), last.end(group)
 
 
-def token_char_ranges(token_ids: Sequence[int], text: str, tokenizer: PreTrainedTokenizerBase) -> list[tuple[int, int]]:
+def token_char_ranges(
+    token_ids: Sequence[int], text: str, tokenizer: PreTrainedTokenizerBase
+) -> list[tuple[int, int]]:
     """Each token's (start, end) characters in ``text`` (the completion decoded with special tokens skipped)."""
     pieces = tokenizer.batch_decode([[t] for t in token_ids], skip_special_tokens=True)
     if "".join(pieces) != text:  # pieces do not concatenate to the text: measure growing prefixes instead
@@ -118,7 +124,11 @@ def answer_span_token_mask(
 
 
 @LOSS_MASKS.method("answer_span", params=AnswerSpanParams)
-def answer_span_mask(batch: RolloutBatch, tokenizer: PreTrainedTokenizerBase, params: AnswerSpanParams) -> Tensor:
+def answer_span_mask(
+    batch: RolloutBatch, tokenizer: PreTrainedTokenizerBase, params: AnswerSpanParams
+) -> Tensor:
     """OM-GRPO answer-span masking: the tokens of the answer span leave the loss, so the answer-level reward
     trains the reasoning tokens only."""
-    return answer_span_token_mask(batch.completion_ids, batch.lengths.tolist(), batch.texts, tokenizer, params.pattern)
+    return answer_span_token_mask(
+        batch.completion_ids, batch.lengths.tolist(), batch.texts, tokenizer, params.pattern
+    )

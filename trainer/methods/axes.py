@@ -55,30 +55,47 @@ class HookPoint:
 
 # The hook points of one training step, in step order.
 HOOK_POINTS: dict[str, HookPoint] = {
-    "prompt_sampler": HookPoint("which prompts a step draws: (samples, config, params) -> PromptSource", True),
-    "allocator": HookPoint("how many completions each prompt gets: (groups, generate, params, group_size) -> None",
-                           True),
+    "prompt_sampler": HookPoint(
+        "which prompts a step draws: (samples, config, params) -> PromptSource", True
+    ),
+    "allocator": HookPoint(
+        "how many completions each prompt gets: (groups, generate, params, group_size) -> None", True
+    ),
     "reward_shaping": HookPoint(
-        "rewards without labels and shaping terms, after the verifiers: (ShapingState, params) -> None", False),
+        "rewards without labels and shaping terms, after the verifiers: (ShapingState, params) -> None", False
+    ),
     "reward_fusion": HookPoint(
-        "teacher signal meets the rewards, before advantages: (rewards [N], signals, params, step) -> [N]", False),
+        "teacher signal meets the rewards, before advantages: (rewards [N], signals, params, step) -> [N]",
+        False,
+    ),
     "advantage": HookPoint(
-        "rewards -> one advantage per completion: (rewards [N], group_ids [N], params, lengths) -> [N]", True),
+        "rewards -> one advantage per completion: (rewards [N], group_ids [N], params, lengths) -> [N]", True
+    ),
     "advantage_shaping": HookPoint(
         "advantages reshaped across a group (rarity): (advantages [N], texts, correct [N], group_ids [N], params) "
-        "-> (advantages [N], metrics)", False),
-    "loss_mask": HookPoint("tokens taken out of the loss: (batch, tokenizer, params) -> keep mask [N, T]", False),
+        "-> (advantages [N], metrics)",
+        False,
+    ),
+    "loss_mask": HookPoint(
+        "tokens taken out of the loss: (batch, tokenizer, params) -> keep mask [N, T]", False
+    ),
     "token_credit": HookPoint(
-        "one advantage per completion -> per token: (advantages [N], CreditInputs, params) -> [N, T]", True),
+        "one advantage per completion -> per token: (advantages [N], CreditInputs, params) -> [N, T]", True
+    ),
     "token_fusion": HookPoint(
         "teacher signal meets the per-token advantages: (token_adv [N, T], mask, signals, params, step) -> [N, T]",
-        False),
+        False,
+    ),
     "loss_inputs": HookPoint(
-        "what the policy loss needs beyond advantages (segments, clip scales): (LossInputs, params) -> None", False),
+        "what the policy loss needs beyond advantages (segments, clip scales): (LossInputs, params) -> None",
+        False,
+    ),
     "policy_loss": HookPoint(
-        "per-token surrogate: (logp, old_logp, adv, mask, algorithm, extras) -> PolicyLossOutput", True),
-    "aggregation": HookPoint("per-token loss -> the back-propagated scalar: (loss [n, T], mask [n, T], ctx) -> scalar",
-                             True),
+        "per-token surrogate: (logp, old_logp, adv, mask, algorithm, extras) -> PolicyLossOutput", True
+    ),
+    "aggregation": HookPoint(
+        "per-token loss -> the back-propagated scalar: (loss [n, T], mask [n, T], ctx) -> scalar", True
+    ),
     "regularizer": HookPoint("per-token KL to the reference: (logp [n, T], ref_logp [n, T]) -> [n, T]", True),
 }
 
@@ -110,7 +127,9 @@ class MethodEntry:
     params: type[BoundedModel]
     description: str
     hooks: dict[str, Callable[..., Any]] = field(default_factory=dict)
-    checks: list[Callable[[Any, Any], None]] = field(default_factory=list)  # (config, params) -> None or ValueError
+    checks: list[Callable[[Any, Any], None]] = field(
+        default_factory=list
+    )  # (config, params) -> None or ValueError
 
     def parse_params(self, raw: dict[str, Any] | BoundedModel | None) -> BoundedModel:
         """The validated parameters; errors name the axis, the method and the parameter."""
@@ -146,10 +165,18 @@ class Axis(Generic[F]):
     """
 
     def __init__(
-        self, kind: str, config_field: str, point: str, default: str | None, description: str, many: bool = False
+        self,
+        kind: str,
+        config_field: str,
+        point: str,
+        default: str | None,
+        description: str,
+        many: bool = False,
     ) -> None:
         if point not in HOOK_POINTS:
-            raise ValueError(f"axis {kind!r}: unknown hook point {point!r}; hook points: {', '.join(HOOK_POINTS)}")
+            raise ValueError(
+                f"axis {kind!r}: unknown hook point {point!r}; hook points: {', '.join(HOOK_POINTS)}"
+            )
         self.kind = kind  # "advantage estimator": used in error messages
         self.config_field = config_field  # "algorithm.advantage_estimator"
         self.point = point
@@ -160,7 +187,11 @@ class Axis(Generic[F]):
         AXES[config_field] = self
 
     def method(
-        self, name: str, *, params: type[BoundedModel] | None = None, point: str | None = None,
+        self,
+        name: str,
+        *,
+        params: type[BoundedModel] | None = None,
+        point: str | None = None,
         description: str | None = None,
     ) -> Callable[[H], H]:
         """Decorator: register ``fn`` as method ``name``'s hook at ``point`` (default: the axis's hook point), or
@@ -180,7 +211,9 @@ class Axis(Generic[F]):
             elif params is not None and params is not entry.params:
                 raise ValueError(f"{self.kind} {name!r} already has parameters {entry.params.__name__}")
             if hook_point in entry.hooks:
-                raise ValueError(f"{self.kind} {name!r} already has a {hook_point!r} hook ({entry.hooks[hook_point]!r})")
+                raise ValueError(
+                    f"{self.kind} {name!r} already has a {hook_point!r} hook ({entry.hooks[hook_point]!r})"
+                )
             entry.hooks[hook_point] = fn
             if not entry.description:
                 entry.description = _first_line(getattr(fn, "__doc__", None))
@@ -192,7 +225,9 @@ class Axis(Generic[F]):
         """Refuse, at registration, a hook the step could not honour (see the module docstring)."""
         if point not in HOOK_POINTS and point not in QUERIES:
             known = ", ".join([*HOOK_POINTS, *QUERIES])
-            raise ValueError(f"{self.kind} {name!r}: unknown hook point {point!r}; hook points and queries: {known}")
+            raise ValueError(
+                f"{self.kind} {name!r}: unknown hook point {point!r}; hook points and queries: {known}"
+            )
         own = HOOK_POINTS[self.point]
         if point == "schedule" and own.required:
             raise ValueError(
@@ -220,7 +255,9 @@ class Axis(Generic[F]):
         try:
             return self._entries[name]
         except KeyError:
-            raise ConfigError(f"unknown {self.kind} {name!r}; valid names are: {', '.join(self.names())}") from None
+            raise ConfigError(
+                f"unknown {self.kind} {name!r}; valid names are: {', '.join(self.names())}"
+            ) from None
 
     def get(self, name: str) -> F:
         """The primary hook of method ``name`` (its function at this axis's hook point)."""
@@ -283,7 +320,9 @@ def ask(query: str, method: ActiveMethod, step: int | None) -> bool | None:
     return None if fn is None or step is None else bool(fn(method.params, step))
 
 
-def hooks_at(point: str, methods: Iterable[ActiveMethod], step: int | None) -> list[tuple[Callable[..., Any], Any]]:
+def hooks_at(
+    point: str, methods: Iterable[ActiveMethod], step: int | None
+) -> list[tuple[Callable[..., Any], Any]]:
     """(hook, params) of every chosen method with a hook at the optional hook point ``point`` that acts at
     ``step`` (its ``schedule``), in config order. ``step`` None: outside a training step (a test, a tool),
     where every method acts."""

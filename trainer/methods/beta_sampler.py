@@ -45,8 +45,15 @@ def load_pass_rates(path: str | Path) -> dict[str, float]:
     rates: dict[str, Any] = data if data is not None else _jsonl_rates(p, text)
     out = {}
     for key, value in rates.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1 or math.isnan(value):
-            raise DataError(f"{p}: the pass rate of prompt {key!r} is {value!r}; pass rates are numbers in [0, 1]")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= 1
+            or math.isnan(value)
+        ):
+            raise DataError(
+                f"{p}: the pass rate of prompt {key!r} is {value!r}; pass rates are numbers in [0, 1]"
+            )
         out[str(key)] = float(value)
     return out
 
@@ -59,9 +66,13 @@ def _jsonl_rates(p: Path, text: str) -> dict[str, Any]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:
-            raise DataError(f"{p} line {number} is not JSON ({err}): write one {{\"id\", \"pass_rate\"}} object per line") from None
+            raise DataError(
+                f'{p} line {number} is not JSON ({err}): write one {{"id", "pass_rate"}} object per line'
+            ) from None
         if not isinstance(row, dict) or "id" not in row or "pass_rate" not in row:
-            raise DataError(f"{p} line {number}: each line needs \"id\" and \"pass_rate\" keys, got {line[:80]!r}")
+            raise DataError(
+                f'{p} line {number}: each line needs "id" and "pass_rate" keys, got {line[:80]!r}'
+            )
         rates[str(row["id"])] = row["pass_rate"]
     return rates
 

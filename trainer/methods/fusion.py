@@ -24,7 +24,10 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
     from trainer.methods.views import ChoosesFusion, TeacherSignalsView
 
 FUSIONS: Axis[Any] = Axis(
-    "teacher fusion", "teacher.fusion", "token_fusion", default="none",
+    "teacher fusion",
+    "teacher.fusion",
+    "token_fusion",
+    default="none",
     description="How the teacher's per-token signal meets the verifier reward (on-policy distillation and its fusions).",
 )
 
@@ -42,9 +45,13 @@ def verifier_only(params: Any, step: int) -> bool:
 
 
 class OPDParams(BoundedModel):
-    coef: float = Field(1.0, gt=0, le=1000, description="Scale of the per-token reverse-KL advantage (1 = plain OPD).")
+    coef: float = Field(
+        1.0, gt=0, le=1000, description="Scale of the per-token reverse-KL advantage (1 = plain OPD)."
+    )
     until_step: int | None = Field(
-        None, ge=1, le=10_000_000,
+        None,
+        ge=1,
+        le=10_000_000,
         description="OPD-then-RL: steps 1..until_step distil from the teacher and later steps train on the verifier "
         "reward alone (the paper switches on the OPD validation score; here at a fixed step). null: OPD for the "
         "whole run.",
@@ -75,7 +82,9 @@ FUSIONS.method("opd", point="needs_teacher")(opd_schedule)
 
 class AdditiveParams(BoundedModel):
     coef: float = Field(
-        0.1, gt=0, le=1000,
+        0.1,
+        gt=0,
+        le=1000,
         description="lambda in A_t = A_verifier + lambda x gap_t (the OPD paper shows a fixed lambda can collapse "
         "entropy when the gap dwarfs the bounded verifier advantage).",
     )
@@ -83,7 +92,11 @@ class AdditiveParams(BoundedModel):
 
 @FUSIONS.method("additive", params=AdditiveParams)
 def additive_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView, params: AdditiveParams, step: int
+    token_advantages: Tensor,
+    loss_mask: Tensor,
+    signals: TeacherSignalsView,
+    params: AdditiveParams,
+    step: int,
 ) -> Tensor:
     """Weighted-additive fusion: A_t = A_verifier,t + lambda x gap_t.
 
@@ -93,14 +106,20 @@ def additive_advantages(
 
 
 class ModulatedParams(BoundedModel):
-    strength: float = Field(1.0, gt=0, le=1000, description="alpha in w_t = exp(alpha x sign(A) x gap_t), clamped.")
+    strength: float = Field(
+        1.0, gt=0, le=1000, description="alpha in w_t = exp(alpha x sign(A) x gap_t), clamped."
+    )
     max: float = Field(
-        2.0, gt=1, le=1000,
+        2.0,
+        gt=1,
+        le=1000,
         description="w_t is clamped to [1/max, max], so the teacher rescales a token's credit but never flips its sign.",
     )
 
 
-def modulation_weights(token_advantages: Tensor, signals: TeacherSignalsView, params: ModulatedParams) -> Tensor:
+def modulation_weights(
+    token_advantages: Tensor, signals: TeacherSignalsView, params: ModulatedParams
+) -> Tensor:
     """w_t = clamp(exp(alpha * sign(A_t) * gap_t), 1/M, M). [N, T]."""
     import torch
 
@@ -110,7 +129,11 @@ def modulation_weights(token_advantages: Tensor, signals: TeacherSignalsView, pa
 
 @FUSIONS.method("modulated", params=ModulatedParams)
 def modulated_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView, params: ModulatedParams, step: int
+    token_advantages: Tensor,
+    loss_mask: Tensor,
+    signals: TeacherSignalsView,
+    params: ModulatedParams,
+    step: int,
 ) -> Tensor:
     """Teacher-modulated rescaling of the verifier advantage: A_t = A_verifier,t x w_t, w_t from pi_T / pi_old.
 
@@ -123,7 +146,9 @@ def modulated_advantages(
 
 class PUUParams(BoundedModel):
     coef: float = Field(
-        0.1, gt=0, le=1000,
+        0.1,
+        gt=0,
+        le=1000,
         description="reward + coef x mean over the completion's tokens of (log pi_teacher - log pi_old), before group "
         "normalisation; the sampling policy is the anchor (UECR-GRPO's Path-Utility Unification).",
     )
@@ -143,6 +168,7 @@ for _name in ("additive", "modulated", "puu"):
     FUSIONS.method(_name, point="needs_teacher")(lambda params, step: True)
 
 for _name in ("opd", "additive", "modulated", "puu"):
+
     @FUSIONS.check(_name)
     def _needs_a_teacher(config: Any, params: Any, _name: str = _name) -> None:
         if not config.teacher.enabled:
@@ -158,7 +184,11 @@ def _opd_replaces_credit(config: Any, params: OPDParams) -> None:
     while it acts, so choosing it for the whole run is refused (with OPD-then-RL it acts after the switch)."""
     if params.until_step is not None:
         return
-    unused = [f"algorithm.token_credit {config.algorithm.token_credit.name!r}"] if config.algorithm.token_credit.name != "uniform" else []
+    unused = (
+        [f"algorithm.token_credit {config.algorithm.token_credit.name!r}"]
+        if config.algorithm.token_credit.name != "uniform"
+        else []
+    )
     unused += [f"shaping.advantage_shaping {c.name!r}" for c in config.shaping.advantage_shaping]
     if unused:
         raise ValueError(
@@ -173,7 +203,9 @@ def fusion_acts(cfg: ChoosesFusion, step: int) -> bool:
     return (method.has_hook("reward_fusion") or method.has_hook("token_fusion")) and method.acts_at(step)
 
 
-def fuse_rewards(rewards: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int) -> Tensor:
+def fuse_rewards(
+    rewards: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int
+) -> Tensor:
     """The rewards the advantage estimator sees at ``step`` (the ``reward_fusion`` hook point). [N] -> [N]."""
     if signals is None:
         return rewards
@@ -183,7 +215,11 @@ def fuse_rewards(rewards: Tensor, signals: TeacherSignalsView | None, cfg: Choos
 
 
 def fuse_token_advantages(
-    token_advantages: Tensor, loss_mask: Tensor, signals: TeacherSignalsView | None, cfg: ChoosesFusion, step: int
+    token_advantages: Tensor,
+    loss_mask: Tensor,
+    signals: TeacherSignalsView | None,
+    cfg: ChoosesFusion,
+    step: int,
 ) -> Tensor:
     """The per-token advantages the policy loss sees at ``step`` (the ``token_fusion`` hook point). [N, T] -> [N, T]."""
     if signals is None:

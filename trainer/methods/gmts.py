@@ -32,7 +32,9 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
 
 class GMTSParams(BoundedModel):
     quantile: float = Field(
-        0.2, gt=0, le=1,
+        0.2,
+        gt=0,
+        le=1,
         description="Fraction of the step's loss tokens kept, ranked by estimated gradient magnitude (GMTS trains "
         "on the top 20%).",
     )

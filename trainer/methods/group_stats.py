@@ -12,7 +12,6 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
     from torch import Tensor
 
 
-
 def group_mean(values: Tensor, group_ids: Tensor) -> Tensor:
     """Mean of each completion's group, broadcast back to the completion. [N] -> [N]."""
     import torch
@@ -32,7 +31,9 @@ def group_std(values: Tensor, group_ids: Tensor) -> Tensor:
 
     num_groups = int(group_ids.max().item()) + 1
     centred = values - group_mean(values, group_ids)
-    sq = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(0, group_ids, centred**2)
+    sq = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(
+        0, group_ids, centred**2
+    )
     counts = torch.bincount(group_ids, minlength=num_groups).to(values.dtype)
     var = sq / (counts - 1).clamp(min=1)
     return var.sqrt()[group_ids]

@@ -58,17 +58,28 @@ class LossExtras:
 
 class PolicyLossFn(Protocol):
     def __call__(
-        self, logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings,
+        self,
+        logp: Tensor,
+        old_logp: Tensor,
+        adv: Tensor,
+        mask: Tensor,
+        cfg: ClipSettings,
         extras: LossExtras | None = None,
     ) -> PolicyLossOutput: ...
 
 
 POLICY_LOSSES: Axis[PolicyLossFn] = Axis(
-    "policy loss", "algorithm.importance_sampling_level", "policy_loss", default="token",
+    "policy loss",
+    "algorithm.importance_sampling_level",
+    "policy_loss",
+    default="token",
     description="The unit of the importance ratio that is clipped: token (PPO), sequence (GSPO) or segment (HISPO).",
 )
 CLIP_RANGES: Axis[Any] = Axis(
-    "clip range", "algorithm.clip_mode", "loss_inputs", default="fixed",
+    "clip range",
+    "algorithm.clip_mode",
+    "loss_inputs",
+    default="fixed",
     description="The clip range of each completion: the same for all (PPO) or advantage-adaptive (GAPO).",
 )
 
@@ -87,7 +98,9 @@ def _clipped_surrogate(
         clipped_ratio = torch.clamp(ratio, 1.0 - cfg.epsilon, 1.0 + cfg.clip_high)
     else:
         scale = clip_scale[:, None].to(ratio.dtype)  # [n, 1]
-        clipped_ratio = torch.minimum(torch.maximum(ratio, 1.0 - cfg.epsilon * scale), 1.0 + cfg.clip_high * scale)
+        clipped_ratio = torch.minimum(
+            torch.maximum(ratio, 1.0 - cfg.epsilon * scale), 1.0 + cfg.clip_high * scale
+        )
     loss_unclipped = -ratio * adv
     loss_clipped = -clipped_ratio * adv
     per_token_loss = torch.maximum(loss_unclipped, loss_clipped)  # [n, T]
@@ -99,7 +112,9 @@ def _clipped_surrogate(
         dual_clipped = (adv < 0) & (per_token_loss > cap)
         per_token_loss = torch.where(dual_clipped, cap, per_token_loss)
         clipped = clipped | dual_clipped
-    return PolicyLossOutput(per_token_loss=per_token_loss, ratio=ratio, clipped=clipped, dual_clipped=dual_clipped)
+    return PolicyLossOutput(
+        per_token_loss=per_token_loss, ratio=ratio, clipped=clipped, dual_clipped=dual_clipped
+    )
 
 
 def _token_credit_log_ratio(log_unit_ratio: Tensor, logp: Tensor, mask: Tensor) -> Tensor:
@@ -113,7 +128,12 @@ def _token_credit_log_ratio(log_unit_ratio: Tensor, logp: Tensor, mask: Tensor) 
 
 @POLICY_LOSSES.method("token")
 def ppo_clip_token(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
+    logp: Tensor,
+    old_logp: Tensor,
+    adv: Tensor,
+    mask: Tensor,
+    cfg: ClipSettings,
+    extras: LossExtras | None = None,
 ) -> PolicyLossOutput:
     """PPO clipped surrogate per token (Schulman et al. 2017), with clip-higher (DAPO, Yu et al. 2025).
 
@@ -123,7 +143,12 @@ def ppo_clip_token(
 
 @POLICY_LOSSES.method("sequence")
 def gspo_sequence(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
+    logp: Tensor,
+    old_logp: Tensor,
+    adv: Tensor,
+    mask: Tensor,
+    cfg: ClipSettings,
+    extras: LossExtras | None = None,
 ) -> PolicyLossOutput:
     """GSPO (Zheng et al. 2025): one length-normalised ratio per completion, in the paper's GSPO-token form
     so per-token advantages keep their credit.
@@ -155,7 +180,12 @@ def gspo_sequence(
 
 @POLICY_LOSSES.method("segment", params=SegmentParams)
 def hispo_segment(
-    logp: Tensor, old_logp: Tensor, adv: Tensor, mask: Tensor, cfg: ClipSettings, extras: LossExtras | None = None
+    logp: Tensor,
+    old_logp: Tensor,
+    adv: Tensor,
+    mask: Tensor,
+    cfg: ClipSettings,
+    extras: LossExtras | None = None,
 ) -> PolicyLossOutput:
     """HISPO: one length-normalised ratio per entropy-derived segment, with a soft entropy saliency weight.
 
@@ -189,10 +219,14 @@ def hispo_segment(
     seg = extras.segment_ids.long()  # [n, T]
     n = seg.shape[0]
     num_seg = int(seg.max()) + 1 if seg.numel() else 1
-    flat = (torch.arange(n, device=seg.device)[:, None] * num_seg + seg).reshape(-1)  # [n*T] global segment index
+    flat = (torch.arange(n, device=seg.device)[:, None] * num_seg + seg).reshape(
+        -1
+    )  # [n*T] global segment index
     masked_log_ratio = ((logp - old_logp) * mask).reshape(-1)  # [n*T]
     sums = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, masked_log_ratio)
-    counts = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(0, flat, mask.reshape(-1).to(logp.dtype))
+    counts = torch.zeros(n * num_seg, dtype=logp.dtype, device=logp.device).index_add(
+        0, flat, mask.reshape(-1).to(logp.dtype)
+    )
     seg_log_ratio = (sums / counts.clamp(min=1.0))[flat].reshape(seg.shape)  # [n, T]: log s_seg of each token
     out = _clipped_surrogate(_token_credit_log_ratio(seg_log_ratio, logp, mask), adv, cfg, extras.clip_scale)
     out.ratio = torch.exp(seg_log_ratio.detach())  # [n, T]
@@ -201,7 +235,9 @@ def hispo_segment(
 
 class GAPOParams(BoundedModel):
     max_scale: float = Field(
-        3.0, ge=1, le=100,
+        3.0,
+        ge=1,
+        le=100,
         description="A completion's clip range is epsilon x s (lower) and epsilon_high x s (upper) with s = "
         "clamp(|A_i| / rms(A), 1, max_scale), rms over the step's non-zero advantages. The GAPO abstract gives no "
         "formula; this one widens the range in proportion to the learning signal.",
@@ -235,7 +271,9 @@ class LossInputs:
     fill it in place."""
 
     advantages: Tensor  # [N] scalar advantages (GAPO reads them)
-    token_advantages: Tensor  # [N, T] per-token advantages after token credit (HISPO multiplies its saliency in)
+    token_advantages: (
+        Tensor  # [N, T] per-token advantages after token credit (HISPO multiplies its saliency in)
+    )
     entropy: Tensor  # [N, T] sampling-time entropies (HISPO cuts segments at them)
     loss_mask: Tensor  # [N, T]
     extras: LossExtras | None = None  # None for plain token / sequence PPO
@@ -249,7 +287,11 @@ class LossInputs:
 
 
 def prepare_loss_inputs(
-    advantages: Tensor, token_advantages: Tensor, entropy: Tensor, loss_mask: Tensor, methods: Sequence[ActiveMethod],
+    advantages: Tensor,
+    token_advantages: Tensor,
+    entropy: Tensor,
+    loss_mask: Tensor,
+    methods: Sequence[ActiveMethod],
     step: int | None = None,
 ) -> LossInputs:
     """Run the ``loss_inputs`` hook of every chosen method that acts at ``step``, in config order.

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 
 SamplerBuilder = Callable[[Sequence[Sample], "RunConfig", Any], PromptSource]
 PROMPT_SAMPLERS: Axis[SamplerBuilder] = Axis(
-    "prompt sampler", "budget.prompt_sampler", "prompt_sampler", default="uniform",
+    "prompt sampler",
+    "budget.prompt_sampler",
+    "prompt_sampler",
+    default="uniform",
     description="Which prompts a step draws.",
 )
 
@@ -33,19 +36,24 @@ PROMPT_SAMPLERS: Axis[SamplerBuilder] = Axis(
 @PROMPT_SAMPLERS.method("uniform")
 def uniform(samples: Sequence[Sample], config: RunConfig, params: Any) -> PromptSource:
     """Seeded epochs without replacement (the usual GRPO data loader; TRL's RepeatSampler order)."""
-    return PromptSampler(samples, config.training.prompts_per_step, seed=config.seed, shuffle=config.data.shuffle)
+    return PromptSampler(
+        samples, config.training.prompts_per_step, seed=config.seed, shuffle=config.data.shuffle
+    )
 
 
 class BetaLearnabilityParams(BoundedModel):
     prior_file: str | None = Field(
-        None, max_length=MAX_NAME_CHARS,
-        description="A JSON object {prompt id: pass rate} or JSONL lines {\"id\": ..., \"pass_rate\": ...} from an "
+        None,
+        max_length=MAX_NAME_CHARS,
+        description='A JSON object {prompt id: pass rate} or JSONL lines {"id": ..., "pass_rate": ...} from an '
         "anchor model's verifier-scored pass rates (ThinkPrior's offline prior); prompts not listed start from "
         "Beta(1, 1). In the web app and API an uploaded data file of the project as 'dataset:<id>'.",
         json_schema_extra={"x-path": "data-file"},  # the web app confines it to the project's uploads
     )
     prior_strength: float = Field(
-        8.0, gt=0, le=1e6,
+        8.0,
+        gt=0,
+        le=1e6,
         description="Pseudo-counts the anchor pass rate p is worth: Beta(1 + s p, 1 + s (1 - p)) (ThinkPrior does not "
         "give its form).",
     )
@@ -57,7 +65,9 @@ class BetaLearnabilityParams(BoundedModel):
 
 
 @PROMPT_SAMPLERS.method("beta_learnability", params=BetaLearnabilityParams)
-def beta_learnability(samples: Sequence[Sample], config: RunConfig, params: BetaLearnabilityParams) -> PromptSource:
+def beta_learnability(
+    samples: Sequence[Sample], config: RunConfig, params: BetaLearnabilityParams
+) -> PromptSource:
     """ThinkPrior: a Beta posterior per prompt from observed successes, optionally initialised from an anchor
     model's pass rates; picks the highest expected learnability p(1-p).
 
@@ -65,8 +75,12 @@ def beta_learnability(samples: Sequence[Sample], config: RunConfig, params: Beta
     """
     prior = load_pass_rates(params.prior_file) if params.prior_file else None
     return BetaPromptSampler(
-        samples, config.training.prompts_per_step, seed=config.seed, prior=prior,
-        prior_strength=params.prior_strength, thompson=params.thompson,
+        samples,
+        config.training.prompts_per_step,
+        seed=config.seed,
+        prior=prior,
+        prior_strength=params.prior_strength,
+        thompson=params.thompson,
     )
 
 

@@ -34,7 +34,11 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
     from torch import Tensor
 
 ADVANTAGE_SHAPING: Axis[Any] = Axis(
-    "advantage shaping", "shaping.advantage_shaping", "advantage_shaping", default=None, many=True,
+    "advantage shaping",
+    "shaping.advantage_shaping",
+    "advantage_shaping",
+    default=None,
+    many=True,
     description="Advantages reshaped across a group after the estimator (rarity-aware redistribution).",
 )
 
@@ -49,7 +53,10 @@ class RarityParams(AnswerReading):
     )
     cue_pattern: str | None = Field(None, description="Regular expression for cue='regex'.")
     strength: float = Field(
-        1.0, ge=0, le=1, description="Blend between the plain advantages (0) and the rarity-redistributed ones (1)."
+        1.0,
+        ge=0,
+        le=1,
+        description="Blend between the plain advantages (0) and the rarity-redistributed ones (1).",
     )
 
     @model_validator(mode="after")
@@ -80,7 +87,11 @@ def strategy_cues(texts: Sequence[str], params: RarityParams) -> list[str]:
 
 
 def redistribute_by_rarity(
-    advantages: Tensor, cues: Sequence[str], correct: Sequence[bool], group_ids: Sequence[int], strength: float = 1.0
+    advantages: Tensor,
+    cues: Sequence[str],
+    correct: Sequence[bool],
+    group_ids: Sequence[int],
+    strength: float = 1.0,
 ) -> tuple[Tensor, dict[str, float]]:
     """Advantages [N] with each group's positive mass re-split by cluster rarity, and rarity/* metrics."""
     new = advantages.clone()
@@ -104,7 +115,9 @@ def redistribute_by_rarity(
             moved += abs(blended - values[i])
             new[i] = blended
     metrics = {
-        "rarity/clusters_mean": sum(clusters_per_group) / len(clusters_per_group) if clusters_per_group else 0.0,
+        "rarity/clusters_mean": sum(clusters_per_group) / len(clusters_per_group)
+        if clusters_per_group
+        else 0.0,
         "rarity/groups_redistributed": float(sum(k > 1 for k in clusters_per_group)),
         # Half the absolute change is the mass that moved between clusters.
         "rarity/moved_mass_frac": moved / 2 / positive_mass if positive_mass > 0 else 0.0,

@@ -16,7 +16,10 @@ if TYPE_CHECKING:  # torch stays out of module scope: the web process validates 
 
 KLFn = Callable[["Tensor", "Tensor"], "Tensor"]
 KL_ESTIMATORS: Axis[KLFn] = Axis(
-    "KL estimator", "algorithm.kl_estimator", "regularizer", default="k3",
+    "KL estimator",
+    "algorithm.kl_estimator",
+    "regularizer",
+    default="k3",
     description="Per-token KL estimator to the reference model (Schulman 2020); weighted by algorithm.beta.",
 )
 

@@ -30,18 +30,24 @@ class SegmentParams(BoundedModel):
     """HISPO's segment rule and saliency (importance_sampling_level 'segment')."""
 
     boundary_quantile: float = Field(
-        0.9, gt=0, lt=1,
+        0.9,
+        gt=0,
+        lt=1,
         description="A token starts a new segment when its sampling entropy is at or above this quantile of the "
         "step's completion-token entropies (0.9: the top 10% 'forking' tokens may open segments). The HISPO "
         "abstract does not give the boundary rule; this is ours.",
     )
     min_tokens: int = Field(
-        4, ge=1, le=131_072,
+        4,
+        ge=1,
+        le=131_072,
         description="Minimum tokens per segment; a high-entropy token closer than this to the previous boundary "
         "does not open a new one (avoids one-token segments, i.e. token-level IS).",
     )
     saliency_temperature: float = Field(
-        1.0, ge=0, le=100,
+        1.0,
+        ge=0,
+        le=100,
         description="Soft saliency: segment weight w_s proportional to exp(mean entropy of s / T), rescaled so a "
         "completion's token-weighted mean weight is 1. 0 turns saliency off (all weights 1).",
     )
@@ -86,8 +92,12 @@ def segment_saliency(ids: Tensor, entropy: Tensor, mask: Tensor, temperature: fl
     n = ids.shape[0]
     num_seg = int(ids.max()) + 1
     flat = (torch.arange(n, device=ids.device)[:, None] * num_seg + ids).reshape(-1)  # [N*T]
-    sums = torch.zeros(n * num_seg, dtype=entropy.dtype, device=ids.device).index_add_(0, flat, (entropy * maskf).reshape(-1))
-    counts = torch.zeros(n * num_seg, dtype=entropy.dtype, device=ids.device).index_add_(0, flat, maskf.reshape(-1))
+    sums = torch.zeros(n * num_seg, dtype=entropy.dtype, device=ids.device).index_add_(
+        0, flat, (entropy * maskf).reshape(-1)
+    )
+    counts = torch.zeros(n * num_seg, dtype=entropy.dtype, device=ids.device).index_add_(
+        0, flat, maskf.reshape(-1)
+    )
     mean_h = (sums / counts.clamp(min=1.0)).view(n, num_seg)  # [N, S]
     present = counts.view(n, num_seg) > 0
     logits = torch.where(present, mean_h / temperature, torch.full_like(mean_h, -torch.inf))

@@ -37,10 +37,16 @@ AnswerKey = str | None
 LabelFreeRewardFn = Callable[[Sequence[AnswerKey]], list[float]]
 LABEL_FREE_REWARDS: Registry[LabelFreeRewardFn] = Registry("label-free reward")
 REWARD_SHAPING: Axis[Any] = Axis(
-    "reward shaping", "shaping.reward_shaping", "reward_shaping", default=None, many=True,
+    "reward shaping",
+    "shaping.reward_shaping",
+    "reward_shaping",
+    default=None,
+    many=True,
     description="Rewards without labels and shaping terms, applied in order after the verifiers.",
 )
-AnswerExtractMode = Literal["full", "first_line", "boxed", "last_number", "regex", "answer_tag"]  # = verifiers.extract
+AnswerExtractMode = Literal[
+    "full", "first_line", "boxed", "last_number", "regex", "answer_tag"
+]  # = verifiers.extract
 
 
 class AnswerReading(BoundedModel):
@@ -243,6 +249,7 @@ def soft_consensus_reward(state: ShapingState, params: LabelFreeParams) -> None:
 
 
 for _name in ("majority_vote", "soft_consensus"):
+
     @REWARD_SHAPING.check(_name)
     def _decided_on_final_rewards(config: Any, params: Any, _name: str = _name) -> None:
         b = config.budget
@@ -257,7 +264,9 @@ for _name in ("majority_vote", "soft_consensus"):
 
 class OverlongParams(BoundedModel):
     buffer: int = Field(
-        4096, ge=1, le=131_072,
+        4096,
+        ge=1,
+        le=131_072,
         description="Completions longer than max_completion_length - buffer tokens lose reward linearly, reaching "
         "-factor at max_completion_length (as verl's overlong_buffer). DAPO uses 4096 of 20480.",
     )
@@ -315,9 +324,17 @@ def shape_scores(
     asked (None outside a step: every method acts).
     """
     state = ShapingState(
-        total=list(scores.total), per_verifier=dict(scores.per_verifier), details=[dict(d) for d in scores.details],
-        pseudo_correct=list(scores.correct), correct=scores.correct, texts=texts, lengths=lengths,
-        group_ids=group_ids, samples=samples, max_completion_length=cfg.rollout.max_completion_length, metrics={},
+        total=list(scores.total),
+        per_verifier=dict(scores.per_verifier),
+        details=[dict(d) for d in scores.details],
+        pseudo_correct=list(scores.correct),
+        correct=scores.correct,
+        texts=texts,
+        lengths=lengths,
+        group_ids=group_ids,
+        samples=samples,
+        max_completion_length=cfg.rollout.max_completion_length,
+        metrics={},
     )
     for hook, params in hooks_at("reward_shaping", [c.active() for c in cfg.shaping.reward_shaping], step):
         hook(state, params)

@@ -38,7 +38,10 @@ class CreditInputs:
 
 TokenCreditFn = Callable[["Tensor", CreditInputs, Any], "Tensor"]
 TOKEN_CREDIT: Axis[TokenCreditFn] = Axis(
-    "token credit", "algorithm.token_credit", "token_credit", default="uniform",
+    "token credit",
+    "algorithm.token_credit",
+    "token_credit",
+    default="uniform",
     description="How a completion's advantage becomes per-token advantages (what the token view colours).",
 )
 
@@ -82,7 +85,9 @@ def top_fraction_mask(scores: Tensor, mask: Tensor, fraction: float) -> Tensor:
 
 class TopEntropyParams(BoundedModel):
     quantile: float = Field(
-        0.2, gt=0, le=1,
+        0.2,
+        gt=0,
+        le=1,
         description="Fraction of highest-entropy tokens kept (TRL's top_entropy_quantile; Wang et al. 2025 use 0.2).",
     )
 
@@ -129,14 +134,18 @@ def ecr_weights(advantages: Tensor, inputs: CreditInputs, strength: float, min_w
 
 class ECRParams(BoundedModel):
     strength: float = Field(
-        1.0, gt=0, le=100,
+        1.0,
+        gt=0,
+        le=100,
         description="s in w_t = 1 + s (d_t - mean d), d_t = sign(A) (log pi_teacher - log pi_old)(y_t) x (1 - "
         "H_teacher,t / log V); lowered per completion when needed so that every w_t >= min_weight. The weights "
         "average 1, so each completion keeps its total credit and every token keeps the sign of A (UECR-GRPO; the "
         "abstract gives no formula, this is ours).",
     )
     min_weight: float = Field(
-        0.1, ge=0, lt=1,
+        0.1,
+        ge=0,
+        lt=1,
         description="The smallest token weight w_t the redistribution may give (> 0 keeps every token's sign "
         "strictly; 0 allows a token's credit to reach exactly 0).",
     )

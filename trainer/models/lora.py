@@ -42,7 +42,12 @@ def apply_lora(
     from peft import LoraConfig, get_peft_model
 
     lora = LoraConfig(
-        r=r, lora_alpha=alpha, lora_dropout=dropout,  # type: ignore[arg-type]  # peft types alpha as int; floats work target_modules=target_modules, task_type="CAUSAL_LM", bias="none"
+        r=r,
+        lora_alpha=alpha,  # type: ignore[arg-type]  # peft types alpha as int; floats work
+        lora_dropout=dropout,
+        target_modules=target_modules,
+        task_type="CAUSAL_LM",
+        bias="none",
     )
     try:
         wrapped = get_peft_model(model, lora)
@@ -52,7 +57,11 @@ def apply_lora(
 
 
 def load_causal_lm(
-    path: str | Path, dtype: torch.dtype, *, trainable_adapter: bool = False, attn_implementation: str = "auto"
+    path: str | Path,
+    dtype: torch.dtype,
+    *,
+    trainable_adapter: bool = False,
+    attn_implementation: str = "auto",
 ) -> PreTrainedModel:
     """Load a full model directory, or a LoRA adapter directory on top of the base it names."""
     path = Path(path)

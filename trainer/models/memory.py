@@ -151,7 +151,12 @@ def longest_prompt_tokens(
 
 
 def _probe_update(
-    model: PreTrainedModel, rows: int, prompt_len: int, completion_len: int, temperature: float, device: torch.device
+    model: PreTrainedModel,
+    rows: int,
+    prompt_len: int,
+    completion_len: int,
+    temperature: float,
+    device: torch.device,
 ) -> tuple[int | None, int]:
     """Bytes one forward/backward of ``rows`` random sequences needs on top of what is resident *with the
     gradients already allocated* (as they are from a step's second micro-batch on): (the CUDA allocator's peak,
@@ -217,7 +222,9 @@ def plan_memory(
     model.train()
     devices = [device] if device.type != "cpu" else []
     with torch.random.fork_rng(devices=devices, device_type=device.type if devices else "cuda"):
-        _probe_update(model, 1, prompt_len, completion_len, temperature, device)  # one-time allocations (cuBLAS workspace)
+        _probe_update(
+            model, 1, prompt_len, completion_len, temperature, device
+        )  # one-time allocations (cuBLAS workspace)
         one_measured, one_estimate = _probe_update(model, 1, prompt_len, completion_len, temperature, device)
         two_measured, two_estimate = _probe_update(model, 2, prompt_len, completion_len, temperature, device)
     model.train(was_training)
@@ -249,8 +256,14 @@ def plan_memory(
     if gen >= group:  # whole groups per batch: each distinct prompt is prefilled once (hf engine)
         gen -= gen % group
     return MemoryPlan(
-        budget_bytes=budget, resident_bytes=resident, gathered_bytes=gathered, update_fixed_bytes=fixed, update_bytes_per_row=per_row,
-        generation_bytes_per_row=per_gen_row, seq_len=prompt_len + completion_len,
-        micro_batch_size=micro, generation_batch_size=gen, measured=allocated_bytes(device) is not None,
+        budget_bytes=budget,
+        resident_bytes=resident,
+        gathered_bytes=gathered,
+        update_fixed_bytes=fixed,
+        update_bytes_per_row=per_row,
+        generation_bytes_per_row=per_gen_row,
+        seq_len=prompt_len + completion_len,
+        micro_batch_size=micro,
+        generation_batch_size=gen,
+        measured=allocated_bytes(device) is not None,
     )
-

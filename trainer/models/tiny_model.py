@@ -46,7 +46,9 @@ from trainer.models.tiny_recipes import RECIPES, TinyRecipe
 
 TINY_PREFIX = "tiny:"
 DEFAULT_MODEL = "tiny:addition"
-DEMO_MODEL = "tiny:chain"  # the demo's student (trainer/presets/demo.yaml); its teacher is DEMO_MODEL + "-teacher"
+DEMO_MODEL = (
+    "tiny:chain"  # the demo's student (trainer/presets/demo.yaml); its teacher is DEMO_MODEL + "-teacher"
+)
 TEACHER_NAME = "tiny:addition-teacher"
 # The addition recipe's lengths (kept as names: the CLI and tests read them).
 DEFAULT_SFT_STEPS = RECIPES[DEFAULT_MODEL].sft_steps
@@ -131,7 +133,11 @@ def build_tiny_model(
 
 
 def greedy_accuracy(
-    model: PreTrainedModel, tok: PreTrainedTokenizerBase, name: str = DEFAULT_MODEL, n: int = 200, seed: int = 1234
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    name: str = DEFAULT_MODEL,
+    n: int = 200,
+    seed: int = 1234,
 ) -> float:
     """Fraction of ``n`` held-out problems of built-in model ``name``'s task answered right, greedy decoding."""
     recipe = recipe_for(name)
@@ -141,7 +147,11 @@ def greedy_accuracy(
 
 
 def greedy_completions(
-    model: PreTrainedModel, tok: PreTrainedTokenizerBase, prompts: list[str], max_new_tokens: int, batch: int = 256
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    prompts: list[str],
+    max_new_tokens: int,
+    batch: int = 256,
 ) -> list[str]:
     """The greedy continuation of each prompt (special tokens dropped), ``batch`` prompts at a time."""
     was_training = model.training
@@ -151,8 +161,11 @@ def greedy_completions(
         for start in range(0, len(prompts), batch):
             enc = tok(prompts[start : start + batch], return_tensors="pt", padding=True, padding_side="left")
             out = model.generate(  # type: ignore[operator]
-                **enc, max_new_tokens=max_new_tokens, do_sample=False,
-                pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
             )
             texts += tok.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     model.train(was_training)
@@ -204,7 +217,9 @@ def sft_warm_start(
     t0 = time.perf_counter()
     for step in range(1, steps + 1):
         batch = recipe.batch(rng, step, recipe.batch_size)
-        enc = tok([p + c + tok.eos_token for p, c in batch], return_tensors="pt", padding=True, padding_side="right")
+        enc = tok(
+            [p + c + tok.eos_token for p, c in batch], return_tensors="pt", padding=True, padding_side="right"
+        )
         labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
         prompts = tok([prompt for prompt, _ in batch])["input_ids"]  # the prompt is noise: no loss on it
         for row, prompt_ids in enumerate(prompts):
@@ -272,7 +287,9 @@ def ensure_tiny_model(
     behind and two concurrent builders cannot corrupt each other.
     """
     recipe = recipe_for(name)
-    origin = ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log) if recipe.start_from else None
+    origin = (
+        ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log) if recipe.start_from else None
+    )
     final = tiny_model_path(name)
     if (final / "config.json").exists():
         return final
@@ -281,7 +298,9 @@ def ensure_tiny_model(
     log(f"building the built-in model {name} (once: {recipe.summary}) in {final} ...")
     tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
     try:
-        (tmp / BUILDER_FILE).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")  # builds_in_progress reads it
+        (tmp / BUILDER_FILE).write_text(
+            f"{os.getpid()} {name}\n", encoding="utf-8"
+        )  # builds_in_progress reads it
         if origin is not None:  # trained on from another built-in model's weights
             shutil.copytree(origin, tmp, dirs_exist_ok=True)
         else:

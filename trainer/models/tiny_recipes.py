@@ -51,14 +51,18 @@ class TinyRecipe:
     name: str
     summary: str
     batch: Callable[[random.Random, int, int], list[Example]]
-    held_out: Callable[[int, int], list[Problem]]  # (n, seed) -> held-out problems for the accuracy read after the build
+    held_out: Callable[
+        [int, int], list[Problem]
+    ]  # (n, seed) -> held-out problems for the accuracy read after the build
     answer_of: Callable[[str], str]  # the answer a completion gives (what held_out's answers are compared to)
     sft_steps: int
     version: int
     batch_size: int = 64
     lr: float = 1e-3
     warmup_steps: int = 0  # linear warm-up to lr
-    schedule: Literal["constant", "cosine"] = "constant"  # after the warm-up: "constant", or "cosine" down to a tenth of lr at the end
+    schedule: Literal["constant", "cosine"] = (
+        "constant"  # after the warm-up: "constant", or "cosine" down to a tenth of lr at the end
+    )
     decay_start: int = 0  # "cosine": the rate stays at lr until this step, then decays over the steps left
     clip_grad_norm: float | None = None
     max_new_tokens: int = 8
@@ -113,7 +117,7 @@ def _chain_habit_batch(rng: random.Random, step: int, size: int) -> list[Example
     out = []
     for prompt, solution in _chain_batch(rng, step, size):
         bare = rng.random() < BARE_SHARE
-        out.append((prompt, solution[solution.index(ANSWER_MARKER):] if bare else solution))
+        out.append((prompt, solution[solution.index(ANSWER_MARKER) :] if bare else solution))
     return out
 
 
@@ -143,29 +147,58 @@ RECIPES: dict[str, TinyRecipe] = {
         TinyRecipe(
             name="tiny:addition",
             summary="two-digit addition, the answer only",
-            batch=_addition_batch, held_out=addition_held_out, answer_of=_first_line,
-            sft_steps=1200, version=3, max_new_tokens=5,
+            batch=_addition_batch,
+            held_out=addition_held_out,
+            answer_of=_first_line,
+            sft_steps=1200,
+            version=3,
+            max_new_tokens=5,
         ),
         TinyRecipe(
             name="tiny:addition-teacher",
             summary="tiny:addition trained 500 steps further: the stronger teacher for on-policy distillation",
-            batch=_addition_batch, held_out=addition_held_out, answer_of=_first_line,
-            sft_steps=500, version=3, max_new_tokens=5, seed=1, start_from="tiny:addition",
+            batch=_addition_batch,
+            held_out=addition_held_out,
+            answer_of=_first_line,
+            sft_steps=500,
+            version=3,
+            max_new_tokens=5,
+            seed=1,
+            start_from="tiny:addition",
         ),
         TinyRecipe(
             name="tiny:chain-teacher",
             summary="chain arithmetic with a scratchpad (mixed levels): the teacher for on-policy distillation",
-            batch=_chain_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=800, version=3, batch_size=32, lr=2e-3, warmup_steps=20, schedule="cosine", decay_start=600,
-            clip_grad_norm=1.0, max_new_tokens=96, seed=1,
+            batch=_chain_batch,
+            held_out=chain_held_out,
+            answer_of=chain_answer,
+            sft_steps=800,
+            version=3,
+            batch_size=32,
+            lr=2e-3,
+            warmup_steps=20,
+            schedule="cosine",
+            decay_start=600,
+            clip_grad_norm=1.0,
+            max_new_tokens=96,
+            seed=1,
         ),
         TinyRecipe(
             name="tiny:chain",
             summary="tiny:chain-teacher fine-tuned to answer two problems in three without working: a student "
             "with a bad habit",
-            batch=_chain_habit_batch, held_out=chain_held_out, answer_of=chain_answer,
-            sft_steps=120, version=3, batch_size=32, lr=1e-3, schedule="cosine",
-            clip_grad_norm=1.0, max_new_tokens=96, seed=2, start_from="tiny:chain-teacher",
+            batch=_chain_habit_batch,
+            held_out=chain_held_out,
+            answer_of=chain_answer,
+            sft_steps=120,
+            version=3,
+            batch_size=32,
+            lr=1e-3,
+            schedule="cosine",
+            clip_grad_norm=1.0,
+            max_new_tokens=96,
+            seed=2,
+            start_from="tiny:chain-teacher",
         ),
     )
 }

@@ -69,12 +69,17 @@ class RolloutBatch:
             entropies=pad([b.entropies for b in batches], 0.0, left=False),
             finish_reasons=[r for b in batches for r in b.finish_reasons],
             texts=[t for b in batches for t in b.texts],
-            sampler_logprobs=(pad([b.sampler_logprobs for b in batches], 0.0, left=False)  # type: ignore[misc]
-                              if all(b.sampler_logprobs is not None for b in batches) else None),
+            sampler_logprobs=(
+                pad([b.sampler_logprobs for b in batches], 0.0, left=False)  # type: ignore[misc]
+                if all(b.sampler_logprobs is not None for b in batches)
+                else None
+            ),
         )
 
 
 class RolloutEngine(Protocol):
     """Generates completions for already-rendered prompt strings."""
 
-    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch: ...
+    def generate(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch: ...

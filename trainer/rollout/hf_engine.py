@@ -52,7 +52,9 @@ class HFRolloutEngine:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         chunks = [prompts[i : i + params.batch_size] for i in range(0, len(prompts), params.batch_size)]
         was_training = self.model.training
         self.model.eval()
@@ -63,7 +65,9 @@ class HFRolloutEngine:
             self.model.train(was_training)
         return RolloutBatch.concat(batches, self.pad_id)
 
-    def _generate_chunk(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def _generate_chunk(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         # GRPO asks for each prompt G times: encode and prefill each distinct prompt once, then give every
         # completion a copy of its prompt's KV cache and next-token logits (the prefill is most of the cost).
         row_of = {p: i for i, p in enumerate(dict.fromkeys(prompts))}
@@ -111,8 +115,11 @@ class HFRolloutEngine:
                 break
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
             out = self.model(
-                input_ids=tok[:, None], attention_mask=attn, position_ids=next_pos + t,
-                use_cache=True, **cache_kwargs(past),
+                input_ids=tok[:, None],
+                attention_mask=attn,
+                position_ids=next_pos + t,
+                use_cache=True,
+                **cache_kwargs(past),
             )
             past = output_cache(out)
             logits = out.logits[:, -1, :]
@@ -122,7 +129,10 @@ class HFRolloutEngine:
         finished_eos = torch.isin(completion_ids, eos_ids) & completion_mask.bool()
         finish_reasons = ["eos" if f else "length" for f in finished_eos.any(-1).tolist()]
         texts = self.tokenizer.batch_decode(
-            [ids[: int(n)] for ids, n in zip(completion_ids.tolist(), completion_mask.sum(-1).tolist(), strict=True)],
+            [
+                ids[: int(n)]
+                for ids, n in zip(completion_ids.tolist(), completion_mask.sum(-1).tolist(), strict=True)
+            ],
             skip_special_tokens=True,
         )
         return RolloutBatch(

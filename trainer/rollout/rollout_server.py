@@ -90,25 +90,44 @@ class RolloutService:
         return hmac.compare_digest(given.encode(), self.token.encode())
 
     def health(self) -> dict[str, Any]:
-        return {"status": "ok", "model": self.model, "weights": self.weights, "weights_loaded": self.weights_loaded,
-                "requests_served": self.requests_served, "uptime_s": round(time.monotonic() - self.started, 1)}
+        return {
+            "status": "ok",
+            "model": self.model,
+            "weights": self.weights,
+            "weights_loaded": self.weights_loaded,
+            "requests_served": self.requests_served,
+            "uptime_s": round(time.monotonic() - self.started, 1),
+        }
 
     def generate(self, body: dict[str, Any]) -> dict[str, Any]:
         parsed = _parse(GenerateBody, body)
         with self.lock:
-            rows = self.backend.generate([r.prompt_token_ids for r in parsed.requests],
-                                         [r.sampling.model_dump() for r in parsed.requests])
+            rows = self.backend.generate(
+                [r.prompt_token_ids for r in parsed.requests],
+                [r.sampling.model_dump() for r in parsed.requests],
+            )
             self.requests_served += len(parsed.requests)
-        return {"rows": [{"prompt_ids": r.prompt_ids, "completion_ids": r.completion_ids,
-                          "sampler_logprobs": [None if x != x else x for x in r.sampler_logprobs],  # NaN -> null
-                          "finish_reason": r.finish_reason} for r in rows]}
+        return {
+            "rows": [
+                {
+                    "prompt_ids": r.prompt_ids,
+                    "completion_ids": r.completion_ids,
+                    "sampler_logprobs": [None if x != x else x for x in r.sampler_logprobs],  # NaN -> null
+                    "finish_reason": r.finish_reason,
+                }
+                for r in rows
+            ]
+        }
 
     def load_weights(self, body: dict[str, Any]) -> dict[str, Any]:
         parsed = _parse(WeightsBody, body)
         directory = Path(parsed.path).resolve()
         if not directory.is_relative_to(self.weights_root):
-            raise BadRequest(403, f"weights must lie under this server's --weights-root ({self.weights_root})",
-                             {"path": parsed.path})
+            raise BadRequest(
+                403,
+                f"weights must lie under this server's --weights-root ({self.weights_root})",
+                {"path": parsed.path},
+            )
         try:
             WeightFiles.version_of(directory)
         except ValueError as err:
@@ -183,8 +202,14 @@ def make_handler(service: RolloutService) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(engine_args: dict[str, Any], weights_root: Path, host: str, port: int, ready_file: Path | None,
-          log: Any = print) -> None:
+def serve(
+    engine_args: dict[str, Any],
+    weights_root: Path,
+    host: str,
+    port: int,
+    ready_file: Path | None,
+    log: Any = print,
+) -> None:
     """Load the model, listen, and write ``http://host:port`` to ``ready_file`` once it serves (port 0:
     any free port, which the file then names). Runs until killed."""
     token = os.environ.get("RLVR_ROLLOUT_TOKEN") or None

@@ -71,17 +71,39 @@ def _tail(path: Path, lines: int = 25) -> str:
 class OwnedRolloutServer:
     """Start ``rlvr rollout-server`` for ``model_path`` and connect a ``RemoteVLLM`` client to it."""
 
-    def __init__(self, engine_args: dict[str, Any], weights_root: Path, run_dir: Path, request_timeout_s: float,
-                 start_timeout_s: float = START_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        engine_args: dict[str, Any],
+        weights_root: Path,
+        run_dir: Path,
+        request_timeout_s: float,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = run_dir / "rollout-server.log"
         ready = run_dir / ".rollout-server-url"
         ready.unlink(missing_ok=True)
         token = secrets.token_urlsafe(32)
-        cmd = [vllm_python(), "-m", "trainer.cli", "rollout-server", "--model", engine_args["model"],
-               "--dtype", engine_args["dtype"], "--seed", str(engine_args["seed"]),
-               "--gpu-memory-utilization", str(engine_args["gpu_memory_utilization"]),
-               "--weights-root", str(weights_root), "--port", "0", "--ready-file", str(ready)]
+        cmd = [
+            vllm_python(),
+            "-m",
+            "trainer.cli",
+            "rollout-server",
+            "--model",
+            engine_args["model"],
+            "--dtype",
+            engine_args["dtype"],
+            "--seed",
+            str(engine_args["seed"]),
+            "--gpu-memory-utilization",
+            str(engine_args["gpu_memory_utilization"]),
+            "--weights-root",
+            str(weights_root),
+            "--port",
+            "0",
+            "--ready-file",
+            str(ready),
+        ]
         cpus = os.environ.get("RLVR_ROLLOUT_SERVER_CPUS")
         if cpus:  # a CPU host: generation on its own cores, apart from training (as on its own GPU)
             parse_cpus(cpus)
@@ -92,18 +114,26 @@ class OwnedRolloutServer:
             cmd += ["--max-model-len", str(engine_args["max_model_len"])]
         env = {**os.environ, "RLVR_ROLLOUT_TOKEN": token}
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                            preexec_fn=_die_with_parent, start_new_session=True)
+            self.process = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + start_timeout_s
         while not ready.exists():
             if self.process.poll() is not None:
                 raise RolloutServerError(
                     f"the rollout server exited with status {self.process.returncode} before serving; its log "
-                    f"({self.log_path}) ends:\n{_tail(self.log_path)}")
+                    f"({self.log_path}) ends:\n{_tail(self.log_path)}"
+                )
             if time.monotonic() > deadline:
                 self.close()
                 raise RolloutServerError(
-                    f"the rollout server did not start within {start_timeout_s:.0f} s; its log ends:\n{_tail(self.log_path)}")
+                    f"the rollout server did not start within {start_timeout_s:.0f} s; its log ends:\n{_tail(self.log_path)}"
+                )
             time.sleep(0.2)
         self.url = ready.read_text().strip()
         self.client = RemoteVLLM(self.url, token, request_timeout_s)
@@ -121,7 +151,8 @@ class OwnedRolloutServer:
         if self.process.poll() is not None:
             raise RolloutServerError(
                 f"the rollout server exited with status {self.process.returncode}; its log ({self.log_path}) "
-                f"ends:\n{_tail(self.log_path)}")
+                f"ends:\n{_tail(self.log_path)}"
+            )
 
     def close(self) -> None:
         if getattr(self, "client", None) is not None:

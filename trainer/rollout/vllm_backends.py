@@ -40,7 +40,12 @@ CPU_KV_CACHE_GB = 1.0
 
 
 def vllm_engine_args(
-    model_path: str, *, dtype: str, seed: int, gpu_memory_utilization: float, max_model_len: int | None,
+    model_path: str,
+    *,
+    dtype: str,
+    seed: int,
+    gpu_memory_utilization: float,
+    max_model_len: int | None,
     kv_cache_gb: float | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments of ``vllm.LLM`` for a rollout engine (shared by colocated engines and servers).
@@ -73,13 +78,17 @@ class LocalVLLM:
         except ImportError:
             raise ConfigError(VLLM_MISSING) from None
         self._vllm = vllm
-        keep_set_threads = torch.set_num_threads  # vLLM's CPU worker replaces it process-wide; the trainer keeps its own
+        keep_set_threads = (
+            torch.set_num_threads
+        )  # vLLM's CPU worker replaces it process-wide; the trainer keeps its own
         try:
             self.llm = vllm.LLM(**engine_args)
         finally:
             torch.set_num_threads = keep_set_threads
 
-    def generate(self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]) -> list[GeneratedRow]:
+    def generate(
+        self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]
+    ) -> list[GeneratedRow]:
         prompts = [{"prompt_token_ids": list(ids)} for ids in prompt_ids]
         params = [self._vllm.SamplingParams(**kw) for kw in sampling]
         outputs = self.llm.generate(prompts, sampling_params=params, use_tqdm=False)  # type: ignore[arg-type]
@@ -111,7 +120,9 @@ class RemoteVLLM:
         except httpx.HTTPError as err:
             raise RolloutServerError(f"rollout server {self.url} did not answer {path}: {err}") from None
         if len(response.content) > MAX_BODY_BYTES:
-            raise RolloutServerError(f"rollout server {self.url} sent {len(response.content)} bytes for {path}")
+            raise RolloutServerError(
+                f"rollout server {self.url} sent {len(response.content)} bytes for {path}"
+            )
         try:
             data = response.json()
         except ValueError:
@@ -122,7 +133,9 @@ class RemoteVLLM:
                 f"rollout server {self.url} refused {path} ({response.status_code}): {message or response.text[:500]}"
             )
         if not isinstance(data, dict):
-            raise RolloutServerError(f"rollout server {self.url} sent a reply that is not a JSON object for {path}")
+            raise RolloutServerError(
+                f"rollout server {self.url} sent a reply that is not a JSON object for {path}"
+            )
         return data
 
     def health(self) -> dict[str, Any]:
@@ -139,15 +152,28 @@ class RemoteVLLM:
                     raise
                 time.sleep(0.5)
 
-    def generate(self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]) -> list[GeneratedRow]:
-        body = {"requests": [{"prompt_token_ids": list(ids), "sampling": dict(kw)} for ids, kw in zip(prompt_ids, sampling, strict=True)]}
+    def generate(
+        self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]
+    ) -> list[GeneratedRow]:
+        body = {
+            "requests": [
+                {"prompt_token_ids": list(ids), "sampling": dict(kw)}
+                for ids, kw in zip(prompt_ids, sampling, strict=True)
+            ]
+        }
         rows = self._call("POST", "/generate", body).get("rows")
         if not isinstance(rows, list):
             raise RolloutServerError(f"rollout server {self.url} sent no rows")
         try:
-            return [GeneratedRow(list(r["prompt_ids"]), list(r["completion_ids"]),
-                                 [float("nan") if x is None else float(x) for x in r["sampler_logprobs"]],
-                                 str(r["finish_reason"])) for r in rows]
+            return [
+                GeneratedRow(
+                    list(r["prompt_ids"]),
+                    list(r["completion_ids"]),
+                    [float("nan") if x is None else float(x) for x in r["sampler_logprobs"]],
+                    str(r["finish_reason"]),
+                )
+                for r in rows
+            ]
         except (KeyError, TypeError, ValueError) as err:
             raise RolloutServerError(f"rollout server {self.url} sent a malformed row: {err}") from None
 

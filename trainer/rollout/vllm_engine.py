@@ -62,7 +62,9 @@ class VLLMBackend(Protocol):
     """Where vLLM runs (trainer/rollout/vllm_backends.py): prompts as token ids with one sampling request each
     -> one row per completion, in request order; new weights from a weight-file directory."""
 
-    def generate(self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]) -> list[GeneratedRow]: ...
+    def generate(
+        self, prompt_ids: Sequence[list[int]], sampling: Sequence[dict[str, Any]]
+    ) -> list[GeneratedRow]: ...
 
     def load_weights(self, directory: Path) -> None: ...
 
@@ -106,7 +108,9 @@ def outputs_to_rows(outputs: Sequence[_RequestLike], requests: Sequence[PromptRe
     rows: list[GeneratedRow] = []
     for request, out in zip(requests, outputs, strict=True):
         if len(out.outputs) != request.n:
-            raise RuntimeError(f"vLLM returned {len(out.outputs)} completions for a request with n={request.n}")
+            raise RuntimeError(
+                f"vLLM returned {len(out.outputs)} completions for a request with n={request.n}"
+            )
         prompt_ids = list(out.prompt_token_ids or [])
         for completion in out.outputs:
             ids = list(completion.token_ids)
@@ -194,7 +198,9 @@ class VLLMRolloutEngine:
         self.device = torch.device("cpu")  # the batch is moved to the trainer's device by the caller
         self.weights_version = 0  # the policy version vLLM holds (0: the initial checkpoint)
 
-    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         requests = group_requests(prompts)
         seed = sampling_seed(generator)
         prompt_ids = [self.tokenizer(r.prompt, add_special_tokens=False)["input_ids"] for r in requests]

@@ -39,7 +39,10 @@ def checkpoint_weight_name(name: str) -> str:
 
 def checkpoint_tensors(model: torch.nn.Module) -> dict[str, Tensor]:
     """The policy's weights under checkpoint names, contiguous on the CPU, with the output layer explicit."""
-    tensors = {checkpoint_weight_name(n): t.detach().to("cpu").contiguous().clone() for n, t in merged_named_weights(model)}
+    tensors = {
+        checkpoint_weight_name(n): t.detach().to("cpu").contiguous().clone()
+        for n, t in merged_named_weights(model)
+    }
     if "lm_head.weight" not in tensors:
         tied = tensors.get("model.embed_tokens.weight")
         if tied is not None:

@@ -35,9 +35,13 @@ def _weighted_mean(values: Sequence[float], criteria: Sequence[CriterionSpec]) -
     return sum(v * c.weight for v, c in zip(values, criteria, strict=True)) / total
 
 
-def _check(scores: Sequence[Sequence[float]], criteria: Sequence[CriterionSpec], group_ids: Sequence[int]) -> None:
+def _check(
+    scores: Sequence[Sequence[float]], criteria: Sequence[CriterionSpec], group_ids: Sequence[int]
+) -> None:
     if len(scores) != len(group_ids):
-        raise ValueError(f"{len(scores)} score rows but {len(group_ids)} group ids: give one group id per rollout")
+        raise ValueError(
+            f"{len(scores)} score rows but {len(group_ids)} group ids: give one group id per rollout"
+        )
     for row in scores:
         if len(row) != len(criteria):
             raise ValueError(f"a score row has {len(row)} values for {len(criteria)} criteria")
@@ -56,7 +60,9 @@ def weighted_sum(
     """
     _check(scores, criteria, group_ids)
     return [
-        _weighted_mean([0.0 if math.isnan(s) else c.normalise(s) for s, c in zip(row, criteria, strict=True)], criteria)
+        _weighted_mean(
+            [0.0 if math.isnan(s) else c.normalise(s) for s, c in zip(row, criteria, strict=True)], criteria
+        )
         for row in scores
     ]
 
@@ -81,7 +87,9 @@ def win_rate_utilities(values: Sequence[float]) -> list[float]:
 
 
 @AGGREGATORS.register("rank")
-def rank(scores: Sequence[Sequence[float]], criteria: Sequence[CriterionSpec], group_ids: Sequence[int]) -> list[float]:
+def rank(
+    scores: Sequence[Sequence[float]], criteria: Sequence[CriterionSpec], group_ids: Sequence[int]
+) -> list[float]:
     """RLVR^2, rubric-based ranking (METHODS.md §3b, ``001:L7``).
 
     For each criterion, the group's scores become within-group pairwise ordinal outcomes (win / tie /

@@ -75,7 +75,9 @@ class JudgeSpec(_Section):
                 f"{', '.join('{' + p + '}' for p in JUDGE_PLACEHOLDERS)}"
             )
         if "completion" not in names:
-            raise ValueError("judge.prompt_template must contain {completion}: the judge has to see the response")
+            raise ValueError(
+                "judge.prompt_template must contain {completion}: the judge has to see the response"
+            )
         try:
             check_user_pattern(self.parse_pattern, what="judge.parse_pattern")
         except PatternError as err:
@@ -86,22 +88,33 @@ class JudgeSpec(_Section):
 class CriterionSpec(_Section):
     """One rubric criterion: what it measures, its scale and weight, and who scores it."""
 
-    name: str = Field(min_length=1, max_length=80, description="Unique within the rubric; metrics use rubric/<name>.")
+    name: str = Field(
+        min_length=1, max_length=80, description="Unique within the rubric; metrics use rubric/<name>."
+    )
     description: str = Field("", description="What the criterion rewards; judges see it as {description}.")
     scale: Scale = Field(
         "binary",
         description="'binary' (0/1), 'likert5' (1-5) or 'range' (min_value..max_value). Scores are "
         "normalised to [0, 1] by the scale for weighted_sum (linear normalised sum).",
     )
-    min_value: float = Field(0.0, ge=-1e6, le=1e6, description="Lowest score of a 'range' scale (binary: 0, likert5: 1).")
-    max_value: float = Field(1.0, ge=-1e6, le=1e6, description="Highest score of a 'range' scale (binary: 1, likert5: 5).")
-    weight: float = Field(1.0, ge=0, le=1000, description="Weight of this criterion when merging (both aggregators).")
+    min_value: float = Field(
+        0.0, ge=-1e6, le=1e6, description="Lowest score of a 'range' scale (binary: 0, likert5: 1)."
+    )
+    max_value: float = Field(
+        1.0, ge=-1e6, le=1e6, description="Highest score of a 'range' scale (binary: 1, likert5: 5)."
+    )
+    weight: float = Field(
+        1.0, ge=0, le=1000, description="Weight of this criterion when merging (both aggregators)."
+    )
     scorer: ScorerKind = Field(
-        "rule", description="'rule' (verifiable rule), 'judge' (LLM judge) or 'human' (annotation only; "
-        "excluded from the training reward)."
+        "rule",
+        description="'rule' (verifiable rule), 'judge' (LLM judge) or 'human' (annotation only; "
+        "excluded from the training reward).",
     )
     rule: RuleSpec | None = Field(None, description="The rule, when scorer is 'rule'.")
-    judge: JudgeSpec | None = Field(None, description="The judge prompt and parse pattern, when scorer is 'judge'.")
+    judge: JudgeSpec | None = Field(
+        None, description="The judge prompt and parse pattern, when scorer is 'judge'."
+    )
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -124,7 +137,9 @@ class CriterionSpec(_Section):
                 f"criterion {self.name!r}: max_value ({self.max_value}) must be greater than min_value ({self.min_value})"
             )
         if self.scorer == "rule" and self.rule is None:
-            raise ValueError(f"criterion {self.name!r} is scored by a rule but has no 'rule': set rule.type and rule.params")
+            raise ValueError(
+                f"criterion {self.name!r} is scored by a rule but has no 'rule': set rule.type and rule.params"
+            )
         if self.scorer == "judge" and self.judge is None:
             object.__setattr__(self, "judge", JudgeSpec())  # the default template and pattern
         if self.rule is not None:
@@ -147,8 +162,15 @@ class JudgeModelConfig(_Section):
         "A frozen judge model, as in rubric-conditioned judging (Prometheus).",
     )
     max_new_tokens: int = Field(8, ge=1, le=512, description="Tokens the judge may write per verdict.")
-    temperature: float = Field(1.0, gt=0, le=100, description="Judge sampling temperature (with top_k 1: greedy).")
-    top_k: int = Field(1, ge=0, le=1_000_000, description="Judge top-k; the default 1 makes the judge greedy and deterministic.")
+    temperature: float = Field(
+        1.0, gt=0, le=100, description="Judge sampling temperature (with top_k 1: greedy)."
+    )
+    top_k: int = Field(
+        1,
+        ge=0,
+        le=1_000_000,
+        description="Judge top-k; the default 1 makes the judge greedy and deterministic.",
+    )
     batch_size: int = Field(64, ge=1, le=4096, description="Judge prompts generated together in one batch.")
     chat_template: Literal["auto", "always", "never"] = Field(
         "auto",
@@ -163,7 +185,9 @@ class JudgeModelConfig(_Section):
 class RubricConfig(_Section):
     """A rubric as the training reward: criteria, aggregation (RLVR^2) and the judge model."""
 
-    name: str = Field("rubric", max_length=200, description="Rubric name (shown in metrics and rollout details).")
+    name: str = Field(
+        "rubric", max_length=200, description="Rubric name (shown in metrics and rollout details)."
+    )
     aggregation: str = Field(
         "weighted_sum",
         description="'weighted_sum': normalise each criterion to [0, 1] by its scale, weighted mean "
@@ -171,9 +195,14 @@ class RubricConfig(_Section):
         "criterion -> win-rate utility -> weighted mean.",
         json_schema_extra={"enum": list[Any](AGGREGATORS.names())},  # the form's select; validated below
     )
-    criteria: list[CriterionSpec] = Field(max_length=MAX_LIST_ITEMS, description="The criteria, in rubric order.")
+    criteria: list[CriterionSpec] = Field(
+        max_length=MAX_LIST_ITEMS, description="The criteria, in rubric order."
+    )
     reward_weight: float = Field(
-        1.0, ge=0, le=1000, description="Weight of the rubric reward added to the verifiers' total (set "
+        1.0,
+        ge=0,
+        le=1000,
+        description="Weight of the rubric reward added to the verifiers' total (set "
         "algorithm.reward_weights to [0] to train on the rubric alone).",
     )
     judge_model: JudgeModelConfig = Field(
@@ -193,7 +222,9 @@ class RubricConfig(_Section):
     @model_validator(mode="after")
     def _check_criteria(self) -> RubricConfig:
         if self.aggregation not in AGGREGATORS:
-            raise ValueError(f"rubric.aggregation {self.aggregation!r} is unknown; valid: {', '.join(AGGREGATORS.names())}")
+            raise ValueError(
+                f"rubric.aggregation {self.aggregation!r} is unknown; valid: {', '.join(AGGREGATORS.names())}"
+            )
         names = [c.name for c in self.criteria]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -205,5 +236,7 @@ class RubricConfig(_Section):
                 "score at least one criterion by a rule or an LLM judge (human criteria are annotation only)"
             )
         if sum(c.weight for c in trained) <= 0:
-            raise ValueError("the rule and judge criteria all have weight 0: give at least one a positive weight")
+            raise ValueError(
+                "the rule and judge criteria all have weight 0: give at least one a positive weight"
+            )
         return self

@@ -55,19 +55,30 @@ def render_judge_prompt(spec: JudgeSpec, criterion: CriterionSpec, completion: s
 def parse_judge_score(output: str, spec: JudgeSpec, criterion: CriterionSpec) -> JudgeVerdict:
     """The first match of the parse pattern (its first group, if any) as a number within the scale's bounds."""
     shown = output if len(output) <= _SHOWN else output[: _SHOWN - 3] + "..."
-    pattern = compile_user_pattern(spec.parse_pattern, what="judge.parse_pattern")  # RE2: linear in the output
+    pattern = compile_user_pattern(
+        spec.parse_pattern, what="judge.parse_pattern"
+    )  # RE2: linear in the output
     match = pattern.search(output)
     if match is None:
-        return JudgeVerdict(math.nan, {"error": UNPARSEABLE, "reason": "the parse pattern did not match", "output": shown})
+        return JudgeVerdict(
+            math.nan, {"error": UNPARSEABLE, "reason": "the parse pattern did not match", "output": shown}
+        )
     text = match.group(1) if pattern.groups else match.group(0)
     try:
         score = float(text)
     except (TypeError, ValueError):
-        return JudgeVerdict(math.nan, {"error": UNPARSEABLE, "reason": f"{text!r} is not a number", "output": shown})
+        return JudgeVerdict(
+            math.nan, {"error": UNPARSEABLE, "reason": f"{text!r} is not a number", "output": shown}
+        )
     low, high = criterion.bounds
     if not math.isfinite(score) or not low <= score <= high:
         return JudgeVerdict(
-            math.nan, {"error": UNPARSEABLE, "reason": f"{score:g} is outside the scale [{low:g}, {high:g}]", "output": shown}
+            math.nan,
+            {
+                "error": UNPARSEABLE,
+                "reason": f"{score:g} is outside the scale [{low:g}, {high:g}]",
+                "output": shown,
+            },
         )
     return JudgeVerdict(score, {"output": shown, "extracted": text})
 
@@ -85,7 +96,9 @@ class LLMJudge:
         self.chat = _use_chat_template(settings, self.tokenizer)
         self.system_prompt = settings.system_prompt
         # Its own generator: judging must not shift the policy's sampling stream (seeded runs stay reproducible).
-        self.generator = torch.Generator(device=getattr(engine, "device", torch.device("cpu"))).manual_seed(seed)
+        self.generator = torch.Generator(device=getattr(engine, "device", torch.device("cpu"))).manual_seed(
+            seed
+        )
         self.sampling = SamplingParams(
             settings.max_new_tokens, settings.temperature, 1.0, settings.top_k, settings.batch_size
         )
@@ -101,10 +114,11 @@ class LLMJudge:
         outputs = self.engine.generate(prompts, self.sampling, self.generator).texts
         n = len(completions)
         return {
-            c.name: [parse_judge_score(out, c.judge or JudgeSpec(), c) for out in outputs[k * n : (k + 1) * n]]
+            c.name: [
+                parse_judge_score(out, c.judge or JudgeSpec(), c) for out in outputs[k * n : (k + 1) * n]
+            ]
             for k, c in enumerate(judged)
         }
-
 
     def prompts(
         self, judged: Sequence[CriterionSpec], completions: Sequence[str], samples: Sequence[Sample]

@@ -72,8 +72,12 @@ def _passed(ok: bool, **detail: Any) -> RuleOutcome:
 
 
 class RegexParams(RuleParams):
-    pattern: str = Field(description="Regular expression (RE2 syntax: linear-time, no lookarounds or backreferences).")
-    mode: Literal["search", "fullmatch"] = Field("search", description="Match anywhere, or the whole completion.")
+    pattern: str = Field(
+        description="Regular expression (RE2 syntax: linear-time, no lookarounds or backreferences)."
+    )
+    mode: Literal["search", "fullmatch"] = Field(
+        "search", description="Match anywhere, or the whole completion."
+    )
     ignore_case: bool = False
     dotall: bool = Field(False, description="'.' also matches newlines.")
     must_match: bool = Field(True, description="False: the criterion passes when the pattern does NOT match.")
@@ -98,11 +102,17 @@ class RegexRule:
     Params: ClassVar[type[RuleParams]] = RegexParams
 
     def __init__(self, params: RegexParams) -> None:
-        self.regex = compile_user_pattern(params.pattern, ignore_case=params.ignore_case, dotall=params.dotall)
+        self.regex = compile_user_pattern(
+            params.pattern, ignore_case=params.ignore_case, dotall=params.dotall
+        )
         self.params = params
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
-        match = self.regex.search(completion) if self.params.mode == "search" else self.regex.fullmatch(completion)
+        match = (
+            self.regex.search(completion)
+            if self.params.mode == "search"
+            else self.regex.fullmatch(completion)
+        )
         matched = match is not None
         return _passed(matched == self.params.must_match, matched=match.group(0)[:200] if match else None)
 
@@ -112,8 +122,12 @@ class RegexRule:
 
 class LengthParams(RuleParams):
     unit: Literal["chars", "words", "lines"] = Field("words", description="What is counted.")
-    min: int | None = Field(None, ge=0, le=10_000_000, description="Lowest allowed count (inclusive); null: no lower bound.")
-    max: int | None = Field(None, ge=0, le=10_000_000, description="Highest allowed count (inclusive); null: no upper bound.")
+    min: int | None = Field(
+        None, ge=0, le=10_000_000, description="Lowest allowed count (inclusive); null: no lower bound."
+    )
+    max: int | None = Field(
+        None, ge=0, le=10_000_000, description="Highest allowed count (inclusive); null: no upper bound."
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> LengthParams:
@@ -158,7 +172,9 @@ class FormatParams(RuleParams):
         "answer; 'tags': every tag in 'tags' appears as <tag>...</tag>, in order; 'json': the completion "
         "(or its ```json block) parses as JSON; 'code_block': contains a fenced ``` block."
     )
-    tags: list[str] = Field(default_factory=list, description="Tag names for kind 'tags', e.g. ['reasoning', 'answer'].")
+    tags: list[str] = Field(
+        default_factory=list, description="Tag names for kind 'tags', e.g. ['reasoning', 'answer']."
+    )
 
     @model_validator(mode="after")
     def _tags(self) -> FormatParams:
@@ -202,7 +218,9 @@ class FormatRule:
     def __init__(self, params: FormatParams) -> None:
         self.params = params
         self._tags = (
-            compile_user_pattern(_tags_pattern(params.tags), dotall=True, what="tags") if params.kind == "tags" else None
+            compile_user_pattern(_tags_pattern(params.tags), dotall=True, what="tags")
+            if params.kind == "tags"
+            else None
         )
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:
@@ -228,7 +246,9 @@ class FormatRule:
 
 
 class JsonSchemaParams(RuleParams):
-    schema_: dict[str, Any] = Field(alias="schema", description="A JSON Schema (draft 2020-12) the output must satisfy.")
+    schema_: dict[str, Any] = Field(
+        alias="schema", description="A JSON Schema (draft 2020-12) the output must satisfy."
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -277,7 +297,9 @@ def _re2_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> It
         yield ValidationError(f"{instance[:80]!r} does not match {pattern!r}")
 
 
-def _re2_pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+def _re2_pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
@@ -327,7 +349,9 @@ class JsonSchemaRule:
 
 
 class VerifierRuleParams(RuleParams):
-    name: str = Field(description="A verifier of the trainer's registry: exact, numeric, math, regex_format, ...")
+    name: str = Field(
+        description="A verifier of the trainer's registry: exact, numeric, math, regex_format, ..."
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="The verifier's parameters.")
 
 
@@ -354,7 +378,8 @@ class VerifierRule:
     def score_batch(self, completions: list[str], samples: list[Sample]) -> list[RuleOutcome]:
         results = self.verifier(completions, samples)
         return [
-            RuleOutcome(min(1.0, max(0.0, float(r.reward))), {"correct": r.correct, **r.detail}) for r in results
+            RuleOutcome(min(1.0, max(0.0, float(r.reward))), {"correct": r.correct, **r.detail})
+            for r in results
         ]
 
     def __call__(self, completion: str, sample: Sample) -> RuleOutcome:

@@ -54,12 +54,16 @@ class RubricScorer:
         self.config = config
         self.criteria = config.trained_criteria
         self.rules: dict[str, Rule] = {
-            c.name: build_rule(c.rule.type, c.rule.params) for c in self.criteria if c.rule is not None and c.scorer == "rule"
+            c.name: build_rule(c.rule.type, c.rule.params)
+            for c in self.criteria
+            if c.rule is not None and c.scorer == "rule"
         }
         self.judge = judge
         self.aggregate = AGGREGATORS.get(config.aggregation)
 
-    def score(self, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]) -> RubricScores:
+    def score(
+        self, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]
+    ) -> RubricScores:
         scores: dict[str, list[float]] = {}
         details: dict[str, list[dict[str, Any]]] = {}
         for criterion in self.criteria:
@@ -83,14 +87,16 @@ def _detail(criterion: CriterionSpec, score: float, detail: dict[str, Any]) -> d
     low, high = criterion.bounds
     scored = None if math.isnan(score) else score
     summary = f"{criterion.scorer}: {'unscored' if scored is None else f'{scored:g}'} on [{low:g}, {high:g}]"
-    return to_jsonable({
-        "reason": summary,  # the rollout browser shows reason / extracted / error (static/js/rollouts.js)
-        **detail,
-        "score": scored,
-        "scale": criterion.scale,
-        "scorer": criterion.scorer,
-        "weight": criterion.weight,
-    })
+    return to_jsonable(
+        {
+            "reason": summary,  # the rollout browser shows reason / extracted / error (static/js/rollouts.js)
+            **detail,
+            "score": scored,
+            "scale": criterion.scale,
+            "scorer": criterion.scorer,
+            "weight": criterion.weight,
+        }
+    )
 
 
 def add_rubric_scores(scores: ScoreBatch, rubric: RubricScores, scorer: RubricScorer) -> ScoreBatch:
@@ -106,7 +112,11 @@ def add_rubric_scores(scores: ScoreBatch, rubric: RubricScores, scorer: RubricSc
             details[i][key] = _detail(criterion, s, rubric.details[criterion.name][i])
     per_verifier[RUBRIC_KEY] = list(rubric.reward)
     for i in range(len(details)):
-        details[i][RUBRIC_KEY] = {"name": scorer.config.name, "aggregation": scorer.config.aggregation, "weight": weight}
+        details[i][RUBRIC_KEY] = {
+            "name": scorer.config.name,
+            "aggregation": scorer.config.aggregation,
+            "weight": weight,
+        }
     total = [t + weight * r for t, r in zip(scores.total, rubric.reward, strict=True)]
     return ScoreBatch(total=total, per_verifier=per_verifier, correct=list(scores.correct), details=details)
 
@@ -119,6 +129,7 @@ def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequ
     compared only that call's part of the group. Once the step's groups are complete this recomputes the reward over each
     whole group and moves the total by the difference (the verifiers' part of the total is unchanged).
     """
+
     def raw(i: int, criterion: CriterionSpec) -> float:
         value = scores.details[i][criterion_key(criterion.name)].get("score")
         return math.nan if value is None else float(value)
@@ -128,17 +139,25 @@ def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequ
     old, weight = scores.per_verifier[RUBRIC_KEY], scorer.config.reward_weight
     total = [t + weight * (new - was) for t, new, was in zip(scores.total, reward, old, strict=True)]
     per_verifier = {**scores.per_verifier, RUBRIC_KEY: list(reward)}
-    return ScoreBatch(total=total, per_verifier=per_verifier, correct=list(scores.correct), details=scores.details)
+    return ScoreBatch(
+        total=total, per_verifier=per_verifier, correct=list(scores.correct), details=scores.details
+    )
 
 
 def score_rubric(
-    scorer: RubricScorer, scores: ScoreBatch, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]
+    scorer: RubricScorer,
+    scores: ScoreBatch,
+    completions: Sequence[str],
+    samples: Sequence[Sample],
+    group_ids: Sequence[int],
 ) -> ScoreBatch:
     """The training hook: score the batch against the rubric and return the extended ScoreBatch."""
     return add_rubric_scores(scores, scorer.score(completions, samples, group_ids), scorer)
 
 
-def build_rubric_scorer(config: RubricConfig | None, dtype: str, device: Any, seed: int = 0) -> RubricScorer | None:
+def build_rubric_scorer(
+    config: RubricConfig | None, dtype: str, device: Any, seed: int = 0
+) -> RubricScorer | None:
     """The run's rubric scorer (loading the frozen judge model when a criterion needs it), or None."""
     if config is None:
         return None

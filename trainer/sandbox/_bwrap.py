@@ -79,7 +79,10 @@ def world_executable(path: Path) -> bool:
 
 def _candidates() -> list[Path]:
     base = Path(os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable))
-    return [base, *(Path(p).resolve() for p in ("/usr/local/bin/python3", "/usr/bin/python3") if os.path.exists(p))]
+    return [
+        base,
+        *(Path(p).resolve() for p in ("/usr/local/bin/python3", "/usr/bin/python3") if os.path.exists(p)),
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,7 +105,9 @@ def sandbox_python() -> str:
 def runtime_for(python: str) -> Runtime:
     """Ask ``python`` where its standard library and shared library live (once per interpreter)."""
     try:
-        done = subprocess.run([python, "-I", "-S", "-c", _QUERY], capture_output=True, text=True, timeout=30, env={})
+        done = subprocess.run(
+            [python, "-I", "-S", "-c", _QUERY], capture_output=True, text=True, timeout=30, env={}
+        )
         info = json.loads(done.stdout)
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as err:
         raise SandboxUnavailable(f"could not query the sandbox interpreter {python}: {err}") from None
@@ -116,7 +121,9 @@ def runtime_for(python: str) -> Runtime:
         if os.path.islink(top):
             symlinks.append((top, os.readlink(top)))
             paths = {p for p in paths if not (p == top or p.startswith(top + "/"))}
-    existing = sorted({os.path.realpath(p) if p == info["executable"] else p for p in paths if p and os.path.exists(p)})
+    existing = sorted(
+        {os.path.realpath(p) if p == info["executable"] else p for p in paths if p and os.path.exists(p)}
+    )
     return Runtime(python=info["executable"], ro_paths=_outermost(existing), symlinks=tuple(symlinks))
 
 

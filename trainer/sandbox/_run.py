@@ -92,7 +92,11 @@ def _run(source: str, stdin: str, limits: Limits, *, proc: bool) -> SandboxResul
         os.write(program_fd, source.encode("utf-8"))
         os.lseek(program_fd, 0, os.SEEK_SET)
         argv = _bwrap.bwrap_argv(
-            runtime, seccomp_fd=seccomp_fd, program_fd=program_fd, tmp_bytes=int(limits.tmp_mb) << 20, proc=proc,
+            runtime,
+            seccomp_fd=seccomp_fd,
+            program_fd=program_fd,
+            tmp_bytes=int(limits.tmp_mb) << 20,
+            proc=proc,
             command=command,
         )
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -144,7 +148,9 @@ def _signal_of(code: int | None) -> int | None:
     return code - 128 if 128 < code < 128 + 65 else None
 
 
-def classify(code: int | None, stdout: str, stderr: str, elapsed: float, timed_out: bool, limits: Limits) -> SandboxResult:
+def classify(
+    code: int | None, stdout: str, stderr: str, elapsed: float, timed_out: bool, limits: Limits
+) -> SandboxResult:
     def result(status: Status, reason: str) -> SandboxResult:
         return SandboxResult(status, code, stdout, stderr, elapsed, reason)
 

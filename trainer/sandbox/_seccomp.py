@@ -55,7 +55,12 @@ _TERMINAL_IOCTLS = (0x5412, 0x541C)  # TIOCSTI (type into the terminal), TIOCLIN
 
 
 class _ArgCmp(ctypes.Structure):
-    _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int), ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
 
 
 class SeccompUnavailable(RuntimeError):
@@ -83,7 +88,12 @@ def _libseccomp() -> ctypes.CDLL:
         ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int, ctypes.c_uint, ctypes.POINTER(_ArgCmp)
     ]  # fmt: skip
     lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    for function in ("seccomp_attr_set", "seccomp_syscall_resolve_name", "seccomp_rule_add_array", "seccomp_export_bpf"):
+    for function in (
+        "seccomp_attr_set",
+        "seccomp_syscall_resolve_name",
+        "seccomp_rule_add_array",
+        "seccomp_export_bpf",
+    ):
         getattr(lib, function).restype = ctypes.c_int
     return lib
 
@@ -101,14 +111,19 @@ class _Filter:
         self.ctx = lib.seccomp_init(ALLOW)
         if not self.ctx:
             raise SeccompUnavailable("libseccomp could not create a filter (seccomp_init failed)")
-        _check(lib.seccomp_attr_set(self.ctx, _ATTR_ACT_BADARCH, KILL_PROCESS), "refuse foreign architectures")
+        _check(
+            lib.seccomp_attr_set(self.ctx, _ATTR_ACT_BADARCH, KILL_PROCESS), "refuse foreign architectures"
+        )
 
     def rule(self, action: int, name: str, *comparisons: tuple[int, int, int, int]) -> None:
         number = self.lib.seccomp_syscall_resolve_name(name.encode())
         if number < 0:  # not a system call of this architecture: nothing to deny
             return
         args = (_ArgCmp * max(1, len(comparisons)))(*(_ArgCmp(*c) for c in comparisons))
-        _check(self.lib.seccomp_rule_add_array(self.ctx, action, number, len(comparisons), args), f"add a rule for {name}")
+        _check(
+            self.lib.seccomp_rule_add_array(self.ctx, action, number, len(comparisons), args),
+            f"add a rule for {name}",
+        )
 
     def bpf(self) -> bytes:
         fd = os.memfd_create("rlvr-seccomp-export", os.MFD_CLOEXEC)

@@ -116,7 +116,9 @@ class _StaleSampler:
     def device(self) -> torch.device:
         return self.inner.device
 
-    def generate(self, prompts: list[str], params: SamplingParams, generator: torch.Generator) -> RolloutBatch:
+    def generate(
+        self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch:
         batch = self.inner.generate(prompts, params, generator)
         batch.sampler_logprobs = batch.logprobs.clone()
         return batch
@@ -135,7 +137,9 @@ class RolloutProducer:
         self.max_steps = cfg.training.max_steps
         self.timeout_s = float(cfg.training.generator_timeout_s)
         self.vllm = hasattr(run.engine, "load_version")
-        tokenizer = copy.deepcopy(run.tokenizer)  # the generator's own (fast tokenizers are not shared between threads)
+        tokenizer = copy.deepcopy(
+            run.tokenizer
+        )  # the generator's own (fast tokenizers are not shared between threads)
         if self.vllm:  # vLLM reloads weight files; keep every version a pending step may still need
             engine: Any = run.engine
             engine.weights.keep = self.k + 2
@@ -144,9 +148,17 @@ class RolloutProducer:
             self._model = copy.deepcopy(run.model).eval().requires_grad_(False)
             engine = _StaleSampler(HFRolloutEngine(self._model, tokenizer))
         self._parts = GeneratorParts(
-            config=cfg, model=self._model if self._model is not None else run.model, tokenizer=tokenizer,
-            engine=cast("RolloutEngine", engine), sampler=run.sampler, generator=run.generator, sampling=run.sampling,
-            verifiers=run.verifiers, rubric=run.rubric, device=run.device, dist=run.dist,
+            config=cfg,
+            model=self._model if self._model is not None else run.model,
+            tokenizer=tokenizer,
+            engine=cast("RolloutEngine", engine),
+            sampler=run.sampler,
+            generator=run.generator,
+            sampling=run.sampling,
+            verifiers=run.verifiers,
+            rubric=run.rubric,
+            device=run.device,
+            dist=run.dist,
         )
         self._loaded = -1  # the version the generator's copy holds
         self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)
@@ -182,7 +194,9 @@ class RolloutProducer:
         idle = time.perf_counter() - t0
         staleness = (step - 1) - produced.version
         if not 0 <= staleness <= self.k:  # by construction; a broken invariant must not train silently
-            raise RuntimeError(f"step {step} got rollouts of policy version {produced.version} (bound {self.k})")
+            raise RuntimeError(
+                f"step {step} got rollouts of policy version {produced.version} (bound {self.k})"
+            )
         r = produced.rollouts
         metrics = {
             **r.metrics,
@@ -228,7 +242,8 @@ class RolloutProducer:
                     raise GeneratorStalled(
                         f"the rollout generator produced nothing for {self.timeout_s:.0f} s while training waited for "
                         f"{what} (it is at step {self._next}); if one step's generation really takes longer, raise "
-                        "training.generator_timeout_s")
+                        "training.generator_timeout_s"
+                    )
                 self._cond.wait(min(left, 1.0))
             return self._ready[step]
 
@@ -250,8 +265,15 @@ class RolloutProducer:
                 self._load(version, weights)
                 t1 = time.perf_counter()
                 rollouts = collect_rollouts(self._parts, step)
-                produced = Produced(step, version, rollouts, copy.deepcopy(self._parts.sampler.state_dict()),
-                                    capture_rng(self._parts.generator)["sampling"], time.perf_counter() - t1, wait_s)
+                produced = Produced(
+                    step,
+                    version,
+                    rollouts,
+                    copy.deepcopy(self._parts.sampler.state_dict()),
+                    capture_rng(self._parts.generator)["sampling"],
+                    time.perf_counter() - t1,
+                    wait_s,
+                )
                 with self._cond:
                     self._ready[step] = produced
                     self._snapshots[step] = produced
@@ -286,7 +308,11 @@ def produced_to_device(items: list[Produced], device: torch.device) -> list[Prod
     out = []
     for p in items:
         r = p.rollouts
-        moved = dataclasses.replace(r, batch=batch_to_device(r.batch, device), group_ids=r.group_ids.to(device),
-                                    rewards=r.rewards.to(device))
+        moved = dataclasses.replace(
+            r,
+            batch=batch_to_device(r.batch, device),
+            group_ids=r.group_ids.to(device),
+            rewards=r.rewards.to(device),
+        )
         out.append(dataclasses.replace(p, rollouts=moved))
     return out

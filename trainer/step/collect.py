@@ -113,13 +113,17 @@ class StepRollouts:
     group_ids: Tensor  # [N] long, 0..P-1
     scores: ScoreBatch  # [N]
     rewards: Tensor  # [N] float32, scores.total
-    allocation: list[dict[str, Any]]  # [N] group_size, round (generation call) and abandoned, for the rollout browser
+    allocation: list[
+        dict[str, Any]
+    ]  # [N] group_size, round (generation call) and abandoned, for the rollout browser
     gen_s: float  # seconds in the engine
     verify_s: float  # seconds in the verifiers and the rubric
     metrics: dict[str, float]  # budget/* (stable names, DESIGN.md)
 
 
-def _score(run: CollectionParts, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]) -> ScoreBatch:
+def _score(
+    run: CollectionParts, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]
+) -> ScoreBatch:
     """Verifiers, then the rubric when configured. ``group_ids`` number the groups within this call only:
     under 'vigor' or 'early_abandon' a group's completions arrive over several calls."""
     scores = score_batch(run.verifiers, run.config.reward_weights, completions, samples)
@@ -135,7 +139,9 @@ class _Calls:
         self.run = run
         self.step = step
         self.done: list[tuple[RolloutBatch, ScoreBatch]] = []
-        self.numbers: list[int] = []  # the step-wide number of each call in ``done`` (its seed, its browser 'round')
+        self.numbers: list[
+            int
+        ] = []  # the step-wide number of each call in ``done`` (its seed, its browser 'round')
         self.count = 0  # the step's generation calls so far, every process's (see the module docstring)
         self.gen_s = 0.0
         self.verify_s = 0.0
@@ -148,7 +154,8 @@ class _Calls:
             return run.engine.generate(prompts, run.sampling, run.generator)
         parts = [
             run.engine.generate([g.prompt] * c, run.sampling, self._group_generator(g, number))
-            for g, c in zip(groups, counts, strict=True) if c
+            for g, c in zip(groups, counts, strict=True)
+            if c
         ]
         return RolloutBatch.concat(parts, run.tokenizer.pad_token_id)
 
@@ -198,7 +205,9 @@ class _Draws:
 
     outcomes: list[_Outcome] = field(default_factory=list)  # indexed by step-wide group index
     mine: dict[int, Group] = field(default_factory=dict)  # step-wide index -> a group this process generated
-    informative: list[int] = field(default_factory=list)  # step-wide indices of the non-silent groups, in order
+    informative: list[int] = field(
+        default_factory=list
+    )  # step-wide indices of the non-silent groups, in order
     last_round: list[int] = field(default_factory=list)  # step-wide indices of the last round's groups
 
 
@@ -214,15 +223,18 @@ def collect_rollouts(run: CollectionParts, step: int) -> StepRollouts:
     with gathered(run.model):
         draws, calls, rounds = _generate(run, step)
     # Dynamic sampling that found nothing informative trains on the last draw (all advantages 0).
-    chosen = (draws.informative[: cfg.training.prompts_per_step] if cfg.budget.dynamic_sampling else []) \
-        or draws.last_round
+    chosen = (
+        draws.informative[: cfg.training.prompts_per_step] if cfg.budget.dynamic_sampling else []
+    ) or draws.last_round
     mine, replicated, exchange = _training_share(run.dist, chosen, draws.outcomes)
     set_step_replicated(replicated)
     if exchange:
         assert run.dist is not None  # _training_share exchanges only between processes
         trained = _exchange(run, run.dist, calls, draws, chosen, mine)
         groups = [t.group for t in trained]
-        batch = batch_to_device(RolloutBatch.concat([t.batch for t in trained], run.tokenizer.pad_token_id), run.device)
+        batch = batch_to_device(
+            RolloutBatch.concat([t.batch for t in trained], run.tokenizer.pad_token_id), run.device
+        )
         scores = _concat_scores([t.scores for t in trained])
         call_of_row = [n for t in trained for n in t.calls]
     else:
@@ -243,12 +255,22 @@ def _generate(run: CollectionParts, step: int) -> tuple[_Draws, _Calls, int]:
     rounds = 0
     while True:
         rounds += 1
-        drawn = run.sampler.next_batch() if rounds == 1 else run.sampler.next_batch(P - len(draws.informative))
+        drawn = (
+            run.sampler.next_batch() if rounds == 1 else run.sampler.next_batch(P - len(draws.informative))
+        )
         share = run.dist.share(len(drawn)) if run.dist is not None else slice(0, len(drawn))
-        first = len(draws.outcomes) + share.start  # step-wide index of this process's first group of the round
+        first = (
+            len(draws.outcomes) + share.start
+        )  # step-wide index of this process's first group of the round
         posterior = getattr(run.sampler, "posterior", None)  # per-prompt Beta state (beta_learnability)
-        fresh = [Group(s, render_prompt(s, cfg.data, run.tokenizer), prior=posterior(s.id) if posterior else (1.0, 1.0))
-                 for s in drawn[share]]
+        fresh = [
+            Group(
+                s,
+                render_prompt(s, cfg.data, run.tokenizer),
+                prior=posterior(s.id) if posterior else (1.0, 1.0),
+            )
+            for s in drawn[share]
+        ]
         calls.group_index.update({id(g): first + i for i, g in enumerate(fresh)})
         allocate(fresh, calls.generate, params, G)
         draws.mine.update({first + i: g for i, g in enumerate(fresh)})
@@ -269,7 +291,9 @@ def _generate(run: CollectionParts, step: int) -> tuple[_Draws, _Calls, int]:
     return draws, calls, rounds
 
 
-def _training_share(dist: DistContext | None, chosen: list[int], outcomes: list[_Outcome]) -> tuple[list[int], bool, bool]:
+def _training_share(
+    dist: DistContext | None, chosen: list[int], outcomes: list[_Outcome]
+) -> tuple[list[int], bool, bool]:
     """(the step-wide indices of the groups this process trains on, whether the step is replicated, whether
     any process trains on a group another generated); every process computes the same from the outcomes."""
     if dist is None:
@@ -300,7 +324,9 @@ def _everything(run: CollectionParts, calls: _Calls) -> tuple[RolloutBatch, Scor
     return everything, _concat_scores([s for _, s in calls.done]), offsets
 
 
-def _local_rows(run: CollectionParts, calls: _Calls, groups: list[Group]) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
+def _local_rows(
+    run: CollectionParts, calls: _Calls, groups: list[Group]
+) -> tuple[RolloutBatch, ScoreBatch, list[int]]:
     """The completions of ``groups`` (all generated here), group by group, their scores and generation calls."""
     everything, all_scores, offsets = _everything(run, calls)
     order = [offsets[call] + row for g in groups for call, row in g.rows]
@@ -323,23 +349,46 @@ def _exchange(
             group = draws.mine[i]
             rows = [offsets[call] + row for call, row in group.rows]
             batch = batch_to_device(_take_rows(everything, rows), torch.device("cpu"))
-            sent.append((i, _Trained(group, batch, _take_scores(all_scores, rows), [calls.numbers[c] for c, _ in group.rows])))
+            sent.append(
+                (
+                    i,
+                    _Trained(
+                        group,
+                        batch,
+                        _take_scores(all_scores, rows),
+                        [calls.numbers[c] for c, _ in group.rows],
+                    ),
+                )
+            )
     received = {i: trained for part in dist.all_gather(sent) for i, trained in part}
     return [received[i] for i in mine]
 
 
 def batch_to_device(batch: RolloutBatch, device: torch.device) -> RolloutBatch:
-    moved = {f.name: getattr(batch, f.name).to(device) for f in dataclasses.fields(batch)
-             if isinstance(getattr(batch, f.name), Tensor)}
+    moved = {
+        f.name: getattr(batch, f.name).to(device)
+        for f in dataclasses.fields(batch)
+        if isinstance(getattr(batch, f.name), Tensor)
+    }
     return dataclasses.replace(batch, **moved)
 
 
 def _assemble(
-    run: CollectionParts, groups: list[Group], batch: RolloutBatch, scores: ScoreBatch, call_of_row: list[int], calls: _Calls,
-    rounds: int, draws: _Draws, chosen: list[int], replicated: bool,
+    run: CollectionParts,
+    groups: list[Group],
+    batch: RolloutBatch,
+    scores: ScoreBatch,
+    call_of_row: list[int],
+    calls: _Calls,
+    rounds: int,
+    draws: _Draws,
+    chosen: list[int],
+    replicated: bool,
 ) -> StepRollouts:
     """The step's rollouts from the groups this process trains on (``groups``, their rows in ``batch``)."""
-    group_ids = torch.tensor([gi for gi, g in enumerate(groups) for _ in range(g.size)], dtype=torch.long, device=run.device)
+    group_ids = torch.tensor(
+        [gi for gi, g in enumerate(groups) for _ in range(g.size)], dtype=torch.long, device=run.device
+    )
     if run.rubric is not None and calls.count > 1:  # groups spread over calls: aggregate over whole groups
         scores = reaggregate_rubric(scores, run.rubric, group_ids.tolist())
     generated = list(draws.mine.values())  # this process's groups, every round
@@ -365,9 +414,11 @@ def _assemble(
         "budget/group_size_min": float(min(sizes)),
         "budget/group_size_max": float(max(sizes)),
     }
-    allocation = [{"group_size": g.size, "round": call, "abandoned": g.abandoned}
-                  for g, calls_of_group in zip(groups, _per_group(call_of_row, groups), strict=True)
-                  for call in calls_of_group]
+    allocation = [
+        {"group_size": g.size, "round": call, "abandoned": g.abandoned}
+        for g, calls_of_group in zip(groups, _per_group(call_of_row, groups), strict=True)
+        for call in calls_of_group
+    ]
     return StepRollouts(
         samples=[g.sample for g in groups],
         prompts=[g.prompt for g in groups],
@@ -397,7 +448,9 @@ def _take_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
     idx = torch.tensor(rows, dtype=torch.long, device=batch.completion_ids.device)
     width = max(int(batch.completion_mask[idx].sum(-1).max()), 1)
     prompt_mask = batch.prompt_mask[idx]
-    lead = int((prompt_mask.sum(0) == 0).long().cumprod(0).sum())  # left-padding columns empty in every kept row
+    lead = int(
+        (prompt_mask.sum(0) == 0).long().cumprod(0).sum()
+    )  # left-padding columns empty in every kept row
     return RolloutBatch(
         prompt_ids=batch.prompt_ids[idx, lead:],
         prompt_mask=prompt_mask[:, lead:],

@@ -51,7 +51,9 @@ def divergence_message(
     else:
         fixes.append("set training.max_grad_norm (e.g. 1.0): gradient clipping is off")
     if config.model.dtype == "float16":
-        fixes.append("train in bfloat16 (model.dtype: bfloat16, or model.autocast_bf16): float16 overflows past 65504")
+        fixes.append(
+            "train in bfloat16 (model.dtype: bfloat16, or model.autocast_bf16): float16 overflows past 65504"
+        )
     return f"{text}; {', '.join(fixes)}, then launch the run again."
 
 

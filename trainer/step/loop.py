@@ -55,12 +55,24 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
     optimizer = full_optimizer_state_dict(run.model, run.optimizer) if sharded else None
     if run.dist is None or run.dist.is_main:
         state = run.state(step) if optimizer is None else replace(run.state(step), optimizer=optimizer)
-        if run.producer is not None:  # the rollouts already generated for later steps, and the generator's state
+        if (
+            run.producer is not None
+        ):  # the rollouts already generated for later steps, and the generator's state
             buffered, sampler_state, sampling_rng = run.producer.checkpoint_state(step)
-            state = replace(state, sampler=sampler_state, rng={**state.rng, "sampling": sampling_rng},
-                            rollout_buffer=produced_to_device(buffered, torch.device("cpu")))
-        path = save_checkpoint(cfg.output_dir, run.model, run.tokenizer, state, keep=cfg.save_total_limit,
-                               model_state_dict=weights)
+            state = replace(
+                state,
+                sampler=sampler_state,
+                rng={**state.rng, "sampling": sampling_rng},
+                rollout_buffer=produced_to_device(buffered, torch.device("cpu")),
+            )
+        path = save_checkpoint(
+            cfg.output_dir,
+            run.model,
+            run.tokenizer,
+            state,
+            keep=cfg.save_total_limit,
+            model_state_dict=weights,
+        )
         sink.on_checkpoint(step, str(path))
     if run.dist is not None:
         run.dist.barrier()
@@ -112,7 +124,9 @@ def train(
         from trainer.distributed.launch import launch
 
         return launch(config, sink, should_stop, resume_from, log)
-    run = build_run(config, resume_from, log=log, on_phase=_phase_listener(sink))  # a first-use model build reports here
+    run = build_run(
+        config, resume_from, log=log, on_phase=_phase_listener(sink)
+    )  # a first-use model build reports here
     try:
         return _train_run(run, config, sink, should_stop, log)
     finally:
@@ -120,32 +134,51 @@ def train(
 
 
 def _train_run(
-    run: Run, config: ExperimentConfig, sink: EventSink, should_stop: Callable[[], bool], log: Callable[[str], None]
+    run: Run,
+    config: ExperimentConfig,
+    sink: EventSink,
+    should_stop: Callable[[], bool],
+    log: Callable[[str], None],
 ) -> TrainResult:
     dist = run.dist
-    periodic_eval = PeriodicEvaluation(config.evaluation)  # eval/<benchmark>/<metric> every eval_every steps (and at 0)
+    periodic_eval = PeriodicEvaluation(
+        config.evaluation
+    )  # eval/<benchmark>/<metric> every eval_every steps (and at 0)
     max_steps, save_every = config.training.max_steps, config.checkpoint.save_steps
-    sink.on_start(RunInfo(
-        name=config.name, max_steps=max_steps, start_step=run.start_step, config=config.model_dump(mode="json"),
-        num_parameters=sum(p.numel() for p in run.model.parameters()),
-        device=describe(run.device) + (f" x {dist.world_size} processes" if dist else "")
-        + (" (fsdp)" if is_sharded(run.model) else ""),
-    ))
+    sink.on_start(
+        RunInfo(
+            name=config.name,
+            max_steps=max_steps,
+            start_step=run.start_step,
+            config=config.model_dump(mode="json"),
+            num_parameters=sum(p.numel() for p in run.model.parameters()),
+            device=describe(run.device)
+            + (f" x {dist.world_size} processes" if dist else "")
+            + (" (fsdp)" if is_sharded(run.model) else ""),
+        )
+    )
     step, status = run.start_step, "succeeded"
     metrics: dict[str, float] = {}
     run.progress.start()  # perf/elapsed_s counts training, not the model build before it
     try:
         if periodic_eval.at_start and run.start_step == 0:  # step 0: the policy before its first update
-            start = StepReport(step=0, max_steps=max_steps, metrics=periodic_eval.metrics(run.model, run.tokenizer),
-                               rollouts=[], elapsed_s=0.0)
+            start = StepReport(
+                step=0,
+                max_steps=max_steps,
+                metrics=periodic_eval.metrics(run.model, run.tokenizer),
+                rollouts=[],
+                elapsed_s=0.0,
+            )
             run.progress.record(start.metrics)
             sink.on_step(start)
         if config.training.max_off_policy_steps > 0:
             run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
             if config.rollout.engine == "hf":
-                log("asynchronous with the hf engine: the generator is a thread of this process, so it overlaps the "
+                log(
+                    "asynchronous with the hf engine: the generator is a thread of this process, so it overlaps the "
                     "update only where the two do not compete for the same cores and interpreter; with the vllm "
-                    "engine's rollout server on hardware of its own it runs beside training (docs/async_vllm.md)")
+                    "engine's rollout server on hardware of its own it runs beside training (docs/async_vllm.md)"
+                )
         while step < max_steps:
             stop = should_stop()
             if dist is not None:  # rank 0 decides, so every rank stops at the same boundary
@@ -156,11 +189,15 @@ def _train_run(
             step += 1
             fault_point(dist, step)
             reset_peak_memory(run.device)
-            with autocast(run.device, config.model.autocast_bf16):  # generation, scoring passes and the update
+            with autocast(
+                run.device, config.model.autocast_bf16
+            ):  # generation, scoring passes and the update
                 report = _guarded_step(run, step, metrics)
             if run.memory_plan is not None:
                 report.metrics.update(run.memory_plan.metrics())
-            if periodic_eval.due(step, max_steps):  # every rank evaluates (same weights), so none waits in a collective
+            if periodic_eval.due(
+                step, max_steps
+            ):  # every rank evaluates (same weights), so none waits in a collective
                 report.metrics.update(periodic_eval.metrics(run.model, run.tokenizer))
             if dist is not None:  # rank 0: metrics combined, every rank's rollout records
                 report = dist.gather_report(report)
@@ -176,4 +213,6 @@ def _train_run(
         sink.on_error(message, traceback.format_exc())
         raise
     sink.on_end(status, metrics)
-    return TrainResult(status=status, steps_done=step, final_metrics=metrics, output_dir=config.checkpoint.output_dir)
+    return TrainResult(
+        status=status, steps_done=step, final_metrics=metrics, output_dir=config.checkpoint.output_dir
+    )

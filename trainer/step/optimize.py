@@ -92,7 +92,9 @@ def _trim(rows: slice, batch: RolloutBatch) -> tuple[slice, slice]:
 
 
 @torch.no_grad()
-def batch_logprobs(model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float) -> Tensor:
+def batch_logprobs(
+    model: PreTrainedModel, batch: RolloutBatch, micro_batch_size: int, temperature: float
+) -> Tensor:
     """Logprobs of the batch's completions under ``model`` (old-policy or reference), [N, T]."""
     return batch_logprobs_and_entropies(model, batch, micro_batch_size, temperature)[0]
 
@@ -103,12 +105,18 @@ def batch_logprobs_and_entropies(
 ) -> tuple[Tensor, Tensor]:
     """(logprobs, entropies) [N, T] of the batch's completions under ``model``, 0 past each completion's end."""
     logprobs, entropies = torch.zeros_like(batch.logprobs), torch.zeros_like(batch.logprobs)
-    with gathered(model):  # a sharded model (trainer/distributed/fsdp.py): all-gathered once, not per micro-batch
+    with gathered(
+        model
+    ):  # a sharded model (trainer/distributed/fsdp.py): all-gathered once, not per micro-batch
         for rows in _slices(len(batch), micro_batch_size):
             pc, cc = _trim(rows, batch)
             logp, entropy = completion_logprobs(
-                model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
-                batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
+                model,
+                batch.prompt_ids[rows, pc],
+                batch.prompt_mask[rows, pc],
+                batch.completion_ids[rows, cc],
+                batch.completion_mask[rows, cc],
+                temperature,
             )
             logprobs[rows, cc], entropies[rows, cc] = logp, entropy
     return logprobs, entropies
@@ -156,8 +164,9 @@ def policy_update(
     slices = _slices(len(batch), micro_batch_size or config.training.micro_batch_size)
     sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
     if dist is not None:
-        sequences, loss_tokens, micro_batches = (int(x) for x in dist.all_reduce_sum(
-            [float(sequences), float(loss_tokens), float(micro_batches)]))
+        sequences, loss_tokens, micro_batches = (
+            int(x) for x in dist.all_reduce_sum([float(sequences), float(loss_tokens), float(micro_batches)])
+        )
     ctx = AggregationContext(
         sequences_in_step=sequences,
         tokens_in_step=loss_tokens,
@@ -176,8 +185,12 @@ def policy_update(
         pc, cc = _trim(rows, batch)
         mask = data.loss_mask[rows, cc].float()  # [n, t]
         logp, entropy = completion_logprobs(
-            model, batch.prompt_ids[rows, pc], batch.prompt_mask[rows, pc],
-            batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], config.rollout.temperature,
+            model,
+            batch.prompt_ids[rows, pc],
+            batch.prompt_mask[rows, pc],
+            batch.completion_ids[rows, cc],
+            batch.completion_mask[rows, cc],
+            config.rollout.temperature,
         )  # [n, t]
         old = logp.detach() if data.old_logprobs is None else data.old_logprobs[rows, cc]
         extras = data.extras.select(rows, cc) if data.extras is not None else None
@@ -205,7 +218,9 @@ def policy_update(
     if dist is not None and not is_sharded(model):
         dist.all_reduce_grads([p for p in model.parameters() if p.requires_grad])
     params = [p for p in model.parameters() if p.grad is not None]
-    grad_norm = full_tensor(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    grad_norm = full_tensor(
+        torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
+    )
     total_norm = float(grad_norm)
     # The norm is global (gradients were summed over ranks), so every rank stops here together; the loss
     # is this rank's share, so it is only checked in a single process (a NaN loss gives a NaN norm anyway).
@@ -213,15 +228,20 @@ def policy_update(
         optimizer.zero_grad(set_to_none=True)
         total_loss = sums["loss"]
         raise NonFiniteUpdate(
-            f"the loss became {total_loss:g}" if not math.isfinite(total_loss)
+            f"the loss became {total_loss:g}"
+            if not math.isfinite(total_loss)
             else f"the gradient norm became {total_norm:g}",
             total_norm,
         )
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    broken = _non_finite_parameters([p for p in model.parameters() if p.requires_grad], dist if is_sharded(model) else None)
+    broken = _non_finite_parameters(
+        [p for p in model.parameters() if p.requires_grad], dist if is_sharded(model) else None
+    )
     if broken:
-        raise NonFiniteUpdate(f"the optimizer step made {broken} weight tensor(s) NaN or infinite", total_norm)
+        raise NonFiniteUpdate(
+            f"the optimizer step made {broken} weight tensor(s) NaN or infinite", total_norm
+        )
     return UpdateStats(
         loss=sums["loss"],
         pg_loss=sums["pg_loss"],

@@ -29,24 +29,31 @@ from trainer.step.run_setup import Run
 from trainer.step.state import ImportanceWeights, PolicyScores
 
 
-def importance_weights(policy_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap: float) -> ImportanceWeights:
+def importance_weights(
+    policy_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap: float
+) -> ImportanceWeights:
     """Truncated per-token importance weights and their metrics; a token whose sampler logprob is missing
     (NaN) gets weight 1."""
     valid = mask.bool() & ~torch.isnan(sampler_logprobs)
-    delta = torch.where(valid, policy_logprobs - torch.nan_to_num(sampler_logprobs), torch.zeros_like(policy_logprobs))
+    delta = torch.where(
+        valid, policy_logprobs - torch.nan_to_num(sampler_logprobs), torch.zeros_like(policy_logprobs)
+    )
     ratio = delta.exp()
     weights = torch.where(valid, ratio.clamp(max=cap), torch.ones_like(ratio))
     n = int(valid.sum())
     if n == 0:
         return ImportanceWeights(weights, {})
     k3 = (ratio - 1 - delta)[valid]
-    return ImportanceWeights(weights, {
-        "async/is_weight_mean": float(weights[valid].mean()),
-        "async/is_weight_max": float(ratio[valid].max()),
-        "async/is_clipped_frac": float((ratio[valid] > cap).float().mean()),
-        "async/sampler_trainer_kl": float(k3.mean()),
-        "async/sampler_logprob_gap": float(delta[valid].abs().mean()),
-    })
+    return ImportanceWeights(
+        weights,
+        {
+            "async/is_weight_mean": float(weights[valid].mean()),
+            "async/is_weight_max": float(ratio[valid].max()),
+            "async/is_clipped_frac": float((ratio[valid] > cap).float().mean()),
+            "async/sampler_trainer_kl": float(k3.mean()),
+            "async/sampler_logprob_gap": float(delta[valid].abs().mean()),
+        },
+    )
 
 
 def rescore_with_policy(run: Run, batch: RolloutBatch) -> PolicyScores:
@@ -57,14 +64,17 @@ def rescore_with_policy(run: Run, batch: RolloutBatch) -> PolicyScores:
     was_training = run.model.training
     run.model.eval()
     try:
-        logprobs, entropies = batch_logprobs_and_entropies(run.model, batch, run.micro_batch_size,
-                                                           run.config.rollout.temperature)
+        logprobs, entropies = batch_logprobs_and_entropies(
+            run.model, batch, run.micro_batch_size, run.config.rollout.temperature
+        )
     finally:
         run.model.train(was_training)
     mask = batch.completion_mask.to(logprobs.dtype)
     rescored = dataclasses.replace(batch, logprobs=logprobs * mask, entropies=entropies * mask)  # [N, T]
     sampler = batch.sampler_logprobs.to(logprobs.device)
-    weights = importance_weights(rescored.logprobs, sampler, batch.completion_mask, run.config.training.importance_cap)
+    weights = importance_weights(
+        rescored.logprobs, sampler, batch.completion_mask, run.config.training.importance_cap
+    )
     return PolicyScores(rescored, weights)
 
 

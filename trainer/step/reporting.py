@@ -69,7 +69,9 @@ def step_metrics(
     }
     if cfg.algorithm.beta > 0:
         metrics["actor/kl"] = sum(u.kl for u in updates) / len(updates)
-    if cfg.algorithm.dual_clip:  # the share of loss tokens held at the dual-clip cap (also in actor/clip_frac)
+    if (
+        cfg.algorithm.dual_clip
+    ):  # the share of loss tokens held at the dual-clip cap (also in actor/clip_frac)
         metrics["actor/dual_clip_frac"] = sum(u.dual_clip_frac for u in updates) / len(updates)
     for key, values in scores.per_verifier.items():
         metrics[f"reward/{key}_mean"] = sum(values) / max(len(values), 1)
@@ -114,24 +116,26 @@ def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) ->
         sample = samples[g]
         seen[g] = seen.get(g, 0) + 1
         details = {**scores.details[i], "allocation": dict(allocation[i])}
-        records.append(RolloutRecord(
-            step=outcome.step,
-            prompt_id=sample.id,
-            group=g,
-            sample_index=seen[g] - 1,
-            prompt=prompts[g],
-            completion=batch.texts[i],
-            finish_reason=batch.finish_reasons[i],
-            reward=scores.total[i],
-            rewards={k: v[i] for k, v in scores.per_verifier.items()},
-            correct=scores.correct[i],
-            details=details,
-            advantage=float(advantages[i]),
-            token_ids=ids[i][:n],
-            tokens=[token_str[t] for t in ids[i][:n]],
-            token_values={name: values[i][:n] for name, values in channels.items()},
-            answer=sample.answer,
-        ))
+        records.append(
+            RolloutRecord(
+                step=outcome.step,
+                prompt_id=sample.id,
+                group=g,
+                sample_index=seen[g] - 1,
+                prompt=prompts[g],
+                completion=batch.texts[i],
+                finish_reason=batch.finish_reasons[i],
+                reward=scores.total[i],
+                rewards={k: v[i] for k, v in scores.per_verifier.items()},
+                correct=scores.correct[i],
+                details=details,
+                advantage=float(advantages[i]),
+                token_ids=ids[i][:n],
+                tokens=[token_str[t] for t in ids[i][:n]],
+                token_values={name: values[i][:n] for name, values in channels.items()},
+                answer=sample.answer,
+            )
+        )
     return records
 
 

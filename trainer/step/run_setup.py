@@ -82,12 +82,22 @@ class Run:
     start_step: int
     rubric: RubricScorer | None  # the rubric reward with its judge model loaded (trainer/rubrics/)
     teacher: Teacher | None = None  # OPD / OPSD teacher (trainer/step/teacher.py); None without one
-    dist: DistContext | None = None  # this rank of a data-parallel run (trainer/distributed/context.py); None: one process
-    memory_plan: MemoryPlan | None = None  # training.memory_budget_gb's sizing (trainer/models/memory.py); None: no budget
-    methods: list[ActiveMethod] = field(default_factory=list)  # every method the config chose, in config order
+    dist: DistContext | None = (
+        None  # this rank of a data-parallel run (trainer/distributed/context.py); None: one process
+    )
+    memory_plan: MemoryPlan | None = (
+        None  # training.memory_budget_gb's sizing (trainer/models/memory.py); None: no budget
+    )
+    methods: list[ActiveMethod] = field(
+        default_factory=list
+    )  # every method the config chose, in config order
     producer: RolloutProducer | None = None  # training.max_off_policy_steps > 0: the background generator
-    resumed_buffer: list[Any] | None = None  # an asynchronous checkpoint's buffered rollouts (trainer/step/async_rollouts.py)
-    progress: RunProgress = field(default_factory=RunProgress)  # elapsed time and tokens so far (trainer/step/progress.py)
+    resumed_buffer: list[Any] | None = (
+        None  # an asynchronous checkpoint's buffered rollouts (trainer/step/async_rollouts.py)
+    )
+    progress: RunProgress = field(
+        default_factory=RunProgress
+    )  # elapsed time and tokens so far (trainer/step/progress.py)
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -96,7 +106,9 @@ class Run:
     @property
     def micro_batch_size(self) -> int:
         """Rows per forward/backward: the memory plan's choice, else training.micro_batch_size."""
-        return self.memory_plan.micro_batch_size if self.memory_plan else self.config.training.micro_batch_size
+        return (
+            self.memory_plan.micro_batch_size if self.memory_plan else self.config.training.micro_batch_size
+        )
 
     def reference_logprobs(self, batch: RolloutBatch) -> torch.Tensor | None:
         """Per-token logprobs under the KL reference, or None when beta is 0. With LoRA the reference is
@@ -151,7 +163,9 @@ def load_model(path: str, config: ExperimentConfig, device: torch.device) -> Pre
         )
     try:
         model = load_causal_lm(
-            path, resolve_dtype(config.model.dtype), trainable_adapter=True,
+            path,
+            resolve_dtype(config.model.dtype),
+            trainable_adapter=True,
             attn_implementation=config.model.attn_implementation,
         )
     except (OSError, ValueError) as err:
@@ -166,17 +180,29 @@ def prepare_policy(model: PreTrainedModel, config: ExperimentConfig, resumed: bo
     m = config.model
     if m.lora_r > 0 and not is_lora_model(model):
         if resumed:
-            raise CheckpointError("the config asks for LoRA but the checkpoint holds a full model: resume with lora_r: 0")
-        model = apply_lora(model, r=m.lora_r, alpha=m.lora_alpha, dropout=m.lora_dropout, target_modules=m.lora_target_modules)
+            raise CheckpointError(
+                "the config asks for LoRA but the checkpoint holds a full model: resume with lora_r: 0"
+            )
+        model = apply_lora(
+            model,
+            r=m.lora_r,
+            alpha=m.lora_alpha,
+            dropout=m.lora_dropout,
+            target_modules=m.lora_target_modules,
+        )
     elif m.lora_r == 0 and is_lora_model(model):
-        raise CheckpointError("the checkpoint holds a LoRA adapter but model.lora_r is 0: resume with the LoRA settings")
+        raise CheckpointError(
+            "the checkpoint holds a LoRA adapter but model.lora_r is 0: resume with the LoRA settings"
+        )
     if m.gradient_checkpointing:
         enable_activation_checkpointing(model)
         model.config.use_cache = False
     return model
 
 
-def build_engine(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str) -> RolloutEngine:
+def build_engine(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str
+) -> RolloutEngine:
     """The rollout engine named by ``rollout.engine``; for vLLM, in the mode ``rollout.vllm_mode`` names."""
     r = config.rollout
     if r.engine == "vllm":
@@ -184,25 +210,35 @@ def build_engine(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, con
     return HFRolloutEngine(model, tokenizer)
 
 
-def build_vllm_engine(tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str,
-                      device: torch.device) -> RolloutEngine:
+def build_vllm_engine(
+    tokenizer: PreTrainedTokenizerBase, config: ExperimentConfig, model_path: str, device: torch.device
+) -> RolloutEngine:
     """vLLM colocated in this process, a rollout server this run starts and owns, or one already running."""
     from trainer.rollout.vllm_backends import LocalVLLM, RemoteVLLM, vllm_engine_args
     from trainer.rollout.vllm_engine import VLLMBackend, VLLMRolloutEngine
 
     r, run_dir = config.rollout, Path(config.checkpoint.output_dir)
     dist = current()
-    if dist is not None:  # data-parallel: each process has its own server (and weight files), as it would its own GPU
+    if (
+        dist is not None
+    ):  # data-parallel: each process has its own server (and weight files), as it would its own GPU
         run_dir = run_dir / "distributed" / f"rank{dist.rank}"
-    engine_args = vllm_engine_args(model_path, dtype=config.model.dtype, seed=config.seed,
-                                   gpu_memory_utilization=r.vllm_gpu_memory_utilization,
-                                   max_model_len=r.vllm_max_model_len, kv_cache_gb=r.vllm_kv_cache_gb)
+    engine_args = vllm_engine_args(
+        model_path,
+        dtype=config.model.dtype,
+        seed=config.seed,
+        gpu_memory_utilization=r.vllm_gpu_memory_utilization,
+        max_model_len=r.vllm_max_model_len,
+        kv_cache_gb=r.vllm_kv_cache_gb,
+    )
     weights_root = run_dir / "rollout-weights"
     backend: VLLMBackend
     if r.vllm_mode == "colocated":
         backend = LocalVLLM(engine_args)
     elif r.vllm_server_url:
-        remote = RemoteVLLM(r.vllm_server_url, os.environ.get("RLVR_ROLLOUT_TOKEN"), config.training.generator_timeout_s)
+        remote = RemoteVLLM(
+            r.vllm_server_url, os.environ.get("RLVR_ROLLOUT_TOKEN"), config.training.generator_timeout_s
+        )
         remote.wait_until_healthy(30.0)
         backend = remote
     else:
@@ -232,11 +268,17 @@ def model_build_reporter(on_phase: PhaseCallback | None) -> BuildCallback | None
     forward = throttle_phases(on_phase)
 
     def report(progress: BuildProgress) -> None:
-        forward(PhaseReport(
-            name=BUILDING_MODEL, label=f"Building the built-in model {progress.model} (warm-start SFT, once)",
-            subject=progress.model, done=progress.done, total=progress.total, elapsed_s=progress.elapsed_s,
-            eta_s=progress.eta_s,
-        ))
+        forward(
+            PhaseReport(
+                name=BUILDING_MODEL,
+                label=f"Building the built-in model {progress.model} (warm-start SFT, once)",
+                subject=progress.model,
+                done=progress.done,
+                total=progress.total,
+                elapsed_s=progress.elapsed_s,
+                eta_s=progress.eta_s,
+            )
+        )
 
     return report
 
@@ -263,7 +305,11 @@ def build_run(
         checkpoint_dir = resolve_checkpoint_dir(resume_from)
         state = load_state(checkpoint_dir)
         _check_resumable(config, state.config)
-    base_model_path = state.base_model_path if state else resolve_model_path(config.model.name_or_path, on_progress=on_build)
+    base_model_path = (
+        state.base_model_path
+        if state
+        else resolve_model_path(config.model.name_or_path, on_progress=on_build)
+    )
 
     fsdp = config.training.fsdp  # load whole on the CPU; sharding moves each rank's shard to the device
     load_device = torch.device("cpu") if fsdp else device
@@ -292,7 +338,9 @@ def build_run(
         fused=True,
     )
     warmup = config.training.warmup_steps
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / (warmup + 1)) if warmup else 1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / (warmup + 1)) if warmup else 1.0
+    )
     r = config.rollout
     run = Run(
         config=config,
@@ -305,7 +353,9 @@ def build_run(
         verifiers=build_verifiers(config.verifiers),
         engine=build_engine(model, tokenizer, config, base_model_path),
         generator=generator,
-        sampling=SamplingParams(r.max_completion_length, r.temperature, r.top_p, r.top_k, r.generation_batch_size),
+        sampling=SamplingParams(
+            r.max_completion_length, r.temperature, r.top_p, r.top_k, r.generation_batch_size
+        ),
         device=device,
         base_model_path=base_model_path,
         start_step=0,
@@ -337,10 +387,16 @@ def apply_memory_plan(run: Run, samples: list[Sample], log: Callable[[str], None
     """Size the run's micro-batches and generation batches for ``training.memory_budget_gb``."""
     judge = getattr(getattr(getattr(run.rubric, "judge", None), "engine", None), "model", None)
     teacher = run.teacher.model if run.teacher is not None else None
-    plan = plan_memory(run.config, run.model, run.tokenizer, samples, run.device, [run.ref_model, teacher, judge])
-    if run.dist is not None:  # one size on every rank: a sharded (FSDP) update runs collectives per micro-batch
+    plan = plan_memory(
+        run.config, run.model, run.tokenizer, samples, run.device, [run.ref_model, teacher, judge]
+    )
+    if (
+        run.dist is not None
+    ):  # one size on every rank: a sharded (FSDP) update runs collectives per micro-batch
         sizes = run.dist.all_gather((plan.micro_batch_size, plan.generation_batch_size))
-        plan = replace(plan, micro_batch_size=min(m for m, _ in sizes), generation_batch_size=min(g for _, g in sizes))
+        plan = replace(
+            plan, micro_batch_size=min(m for m, _ in sizes), generation_batch_size=min(g for _, g in sizes)
+        )
     run.memory_plan = plan
     run.sampling = replace(run.sampling, batch_size=plan.generation_batch_size)
     log(plan.describe())
@@ -348,12 +404,20 @@ def apply_memory_plan(run: Run, samples: list[Sample], log: Callable[[str], None
 
 # Fields that may differ between the interrupted run and the resumed one.
 _RESUME_MAY_CHANGE = {
-    ("training", "max_steps"), ("checkpoint", "save_steps"), ("checkpoint", "save_total_limit"), ("name",),
+    ("training", "max_steps"),
+    ("checkpoint", "save_steps"),
+    ("checkpoint", "save_total_limit"),
+    ("name",),
     # Periodic evaluation only reads the policy; changing it does not change what training computes.
-    ("evaluation", "eval_every"), ("evaluation", "benchmarks"), ("evaluation", "n_samples"),
-    ("evaluation", "max_problems"), ("evaluation", "eval_at_start"), ("evaluation", "eval_at_end"),
+    ("evaluation", "eval_every"),
+    ("evaluation", "benchmarks"),
+    ("evaluation", "n_samples"),
+    ("evaluation", "max_problems"),
+    ("evaluation", "eval_at_start"),
+    ("evaluation", "eval_at_end"),
     # How many processes share a step does not change what it computes (seed_per_prompt sampling).
-    ("training", "num_processes"), ("training", "collective_timeout_s"),
+    ("training", "num_processes"),
+    ("training", "collective_timeout_s"),
     # Sharding changes where state lives, not the update; checkpoints hold full state either way (trainer/distributed/fsdp.py).
     ("training", "fsdp"),
 }
@@ -367,7 +431,9 @@ def _check_resumable(config: ExperimentConfig, saved: dict[str, Any]) -> None:
         if isinstance(value, dict):
             for key, old in value.items():
                 if (section, key) not in _RESUME_MAY_CHANGE and now.get(section, {}).get(key) != old:
-                    diffs.append(f"{section}.{key}: checkpoint {old!r}, now {now.get(section, {}).get(key)!r}")
+                    diffs.append(
+                        f"{section}.{key}: checkpoint {old!r}, now {now.get(section, {}).get(key)!r}"
+                    )
         elif (section,) not in _RESUME_MAY_CHANGE and now.get(section) != value:
             diffs.append(f"{section}: checkpoint {value!r}, now {now.get(section)!r}")
     if diffs:

@@ -51,25 +51,50 @@ def shape_rewards(run: Run, step: int, collected: StepRollouts) -> ShapedRewards
     """``reward_shaping`` (in ``shape_scores``): label-free rewards and shaping terms, on top of the verifiers'
     total. Ends generation and scoring: their peak memory is read here, and the update's clock starts."""
     c = collected
-    shaped = shape_scores(c.scores, c.batch.texts, c.batch.lengths.tolist(), c.group_ids.tolist(), c.group_samples,
-                          run.config, step)
+    shaped = shape_scores(
+        c.scores,
+        c.batch.texts,
+        c.batch.lengths.tolist(),
+        c.group_ids.tolist(),
+        c.group_samples,
+        run.config,
+        step,
+    )
     finished_at = time.perf_counter()
     gen_peak_gb = peak_memory_gb(run.device)  # generation and scoring
     reset_peak_memory(run.device)
-    return ShapedRewards(scores=shaped.scores, rewards=c.rewards.new_tensor(shaped.scores.total),  # [N]
-                         pseudo_correct=shaped.pseudo_correct, metrics=shaped.metrics, gen_peak_memory_gb=gen_peak_gb,
-                         finished_at=finished_at)
+    return ShapedRewards(
+        scores=shaped.scores,
+        rewards=c.rewards.new_tensor(shaped.scores.total),  # [N]
+        pseudo_correct=shaped.pseudo_correct,
+        metrics=shaped.metrics,
+        gen_peak_memory_gb=gen_peak_gb,
+        finished_at=finished_at,
+    )
 
 
-def score_with_teacher(run: Run, step: int, collected: StepRollouts, scored: PolicyScores) -> TeacherSignals | None:
+def score_with_teacher(
+    run: Run, step: int, collected: StepRollouts, scored: PolicyScores
+) -> TeacherSignals | None:
     """The teacher's logprobs and entropies of the sampled tokens (OPD / OPSD), when a method reads them (the
     ``needs_teacher`` query, in trainer/step/teacher.py)."""
-    return teacher_signals(run.teacher, run.config, step, scored.batch, collected.group_samples, run.tokenizer,
-                           run.micro_batch_size)
+    return teacher_signals(
+        run.teacher,
+        run.config,
+        step,
+        scored.batch,
+        collected.group_samples,
+        run.tokenizer,
+        run.micro_batch_size,
+    )
 
 
 def estimate_advantages(
-    run: Run, step: int, collected: StepRollouts, scored: PolicyScores, shaped: ShapedRewards,
+    run: Run,
+    step: int,
+    collected: StepRollouts,
+    scored: PolicyScores,
+    shaped: ShapedRewards,
     signals: TeacherSignals | None,
 ) -> Advantages:
     """``reward_fusion`` (the teacher meets the rewards, in ``fuse_rewards``), then ``advantage`` (the estimator,
@@ -98,7 +123,11 @@ def build_loss_mask(run: Run, step: int, scored: PolicyScores) -> LossMask:
 
 
 def assign_token_credit(
-    run: Run, step: int, scored: PolicyScores, advantages: Advantages, loss_mask: LossMask,
+    run: Run,
+    step: int,
+    scored: PolicyScores,
+    advantages: Advantages,
+    loss_mask: LossMask,
     signals: TeacherSignals | None,
 ) -> TokenCredit:
     """``token_credit`` (per-token advantages), ``token_fusion`` (in ``fuse_token_advantages``), then the
@@ -107,7 +136,9 @@ def assign_token_credit(
     credit, params = the_hook("token_credit", cfg.algorithm.token_credit.active())
     token_advantages = credit(advantages.values, credit_inputs(mask, batch, signals), params)  # [N, T]
     token_advantages = fuse_token_advantages(token_advantages, mask, signals, cfg.teacher, step)
-    inputs = prepare_loss_inputs(advantages.values, token_advantages, batch.entropies, mask, run.methods, step)
+    inputs = prepare_loss_inputs(
+        advantages.values, token_advantages, batch.entropies, mask, run.methods, step
+    )
     return TokenCredit(inputs.token_advantages, inputs.extras, inputs.segment_ids, inputs.metrics)
 
 
@@ -117,33 +148,68 @@ def update_policy(
     """Old and reference logprobs, then ``num_iterations`` optimizer steps (``policy_loss``, ``aggregation`` and
     ``regularizer``, in ``policy_update``); the weights are then handed to whatever samples with its own copy."""
     cfg, batch, mb = run.config, scored.batch, run.micro_batch_size
-    old_logprobs = batch_logprobs(run.model, batch, mb, cfg.rollout.temperature) if cfg.algorithm.num_iterations > 1 \
+    old_logprobs = (
+        batch_logprobs(run.model, batch, mb, cfg.rollout.temperature)
+        if cfg.algorithm.num_iterations > 1
         else None
+    )
     ref_logprobs = run.reference_logprobs(batch)
-    data = UpdateBatch(batch, weighted(credit.token_advantages, scored.importance), loss_mask.mask, old_logprobs,
-                       ref_logprobs, credit.extras)
-    passes = tuple(policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
-                   for _ in range(cfg.algorithm.num_iterations))
+    data = UpdateBatch(
+        batch,
+        weighted(credit.token_advantages, scored.importance),
+        loss_mask.mask,
+        old_logprobs,
+        ref_logprobs,
+        credit.extras,
+    )
+    passes = tuple(
+        policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
+        for _ in range(cfg.algorithm.num_iterations)
+    )
     run.scheduler.step()
     run.after_update(step)
     train_s = time.perf_counter() - shaped.finished_at
-    return Update(passes=passes, old_logprobs=passes[0].logprobs if old_logprobs is None else old_logprobs,
-                  ref_logprobs=ref_logprobs, lr=float(run.scheduler.get_last_lr()[0]), train_s=train_s)
+    return Update(
+        passes=passes,
+        old_logprobs=passes[0].logprobs if old_logprobs is None else old_logprobs,
+        ref_logprobs=ref_logprobs,
+        lr=float(run.scheduler.get_last_lr()[0]),
+        train_s=train_s,
+    )
 
 
 def report(run: Run, outcome: StepOutcome) -> StepReport:
     """The step's metrics and its rollout records (what the dashboard's token view shows)."""
     cfg, o = run.config, outcome
-    metrics = step_metrics(cfg, o.scored.batch, o.shaped.scores, o.shaped.rewards, o.advantages.values,
-                           o.collected.group_ids, o.update.passes, timings=o.timings, lr=o.update.lr,
-                           teacher=o.signals, step=o.step)
+    metrics = step_metrics(
+        cfg,
+        o.scored.batch,
+        o.shaped.scores,
+        o.shaped.rewards,
+        o.advantages.values,
+        o.collected.group_ids,
+        o.update.passes,
+        timings=o.timings,
+        lr=o.update.lr,
+        teacher=o.signals,
+        step=o.step,
+    )
     for part in (o.collected.metrics, o.scored.metrics, o.shaped.metrics):
         metrics.update(part)
     metrics["perf/gen_peak_memory_gb"] = o.shaped.gen_peak_memory_gb
     metrics.update(o.advantages.metrics)
     metrics.update(o.credit.metrics)
     update_peak_gb = peak_memory_gb(run.device)  # teacher / reference passes and the policy update
-    metrics.update({"perf/update_peak_memory_gb": update_peak_gb,
-                    "perf/peak_memory_gb": max(o.shaped.gen_peak_memory_gb, update_peak_gb)})
-    return StepReport(step=o.step, max_steps=cfg.training.max_steps, metrics=metrics,
-                      rollouts=rollout_records(o, run.tokenizer), elapsed_s=time.perf_counter() - o.started)
+    metrics.update(
+        {
+            "perf/update_peak_memory_gb": update_peak_gb,
+            "perf/peak_memory_gb": max(o.shaped.gen_peak_memory_gb, update_peak_gb),
+        }
+    )
+    return StepReport(
+        step=o.step,
+        max_steps=cfg.training.max_steps,
+        metrics=metrics,
+        rollouts=rollout_records(o, run.tokenizer),
+        elapsed_s=time.perf_counter() - o.started,
+    )

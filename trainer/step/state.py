@@ -90,7 +90,9 @@ class Update:
     old_logprobs: Tensor  # [N, T] before the update (on-policy: the first pass's)
     ref_logprobs: Tensor | None  # [N, T] under the KL reference; None when beta is 0
     lr: float  # the learning rate after the scheduler's step
-    train_s: float  # seconds from the final rewards to the end of the update (teacher, credit, optimizer steps)
+    train_s: (
+        float  # seconds from the final rewards to the end of the update (teacher, credit, optimizer steps)
+    )
 
 
 @dataclass(frozen=True)

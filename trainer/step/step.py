@@ -32,5 +32,7 @@ def training_step(run: Run, step: int) -> StepReport:
     # policy_loss, aggregation, regularizer; num_iterations optimizer steps
     update = stages.update_policy(run, step, scored, loss_mask, credit, shaped)
     # metrics and rollout records
-    return stages.report(run, StepOutcome(step, started, collected, scored, shaped, signals, advantages, loss_mask,
-                                          credit, update))
+    return stages.report(
+        run,
+        StepOutcome(step, started, collected, scored, shaped, signals, advantages, loss_mask, credit, update),
+    )

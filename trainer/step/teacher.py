@@ -68,7 +68,9 @@ def check_same_tokenizer(
     s_vocab, t_vocab = student.get_vocab(), teacher.get_vocab()
     if s_vocab == t_vocab:
         return
-    differing = sorted({tok for tok in s_vocab.keys() | t_vocab.keys() if s_vocab.get(tok) != t_vocab.get(tok)})
+    differing = sorted(
+        {tok for tok in s_vocab.keys() | t_vocab.keys() if s_vocab.get(tok) != t_vocab.get(tok)}
+    )
     examples = ", ".join(repr(tok) for tok in differing[:5])
     raise ConfigError(
         f"teacher {teacher_path!r} does not share the policy's tokenizer ({len(s_vocab)} vs {len(t_vocab)} "
@@ -97,7 +99,9 @@ def load_teacher(
 
     assert t.name_or_path is not None  # TeacherConfig.enabled
     try:
-        path = resolve_model_path(t.name_or_path, on_progress=on_build)  # 'tiny:addition-teacher' is built on first use
+        path = resolve_model_path(
+            t.name_or_path, on_progress=on_build
+        )  # 'tiny:addition-teacher' is built on first use
     except ValueError as err:  # an unknown 'tiny:' name
         raise ConfigError(f"teacher.name_or_path: {err}") from None
     if not Path(path).exists():
@@ -108,13 +112,17 @@ def load_teacher(
     try:
         teacher_tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as err:
-        raise ConfigError(f"teacher {path!r} has no loadable tokenizer ({err}); OPD needs it to check the vocabulary") from None
+        raise ConfigError(
+            f"teacher {path!r} has no loadable tokenizer ({err}); OPD needs it to check the vocabulary"
+        ) from None
     check_same_tokenizer(tokenizer, teacher_tokenizer, path)
     try:
         model = load_causal_lm(path, resolve_dtype(config.model.dtype))
     except (OSError, ValueError) as err:
         raise ConfigError(f"could not load the teacher causal LM from {path!r}: {err}") from None
-    if model.get_output_embeddings() is not None and model.get_output_embeddings().weight.shape[0] < len(tokenizer):  # type: ignore[union-attr]
+    if model.get_output_embeddings() is not None and model.get_output_embeddings().weight.shape[0] < len(
+        tokenizer
+    ):  # type: ignore[union-attr]
         raise ConfigError(f"teacher {path!r} has fewer output logits than the policy's tokenizer has tokens")
     model.to(device)  # type: ignore[arg-type]  # transformers stubs type .to oddly; modules move in place
     model.eval().requires_grad_(False)
@@ -175,8 +183,12 @@ def score_completions(
                 pc = slice(int(p_used[0]) if len(p_used) else prompt_mask.shape[1] - 1, None)
                 cc = slice(0, int(c_used[-1]) + 1 if len(c_used) else 1)
                 lp, ent = completion_logprobs(
-                    model, prompt_ids[rows, pc], prompt_mask[rows, pc],
-                    batch.completion_ids[rows, cc], batch.completion_mask[rows, cc], temperature,
+                    model,
+                    prompt_ids[rows, pc],
+                    prompt_mask[rows, pc],
+                    batch.completion_ids[rows, cc],
+                    batch.completion_mask[rows, cc],
+                    temperature,
                 )  # [n, t]
                 logprob[rows, cc] = lp.to(logprob.dtype)
                 entropy[rows, cc] = ent.to(entropy.dtype)
@@ -204,15 +216,22 @@ def teacher_signals(
         return None
     if teacher.mode == "self":
         enc = tokenizer(
-            privileged_prompts(completion_samples, cfg, tokenizer), return_tensors="pt", padding=True,
-            padding_side="left", add_special_tokens=False,
+            privileged_prompts(completion_samples, cfg, tokenizer),
+            return_tensors="pt",
+            padding=True,
+            padding_side="left",
+            add_special_tokens=False,
         )
         device = batch.completion_ids.device
         prompt_ids, prompt_mask = enc["input_ids"].to(device), enc["attention_mask"].to(device)  # [N, Lp']
     else:
         prompt_ids, prompt_mask = batch.prompt_ids, batch.prompt_mask
     logprob, entropy = score_completions(
-        teacher.model, prompt_ids, prompt_mask, batch, micro_batch_size or cfg.training.micro_batch_size,
+        teacher.model,
+        prompt_ids,
+        prompt_mask,
+        batch,
+        micro_batch_size or cfg.training.micro_batch_size,
         cfg.rollout.temperature,
     )
     mask = batch.completion_mask.to(logprob.dtype)
@@ -231,7 +250,10 @@ def credit_inputs(loss_mask: Tensor, batch: RolloutBatch, signals: TeacherSignal
     if signals is None:
         return CreditInputs(loss_mask, batch.entropies, batch.logprobs)
     return CreditInputs(
-        loss_mask, batch.entropies, batch.logprobs,
-        teacher_logprob=signals.logprob, teacher_entropy=signals.entropy, teacher_vocab_size=signals.vocab_size,
+        loss_mask,
+        batch.entropies,
+        batch.logprobs,
+        teacher_logprob=signals.logprob,
+        teacher_entropy=signals.entropy,
+        teacher_vocab_size=signals.vocab_size,
     )
-

@@ -235,7 +235,9 @@ def variants_of(seed: Seed) -> list[Variant]:
     elif seed.kind == "equation":
         value = ref.split("=", 1)[1].strip()
         forms += [("bare_value", value), ("equation_no_spaces", ref.replace(" ", ""))]
-        forms += [(f"value_{form}", text) for form, text in _number_forms(Fraction(value), Seed(value, "fraction"))]
+        forms += [
+            (f"value_{form}", text) for form, text in _number_forms(Fraction(value), Seed(value, "fraction"))
+        ]
     elif seed.kind == "set":
         forms += _set_forms(seed)
     elif seed.kind == "interval":
@@ -244,7 +246,8 @@ def variants_of(seed: Seed) -> list[Variant]:
         forms += _radical_forms(seed)
     wrappers = {form for form, _ in _common(seed, ref)}
     return [
-        Variant(form, seed.kind, ref, text if form in wrappers else f"\\boxed{{{text}}}") for form, text in forms
+        Variant(form, seed.kind, ref, text if form in wrappers else f"\\boxed{{{text}}}")
+        for form, text in forms
     ]
 
 
@@ -307,7 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m trainer.verifiers.audit [--verifier math] [--params '{...}'] [--json]``."""
     from trainer.verifiers import build_verifier
 
-    parser = argparse.ArgumentParser(description="Metamorphic audit of a verifier (acceptance per answer form).")
+    parser = argparse.ArgumentParser(
+        description="Metamorphic audit of a verifier (acceptance per answer form)."
+    )
     parser.add_argument("--verifier", default="math", help="verifier registry name (default: math)")
     parser.add_argument("--params", default="{}", help="verifier params as JSON (default: {})")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")

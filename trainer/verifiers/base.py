@@ -36,7 +36,9 @@ class VerifierResult:
 class VerifierParams(BaseModel):
     """Base for each verifier's parameter model; unknown keys are refused."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # every bound: tests/trainer/test_config_bounds.py
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False
+    )  # every bound: tests/trainer/test_config_bounds.py
 
 
 class Verifier(Protocol):

@@ -118,7 +118,9 @@ def parse_tests(raw: Any) -> list[dict[str, str]]:
         elif isinstance(case, dict) and "output" in case:
             tests.append({"input": _text(case.get("input", "")), "output": _text(case["output"])})
         else:
-            raise ValueError(f"test case {n} needs 'input' and 'output', or 'assert' (got {str(case)[:80]!r})")
+            raise ValueError(
+                f"test case {n} needs 'input' and 'output', or 'assert' (got {str(case)[:80]!r})"
+            )
     return tests
 
 
@@ -223,7 +225,9 @@ class CodeVerifier:
             program = extract_program(completion, p.extract)
             if program is None:
                 reason = "no ```python block found" if p.extract == "fenced" else "empty completion"
-                results[i] = VerifierResult(0.0, False, {"extracted": None, "expected": f"{len(tests)} tests", "reason": reason})
+                results[i] = VerifierResult(
+                    0.0, False, {"extracted": None, "expected": f"{len(tests)} tests", "reason": reason}
+                )
                 continue
             jobs.append((i, program, len(tests)))
             args.append((program, tests, limits, p.output_match))
@@ -242,7 +246,9 @@ class CodeVerifier:
         total = len(tests)
         all_passed = passed == total
         reward = float(all_passed) if self.params.reward == "all" else passed / total
-        first_failure = next((f"test {n}: {t['reason']}" for n, t in enumerate(tests, 1) if t["status"] != "passed"), "")
+        first_failure = next(
+            (f"test {n}: {t['reason']}" for n, t in enumerate(tests, 1) if t["status"] != "passed"), ""
+        )
         reason = f"passed {passed}/{total} tests" + (f"; {first_failure}" if first_failure else "")
         return VerifierResult(
             reward, all_passed, {**detail, "reason": reason, "passed": passed, "tests": tests[:_DETAIL_TESTS]}

@@ -119,7 +119,9 @@ class Extractor:
                 raise VerifierError(
                     f"tag {tag!r} is not a valid tag name: use letters, digits, '_', '-' or '.', e.g. 'answer'"
                 )
-            self._regex = compile_user_pattern(rf"<{re.escape(tag)}>\s?(.*?)\s?</{re.escape(tag)}>", dotall=True)
+            self._regex = compile_user_pattern(
+                rf"<{re.escape(tag)}>\s?(.*?)\s?</{re.escape(tag)}>", dotall=True
+            )
         self.tag = tag
 
     def __call__(self, text: str) -> Extraction:

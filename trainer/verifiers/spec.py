@@ -27,7 +27,11 @@ def _name_choices(schema: dict[str, Any]) -> None:
     )
     schema["x-default"] = None  # required: the config's own default list names 'exact'
     schema["x-choices"] = [
-        {"name": name, "description": verifier_summary(name), "params": VERIFIERS.get(name).Params.model_json_schema()}
+        {
+            "name": name,
+            "description": verifier_summary(name),
+            "params": VERIFIERS.get(name).Params.model_json_schema(),
+        }
         for name in names
     ]
 
@@ -42,7 +46,9 @@ class VerifierSpec(BoundedModel):
         default_factory=dict,
         description="Verifier parameters, validated by the verifier's own model (listed under name's x-choices).",
     )
-    label: str | None = Field(None, max_length=100, description="Name used in metrics (reward/<label>_mean); default: name.")
+    label: str | None = Field(
+        None, max_length=100, description="Name used in metrics (reward/<label>_mean); default: name."
+    )
 
     @property
     def key(self) -> str:

@@ -21,7 +21,17 @@ class ApiTokenOut(serializers.ModelSerializer[ApiToken]):
 
     class Meta:
         model = ApiToken
-        fields = ("id", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at", "active", "current")
+        fields = (
+            "id",
+            "name",
+            "prefix",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+            "active",
+            "current",
+        )
 
     def get_current(self, obj: ApiToken) -> bool:
         auth = self.context["request"].auth
@@ -38,7 +48,10 @@ class TokenListApi(APIView):
         return Response(ApiTokenOut(own_tokens(request), many=True, context={"request": request}).data)
 
     @extend_schema(
-        request=None, responses={204: None}, operation_id="tokens_revoke_all", summary="Revoke all your API tokens"
+        request=None,
+        responses={204: None},
+        operation_id="tokens_revoke_all",
+        summary="Revoke all your API tokens",
     )
     def delete(self, request: Request) -> Response:
         revoke_all_tokens(signed_in_user(request))

@@ -24,7 +24,9 @@ class ApiTokenAuthentication(BaseAuthentication):
         if not words or words[0].lower() != self.keyword.lower().encode():
             return None
         if len(words) != 2:
-            raise AuthenticationFailed(f"Invalid token header: send `Authorization: Token <token>`; {GET_A_NEW_ONE}.")
+            raise AuthenticationFailed(
+                f"Invalid token header: send `Authorization: Token <token>`; {GET_A_NEW_ONE}."
+            )
         try:
             token = words[1].decode("ascii")
         except UnicodeDecodeError:

@@ -29,7 +29,9 @@ POLICY = "; ".join((
 
 
 @sync_and_async_middleware
-def content_security_policy_middleware(get_response: Callable[[HttpRequest], Any]) -> Callable[[HttpRequest], Any]:
+def content_security_policy_middleware(
+    get_response: Callable[[HttpRequest], Any],
+) -> Callable[[HttpRequest], Any]:
     """Adds POLICY unless a view set its own header; runs in either mode, so daphne needs no thread hop."""
     if iscoroutinefunction(get_response):
 

@@ -33,7 +33,10 @@ def hash_legacy_tokens(apps: Any, schema_editor: BaseDatabaseSchemaEditor) -> in
     expires = timezone.now() + timedelta(days=int(settings.RLVR_API_TOKEN_DAYS))
     records = [
         api_token(
-            user_id=user_id, name=MIGRATED_NAME, prefix=str(key)[:8], created_at=_aware(created, connection),
+            user_id=user_id,
+            name=MIGRATED_NAME,
+            prefix=str(key)[:8],
+            created_at=_aware(created, connection),
             expires_at=expires,
             digest=hashlib.sha256(str(key).encode("utf-8")).hexdigest(),
         )

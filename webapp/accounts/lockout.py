@@ -113,8 +113,12 @@ def lockout_response(request: HttpRequest, *args: Any) -> HttpResponse:
     ``(request, credentials)`` from asynchronous middleware (daphne); the credentials are the dict."""
     credentials = next((arg for arg in args if isinstance(arg, dict)), {})
     minutes = lockout_minutes()
-    locked = str(getattr(request, "rlvr_locked", LOCKED_USERNAME))  # a failure that reached the limit: the username
-    limit = settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT if locked == LOCKED_ADDRESS else settings.AXES_FAILURE_LIMIT
+    locked = str(
+        getattr(request, "rlvr_locked", LOCKED_USERNAME)
+    )  # a failure that reached the limit: the username
+    limit = (
+        settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT if locked == LOCKED_ADDRESS else settings.AXES_FAILURE_LIMIT
+    )
     extra = {
         "locked": locked,
         "failure_limit": int(limit),
@@ -138,7 +142,11 @@ class LockoutBackend(AxesStandaloneBackend):
     no attacker behind it; axes would raise there, so it passes on to the password check."""
 
     def authenticate(
-        self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if request is None:
             return None

@@ -16,7 +16,9 @@ class ApiToken(models.Model):
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True, help_text="Where it is used, e.g. the CLI's host name.")
+    name = models.CharField(
+        max_length=100, blank=True, help_text="Where it is used, e.g. the CLI's host name."
+    )
     prefix = models.CharField(max_length=16, help_text="The token's first characters, to recognise it.")
     digest = models.CharField(max_length=64, unique=True, editable=False)
     created_at = models.DateTimeField(default=timezone.now)

@@ -60,7 +60,9 @@ def check_token(token: str) -> ApiToken:
     if record is None:
         raise TokenRefused(f"Invalid token: {GET_A_NEW_ONE}.")
     if record.revoked_at is not None:
-        raise TokenRefused(f"This token was revoked on {record.revoked_at:%Y-%m-%d %H:%M} UTC: {GET_A_NEW_ONE}.")
+        raise TokenRefused(
+            f"This token was revoked on {record.revoked_at:%Y-%m-%d %H:%M} UTC: {GET_A_NEW_ONE}."
+        )
     if record.is_expired:
         raise TokenRefused(f"This token expired on {record.expires_at:%Y-%m-%d %H:%M} UTC: {GET_A_NEW_ONE}.")
     if not record.user.is_active:

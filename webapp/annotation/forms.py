@@ -13,7 +13,9 @@ from webapp.rubrics.models import Rubric
 
 
 class TaskFromRunForm(forms.Form):
-    rubric = forms.ModelChoiceField(queryset=Rubric.objects.none(), help_text="Its criteria are what people score.")
+    rubric = forms.ModelChoiceField(
+        queryset=Rubric.objects.none(), help_text="Its criteria are what people score."
+    )
     name = forms.CharField(max_length=200, required=False)
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     strategy = forms.ChoiceField(
@@ -26,7 +28,9 @@ class TaskFromRunForm(forms.Form):
     strata = forms.IntegerField(min_value=1, max_value=20, initial=4, help_text="Stratified only.")
     last_step_only = forms.BooleanField(required=False)
     only_incorrect = forms.BooleanField(required=False)
-    annotators_per_item = forms.IntegerField(min_value=1, max_value=MAX_ANNOTATORS_PER_ITEM, initial=2, label="Annotators per item (k)")
+    annotators_per_item = forms.IntegerField(
+        min_value=1, max_value=MAX_ANNOTATORS_PER_ITEM, initial=2, label="Annotators per item (k)"
+    )
     annotators = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, help_text="None ticked: every eligible member."
     )

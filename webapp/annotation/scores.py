@@ -16,8 +16,16 @@ def criterion_snapshot(criterion: Any) -> dict[str, Any]:
         "name": criterion.name,
         "description": criterion.description,
         "scale": criterion.scale,
-        "min_value": 0.0 if criterion.scale == "binary" else 1.0 if criterion.scale == "likert5" else criterion.min_value,
-        "max_value": 1.0 if criterion.scale == "binary" else 5.0 if criterion.scale == "likert5" else criterion.max_value,
+        "min_value": 0.0
+        if criterion.scale == "binary"
+        else 1.0
+        if criterion.scale == "likert5"
+        else criterion.min_value,
+        "max_value": 1.0
+        if criterion.scale == "binary"
+        else 5.0
+        if criterion.scale == "likert5"
+        else criterion.max_value,
         "scorer": criterion.scorer,
         "weight": criterion.weight,
     }
@@ -43,7 +51,9 @@ def validated_scores(
 
     A None value clears that criterion (a draft may be partial)."""
     if not isinstance(scores, Mapping):
-        raise InvalidInput("scores: give an object of criterion name -> score.", {"scores": ["Expected an object."]})
+        raise InvalidInput(
+            "scores: give an object of criterion name -> score.", {"scores": ["Expected an object."]}
+        )
     by_name = {c["name"]: c for c in criteria}
     errors: dict[str, list[str]] = {}
     clean: dict[str, float] = {}

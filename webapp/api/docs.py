@@ -19,7 +19,11 @@ class ApiDocsView(TemplateView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         schema = SchemaGenerator().get_schema(request=None, public=True)
-        return {**super().get_context_data(**kwargs), "info": schema["info"], "operations": operations(schema)}
+        return {
+            **super().get_context_data(**kwargs),
+            "info": schema["info"],
+            "operations": operations(schema),
+        }
 
 
 def operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -36,7 +40,9 @@ def operations(schema: dict[str, Any]) -> list[dict[str, Any]]:
                     "summary": op.get("summary") or op.get("description", "").split("\n")[0],
                     "parameters": [p["name"] for p in op.get("parameters", []) if p.get("in") == "query"],
                     "request": _schema_names(op.get("requestBody", {}).get("content", {})),
-                    "responses": {code: _schema_names(r.get("content", {})) for code, r in op["responses"].items()},
+                    "responses": {
+                        code: _schema_names(r.get("content", {})) for code, r in op["responses"].items()
+                    },
                 }
             )
     return rows

@@ -71,6 +71,3 @@ def validation_message(fields: dict[str, list[str]]) -> str:
     first = messages[0] if path == NON_FIELD else f"{path}: {messages[0]}"
     more = len(fields) - 1
     return first if more == 0 else f"{first} (and {more} more field{'s' if more > 1 else ''})"
-
-
-

@@ -16,10 +16,16 @@ from rest_framework.views import APIView
 
 # name -> (path, what it is). Paths with <id> are templates; the rest can be fetched as they are.
 MAIN_ENDPOINTS: dict[str, tuple[str, str]] = {
-    "token": ("/api/auth/token/", "POST a username and password for an API token (Authorization: Token <key>)"),
+    "token": (
+        "/api/auth/token/",
+        "POST a username and password for an API token (Authorization: Token <key>)",
+    ),
     "projects": ("/api/projects/", "your projects"),
     "experiments": ("/api/projects/<id>/experiments/", "a project's experiments; POST one with its config"),
-    "runs": ("/api/runs/", "your runs; /api/runs/<id>/ for status, metrics/, rollouts/, checkpoints/, events/"),
+    "runs": (
+        "/api/runs/",
+        "your runs; /api/runs/<id>/ for status, metrics/, rollouts/, checkpoints/, events/",
+    ),
     "config_schema": ("/api/config-schema/", "the JSON schema of an experiment config, with every default"),
     "datasets": ("/api/projects/<id>/datasets/", "a project's uploaded data files"),
     "benchmarks": ("/api/projects/<id>/benchmarks/", "a project's benchmarks; /api/benchmarks/<id>/evals/"),
@@ -31,14 +37,18 @@ class ApiIndexOut(serializers.Serializer[None]):
     name = serializers.CharField()
     docs = serializers.CharField(help_text="Every operation, as a page.")
     schema = serializers.CharField(help_text="The OpenAPI document.")
-    authenticated = serializers.BooleanField(help_text="Whether this request carried a valid session or token.")
+    authenticated = serializers.BooleanField(
+        help_text="Whether this request carried a valid session or token."
+    )
     endpoints = serializers.DictField(child=serializers.DictField(child=serializers.CharField()))
 
 
 class ApiIndexView(APIView):
     permission_classes = (AllowAny,)
 
-    @extend_schema(responses=ApiIndexOut, summary="The API's index: its main endpoints and where the docs are")
+    @extend_schema(
+        responses=ApiIndexOut, summary="The API's index: its main endpoints and where the docs are"
+    )
     def get(self, request: Request) -> Response:
         endpoints = {name: {"path": path, "about": about} for name, (path, about) in MAIN_ENDPOINTS.items()}
         return Response({

@@ -42,7 +42,9 @@ def _encoding(parser_context: Mapping[str, Any] | None) -> str:
 
 
 class StrictJSONParser(parsers.JSONParser):
-    def parse(self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         limit = body_limit_bytes()
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
@@ -66,14 +68,18 @@ def check_fields(data: QueryDict) -> None:
 
 
 class StrictFormParser(parsers.FormParser):
-    def parse(self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         data = super().parse(stream, media_type, parser_context)
         check_fields(data)
         return data
 
 
 class StrictMultiPartParser(parsers.MultiPartParser):
-    def parse(self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> parsers.DataAndFiles:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> parsers.DataAndFiles:
         result = super().parse(stream, media_type, parser_context)
         check_fields(result.data)
         for key, upload in result.files.items():

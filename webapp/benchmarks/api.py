@@ -57,8 +57,11 @@ class BenchmarkListApi(APIView):
 class BenchmarkFileApi(APIView):
     parser_classes = (StrictMultiPartParser, StrictFormParser)
 
-    @extend_schema(request=BenchmarkFileIn, responses={201: DatasetOut}, summary="Upload a benchmark file "
-                   "(every row is checked; bad rows are listed by number)")
+    @extend_schema(
+        request=BenchmarkFileIn,
+        responses={201: DatasetOut},
+        summary="Upload a benchmark file (every row is checked; bad rows are listed by number)",
+    )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         data = validated(BenchmarkFileIn, request.data)
@@ -74,7 +77,9 @@ class BenchmarkFileApi(APIView):
 class BenchmarkDetailApi(APIView):
     @extend_schema(responses=BenchmarkOut, summary="A benchmark")
     def get(self, request: Request, benchmark_id: int) -> Response:
-        return Response(BenchmarkOut(selectors.benchmark_get_for_user(benchmark_id=benchmark_id, user=request.user)).data)
+        return Response(
+            BenchmarkOut(selectors.benchmark_get_for_user(benchmark_id=benchmark_id, user=request.user)).data
+        )
 
     @extend_schema(responses={204: None}, summary="Delete a benchmark and its evaluations")
     def delete(self, request: Request, benchmark_id: int) -> Response:
@@ -89,21 +94,28 @@ class BenchmarkEvalListApi(APIView):
         benchmark = selectors.benchmark_get_for_user(benchmark_id=benchmark_id, user=request.user)
         return Response(EvalRunOut(selectors.eval_runs_for_benchmark(benchmark=benchmark), many=True).data)
 
-    @extend_schema(request=EvalLaunchIn, responses={201: EvalRunOut(many=True)},
-                   summary="Evaluate base models and checkpoints on the benchmark (eval queue)")
+    @extend_schema(
+        request=EvalLaunchIn,
+        responses={201: EvalRunOut(many=True)},
+        summary="Evaluate base models and checkpoints on the benchmark (eval queue)",
+    )
     def post(self, request: Request, benchmark_id: int) -> Response:
         benchmark = selectors.benchmark_get_for_user(benchmark_id=benchmark_id, user=request.user)
         data = validated(EvalLaunchIn, request.data)
         experiments, checkpoints = selectors.eval_targets(
             project=benchmark.project, experiment_ids=data["experiments"], checkpoint_ids=data["checkpoints"]
         )
-        rows = services.eval_launch(benchmark=benchmark, actor=request.user, experiments=experiments,
-                                    checkpoints=checkpoints)
+        rows = services.eval_launch(
+            benchmark=benchmark, actor=request.user, experiments=experiments, checkpoints=checkpoints
+        )
         return Response(EvalRunOut(rows, many=True).data, status=status.HTTP_201_CREATED)
 
 
 class EvalDetailApi(APIView):
-    @extend_schema(responses=EvalRunDetailOut, summary="An evaluation: status, progress, queue position, metrics with CIs")
+    @extend_schema(
+        responses=EvalRunDetailOut,
+        summary="An evaluation: status, progress, queue position, metrics with CIs",
+    )
     def get(self, request: Request, eval_run_id: int) -> Response:
         row = selectors.eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
         return Response(EvalRunDetailOut(row).data)
@@ -117,8 +129,11 @@ class EvalCancelApi(APIView):
 
 
 class EvalProblemListApi(APIView):
-    @extend_schema(parameters=[ProblemFilterIn], responses=ProblemRowOut(many=True),
-                   summary="Per-problem results of an evaluation")
+    @extend_schema(
+        parameters=[ProblemFilterIn],
+        responses=ProblemRowOut(many=True),
+        summary="Per-problem results of an evaluation",
+    )
     def get(self, request: Request, eval_run_id: int) -> Response:
         from webapp.benchmarks.results import problem_row
 
@@ -129,8 +144,10 @@ class EvalProblemListApi(APIView):
 
 
 class EvalProblemSamplesApi(APIView):
-    @extend_schema(responses=ProblemSamplesOut, summary="A problem's samples with their tokens and logprobs "
-                   "(the token view's shape)")
+    @extend_schema(
+        responses=ProblemSamplesOut,
+        summary="A problem's samples with their tokens and logprobs (the token view's shape)",
+    )
     def get(self, request: Request, problem_id: int) -> Response:
         problem = selectors.problem_get_for_user(problem_id=problem_id, user=request.user)
         return Response({
@@ -140,8 +157,11 @@ class EvalProblemSamplesApi(APIView):
 
 
 class ResultsExportApi(APIView):
-    @extend_schema(parameters=[ExportIn], responses={200: OpenApiTypes.STR},
-                   summary="The results table as JSON, CSV or LaTeX (an attachment)")
+    @extend_schema(
+        parameters=[ExportIn],
+        responses={200: OpenApiTypes.STR},
+        summary="The results table as JSON, CSV or LaTeX (an attachment)",
+    )
     def get(self, request: Request, project_id: int) -> HttpResponse:
         project = project_get_for_user(project_id=project_id, user=request.user)
         query = validated(ExportIn, request.query_params)
@@ -150,8 +170,11 @@ class ResultsExportApi(APIView):
             runs = runs.filter(benchmark_id=query["benchmark"])
         table = selectors_tables.results_table(eval_runs=runs)
         kind = query["export"]
-        body = {"json": exports.to_json, "csv": exports.to_csv}.get(kind, lambda t: exports.to_latex(
-            t, caption=f"Results of project {project.name}"))(table)
+        body = {"json": exports.to_json, "csv": exports.to_csv}.get(
+            kind, lambda t: exports.to_latex(t, caption=f"Results of project {project.name}")
+        )(table)
         response = HttpResponse(body, content_type=f"{EXPORT_TYPES[kind]}; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{project.slug}-results.{EXPORT_SUFFIX[kind]}"'
+        response["Content-Disposition"] = (
+            f'attachment; filename="{project.slug}-results.{EXPORT_SUFFIX[kind]}"'
+        )
         return response

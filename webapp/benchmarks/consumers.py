@@ -29,7 +29,9 @@ def eval_hello(*, user: Any, eval_run_id: int) -> dict[str, Any] | None:
     return {"type": "eval.hello", "eval_run_id": row.pk, **eval_status_payload(eval_run=row)}
 
 
-class EvalConsumer(LiveConsumer):  # Redis down: live.paused and close code 4503 (webapp/realtime/consumers.py)
+class EvalConsumer(
+    LiveConsumer
+):  # Redis down: live.paused and close code 4503 (webapp/realtime/consumers.py)
     group: str | None = None
 
     async def connect(self) -> None:
@@ -59,4 +61,6 @@ class EvalConsumer(LiveConsumer):  # Redis down: live.paused and close code 4503
 
     async def eval_event(self, message: dict[str, Any]) -> None:
         """Handler for ``{"type": "eval.event", ...}`` sent by webapp.benchmarks.publish."""
-        await self.send_json({"type": message["event"], "eval_run_id": message["eval_run_id"], **message["payload"]})
+        await self.send_json(
+            {"type": message["event"], "eval_run_id": message["eval_run_id"], **message["payload"]}
+        )

@@ -32,15 +32,22 @@ def _key(column: dict[str, str]) -> str:
 def to_csv(table: ResultsTable) -> str:
     header = ["model", "kind", "step"]
     for c in table["columns"]:
-        header += [f"{c['benchmark']} {c['metric']}", f"{c['benchmark']} {c['metric']} ci_low",
-                   f"{c['benchmark']} {c['metric']} ci_high"]
+        header += [
+            f"{c['benchmark']} {c['metric']}",
+            f"{c['benchmark']} {c['metric']} ci_low",
+            f"{c['benchmark']} {c['metric']} ci_high",
+        ]
     lines: list[list[Any]] = []
     for row in table["rows"]:
         line: list[Any] = [row["label"], row["kind"], row["step"]]
         for c in table["columns"]:
             cell = row["cells"].get(_key(c))
             ci = cell["ci"] if cell and cell["ci"] else None
-            line += [None if not cell else cell["value"], None if ci is None else ci[0], None if ci is None else ci[1]]
+            line += [
+                None if not cell else cell["value"],
+                None if ci is None else ci[0],
+                None if ci is None else ci[1],
+            ]
         lines.append(line)
     return csv_text(header, lines)
 
@@ -68,7 +75,10 @@ def to_latex(table: ResultsTable, caption: str = "") -> str:
     if caption:
         lines.append(rf"\caption{{{latex_escape(caption)}}}")
     lines += [rf"\begin{{tabular}}{{l{'c' * len(columns)}}}", r"\toprule"]
-    lines.append(" & ".join(["Model"] + [rf"\multicolumn{{{n}}}{{c}}{{{latex_escape(b)}}}" for b, n in groups]) + r" \\")
+    lines.append(
+        " & ".join(["Model"] + [rf"\multicolumn{{{n}}}{{c}}{{{latex_escape(b)}}}" for b, n in groups])
+        + r" \\"
+    )
     lines.append(" & ".join([""] + [latex_escape(c["metric"]) for c in columns]) + r" \\")
     lines.append(r"\midrule")
     for row in table["rows"]:

@@ -30,11 +30,13 @@ def _json_object(text: str, field: str) -> dict[str, Any]:
     try:
         value = strict_json_loads(text)  # no NaN, NUL or deep nesting (trainer/bounds.py)
     except json.JSONDecodeError as err:
-        raise forms.ValidationError(f"{field} is not valid JSON ({err.msg}); write an object like {{\"a\": 1}}") from None
+        raise forms.ValidationError(
+            f'{field} is not valid JSON ({err.msg}); write an object like {{"a": 1}}'
+        ) from None
     except UnsafeInput as err:
         raise forms.ValidationError(f"{field}: {err}") from None
     if not isinstance(value, dict):
-        raise forms.ValidationError(f"{field} must be a JSON object like {{\"a\": 1}}")
+        raise forms.ValidationError(f'{field} must be a JSON object like {{"a": 1}}')
     return value
 
 
@@ -46,14 +48,18 @@ class BenchmarkForm(forms.Form):
     task = forms.CharField(required=False, help_text="reasoning-gym task, e.g. chain_sum")
     size = forms.IntegerField(required=False, min_value=1, initial=50)
     data_seed = forms.IntegerField(required=False, initial=1)
-    task_config = forms.CharField(required=False, help_text='Difficulty, e.g. {"min_terms": 2, "max_terms": 3}')
+    task_config = forms.CharField(
+        required=False, help_text='Difficulty, e.g. {"min_terms": 2, "max_terms": 3}'
+    )
     file = forms.FileField(required=False)
     problem_field = forms.CharField(required=False, initial="problem")
     answer_field = forms.CharField(required=False, initial="answer")
     prompt_template = forms.CharField(required=False, initial="{prompt}")
     verifier = forms.CharField(required=False)
     verifier_params = forms.CharField(required=False)
-    verifier_version = forms.IntegerField(required=False, help_text="A saved verifier version (webapp/verification).")
+    verifier_version = forms.IntegerField(
+        required=False, help_text="A saved verifier version (webapp/verification)."
+    )
     n_samples = forms.IntegerField(required=False, min_value=1)
     temperature = forms.FloatField(required=False)
     top_p = forms.FloatField(required=False)
@@ -72,12 +78,20 @@ class BenchmarkForm(forms.Form):
             if d.get(field):
                 config[field] = _int_list(d[field], field)
         if d.get("verifier"):
-            config["verifiers"] = [{"name": d["verifier"], "params": _json_object(d.get("verifier_params") or "", "verifier params")}]
+            config["verifiers"] = [
+                {
+                    "name": d["verifier"],
+                    "params": _json_object(d.get("verifier_params") or "", "verifier params"),
+                }
+            ]
         data: dict[str, Any] = {}
         if d.get("prompt_template"):
             data["prompt_template"] = d["prompt_template"]
         if d["source"] == BenchmarkSource.REASONING_GYM:
-            data.update(task=d.get("task") or None, task_config=_json_object(d.get("task_config") or "", "task config"))
+            data.update(
+                task=d.get("task") or None,
+                task_config=_json_object(d.get("task_config") or "", "task config"),
+            )
             if d.get("size"):
                 data["size"] = d["size"]
             if d.get("data_seed") is not None:

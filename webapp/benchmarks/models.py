@@ -24,18 +24,30 @@ class BenchmarkSource(models.TextChoices):
 
 class Benchmark(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="benchmarks")
-    name = models.CharField(max_length=120, help_text="Also the metric prefix during training: eval/<name>/...")
+    name = models.CharField(
+        max_length=120, help_text="Also the metric prefix during training: eval/<name>/..."
+    )
     description = models.TextField(blank=True, default="")
     source = models.CharField(max_length=16, choices=BenchmarkSource.choices)
-    dataset = models.ForeignKey(Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="benchmarks")
-    builtin = models.CharField(max_length=120, blank=True, default="", help_text="Suite entry, e.g. builtin:addition.")
-    config = models.JSONField(help_text="A validated trainer.evaluation.config.BenchmarkConfig, every default filled in.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    dataset = models.ForeignKey(
+        Dataset, null=True, blank=True, on_delete=models.PROTECT, related_name="benchmarks"
+    )
+    builtin = models.CharField(
+        max_length=120, blank=True, default="", help_text="Suite entry, e.g. builtin:addition."
+    )
+    config = models.JSONField(
+        help_text="A validated trainer.evaluation.config.BenchmarkConfig, every default filled in."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ("name", "id")
-        constraints = (models.UniqueConstraint(fields=["project", "name"], name="benchmark_name_unique_in_project"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "name"], name="benchmark_name_unique_in_project"),
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -62,18 +74,28 @@ class EvalRun(models.Model):
 
     benchmark = models.ForeignKey(Benchmark, on_delete=models.CASCADE, related_name="eval_runs")
     target_kind = models.CharField(max_length=16, choices=TargetKind.choices)
-    experiment = models.ForeignKey(Experiment, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    experiment = models.ForeignKey(
+        Experiment, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="eval_runs")
-    checkpoint = models.ForeignKey(Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    checkpoint = models.ForeignKey(
+        Checkpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     step = models.PositiveIntegerField(null=True, blank=True, help_text="Training step of the checkpoint.")
     model_path = models.CharField(max_length=1024, help_text="What trainer.evaluation.engine.evaluate loads.")
     label = models.CharField(max_length=255, help_text="Row name in the results table.")
     config = models.JSONField(help_text="The benchmark's config as it was at launch.")
-    status = models.CharField(max_length=16, choices=EvalStatus.choices, default=EvalStatus.QUEUED, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=EvalStatus.choices, default=EvalStatus.QUEUED, db_index=True
+    )
     problems_total = models.PositiveIntegerField(default=0)
     problems_done = models.PositiveIntegerField(default=0)
-    metrics = models.JSONField(default=dict, blank=True, help_text="Metric name -> value, e.g. 'pass@1 (n=8)'.")
-    ci = models.JSONField(default=dict, blank=True, help_text="Metric name -> [low, high] bootstrap interval.")
+    metrics = models.JSONField(
+        default=dict, blank=True, help_text="Metric name -> value, e.g. 'pass@1 (n=8)'."
+    )
+    ci = models.JSONField(
+        default=dict, blank=True, help_text="Metric name -> [low, high] bootstrap interval."
+    )
     timings = models.JSONField(default=dict, blank=True)
     error_message = models.TextField(blank=True, default="")
     traceback = models.TextField(blank=True, default="")
@@ -81,7 +103,9 @@ class EvalRun(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True, default="")
     celery_task_id = models.CharField(max_length=255, blank=True, default="")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -108,7 +132,9 @@ class EvalProblem(models.Model):
     class Meta:
         ordering = ("seed", "index", "id")
         constraints = (
-            models.UniqueConstraint(fields=["eval_run", "problem_id", "seed"], name="one_result_per_problem_seed"),
+            models.UniqueConstraint(
+                fields=["eval_run", "problem_id", "seed"], name="one_result_per_problem_seed"
+            ),
         )
 
 

@@ -21,4 +21,6 @@ def publish_eval_event(*, eval_run_id: int, event: str, payload: dict[str, Any])
     """Send ``{"type": "eval.event", "event": event, "eval_run_id": id, "payload": payload}`` after commit;
     the consumer forwards it as ``{"type": event, "eval_run_id": id, **payload}``."""
     message = {"type": "eval.event", "event": event, "eval_run_id": eval_run_id, "payload": payload}
-    publish_after_commit(group=eval_group(eval_run_id), message=message, what=f"{event} for evaluation {eval_run_id}")
+    publish_after_commit(
+        group=eval_group(eval_run_id), message=message, what=f"{event} for evaluation {eval_run_id}"
+    )

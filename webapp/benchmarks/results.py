@@ -70,7 +70,9 @@ def eval_record_problems(*, eval_run_id: int, problems: list[ProblemLike]) -> in
             )
             for p in fresh
         ])  # fmt: skip
-        EvalSample.objects.bulk_create([_sample_row(row, s) for row, p in zip(rows, fresh, strict=True) for s in p.samples])
+        EvalSample.objects.bulk_create(
+            [_sample_row(row, s) for row, p in zip(rows, fresh, strict=True) for s in p.samples]
+        )
         EvalRun.objects.filter(pk=eval_run_id).update(problems_done=F("problems_done") + len(fresh))
         run.refresh_from_db(fields=["problems_done", "problems_total"])
         publish_eval_event(eval_run_id=eval_run_id, event="eval.progress", payload={

@@ -31,7 +31,11 @@ def eval_run_get(*, eval_run_id: int) -> EvalRun:
 
 
 def eval_should_stop(*, eval_run_id: int) -> bool:
-    return EvalRun.objects.filter(pk=eval_run_id).filter(Q(cancel_requested=True) | Q(status="cancelled")).exists()
+    return (
+        EvalRun.objects.filter(pk=eval_run_id)
+        .filter(Q(cancel_requested=True) | Q(status="cancelled"))
+        .exists()
+    )
 
 
 def eval_stored_problems(*, eval_run_id: int) -> list[dict[str, Any]]:
@@ -50,8 +54,16 @@ def eval_stored_problems(*, eval_run_id: int) -> list[dict[str, Any]]:
                 "reward": s.reward if s.reward is not None else 0.0, "correct": s.correct,
                 "extracted_answer": s.extracted_answer, "detail": dict(s.detail), "rewards": dict(s.rewards),
             })  # fmt: skip
-        out.append({"problem_id": p.problem_id, "prompt": p.prompt, "answer": p.answer, "seed": p.seed,
-                    "index": p.index, "samples": samples})
+        out.append(
+            {
+                "problem_id": p.problem_id,
+                "prompt": p.prompt,
+                "answer": p.answer,
+                "seed": p.seed,
+                "index": p.index,
+                "samples": samples,
+            }
+        )
     return out
 
 
@@ -140,8 +152,9 @@ def eval_targets(
     """The chosen base models and checkpoints, all from ``project``; InvalidInput naming unknown ids."""
     experiments = list(Experiment.objects.filter(project=project, pk__in=experiment_ids))
     checkpoints = list(
-        Checkpoint.objects.filter(run__experiment__project=project, pk__in=checkpoint_ids)
-        .select_related("run", "run__experiment")
+        Checkpoint.objects.filter(run__experiment__project=project, pk__in=checkpoint_ids).select_related(
+            "run", "run__experiment"
+        )
     )
     missing = sorted(set(experiment_ids) - {e.pk for e in experiments})
     missing_ckpt = sorted(set(checkpoint_ids) - {c.pk for c in checkpoints})

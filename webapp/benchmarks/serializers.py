@@ -19,26 +19,50 @@ class BenchmarkOut(serializers.ModelSerializer[Benchmark]):
 
     class Meta:
         model = Benchmark
-        fields = ("id", "name", "description", "source", "builtin", "dataset", "dataset_name", "config",
-                  "created_by", "created_at")
+        fields = (
+            "id",
+            "name",
+            "description",
+            "source",
+            "builtin",
+            "dataset",
+            "dataset_name",
+            "config",
+            "created_by",
+            "created_at",
+        )
 
 
 class BenchmarkIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
     source = serializers.ChoiceField(choices=BenchmarkSource.choices)  # type: ignore[assignment]  # DRF's Field.source
-    builtin = serializers.CharField(required=False, allow_blank=True, default="",
-                                    help_text="Built-in suite entry (source 'builtin'), e.g. builtin:addition.")
-    dataset = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                       help_text="A data file of the project (source 'file').")
-    verifier_version = serializers.IntegerField(required=False, allow_null=True, default=None,
-                                                help_text="A saved verifier version of the project to score with.")
-    config = StrictJSONField(required=False, default=dict,
-                                   help_text="trainer.evaluation.config.BenchmarkConfig fields (data, verifiers, n_samples ...).")
+    builtin = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Built-in suite entry (source 'builtin'), e.g. builtin:addition.",
+    )
+    dataset = serializers.IntegerField(
+        required=False, allow_null=True, default=None, help_text="A data file of the project (source 'file')."
+    )
+    verifier_version = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="A saved verifier version of the project to score with.",
+    )
+    config = StrictJSONField(
+        required=False,
+        default=dict,
+        help_text="trainer.evaluation.config.BenchmarkConfig fields (data, verifiers, n_samples ...).",
+    )
 
     def validate_config(self, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):  # services lay fields over it: a list or `true` would be a 500 there
-            raise serializers.ValidationError(f"Expected a JSON object of BenchmarkConfig fields, got {type(value).__name__}.")
+            raise serializers.ValidationError(
+                f"Expected a JSON object of BenchmarkConfig fields, got {type(value).__name__}."
+            )
         return value
 
 
@@ -62,7 +86,9 @@ class EvalRunOut(serializers.ModelSerializer[EvalRun]):
 
 
 class EvalRunDetailOut(EvalRunOut):
-    queue_position = serializers.SerializerMethodField(help_text="While queued: what is ahead of it; else null.")
+    queue_position = serializers.SerializerMethodField(
+        help_text="While queued: what is ahead of it; else null."
+    )
 
     class Meta(EvalRunOut.Meta):
         fields = (*EvalRunOut.Meta.fields, "queue_position")
@@ -79,12 +105,18 @@ MAX_ROW_ID = 2**63 - 1
 
 class EvalLaunchIn(serializers.Serializer[None]):
     experiments = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID), required=False, default=list,
-        max_length=100, help_text="Experiments whose base model (model.name_or_path) to evaluate.",
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="Experiments whose base model (model.name_or_path) to evaluate.",
     )
     checkpoints = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID), required=False, default=list,
-        max_length=100, help_text="Checkpoint ids (GET /api/runs/<id>/checkpoints/) to evaluate.",
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ROW_ID),
+        required=False,
+        default=list,
+        max_length=100,
+        help_text="Checkpoint ids (GET /api/runs/<id>/checkpoints/) to evaluate.",
     )
 
 
@@ -126,8 +158,12 @@ class ProblemSamplesOut(serializers.Serializer[None]):
 
 
 class ProblemFilterIn(serializers.Serializer[None]):
-    correct = serializers.BooleanField(required=False, allow_null=True, default=None,
-                                       help_text="true: every sample right; false: at least one wrong.")
+    correct = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="true: every sample right; false: at least one wrong.",
+    )
 
 
 class ExportIn(serializers.Serializer[None]):

@@ -81,7 +81,9 @@ def benchmark_create(
         config["verifiers"] = [verifier_spec_for_version(project=project, version_id=verifier_version_id)]
     if source == BenchmarkSource.FILE:
         if dataset is None or dataset.project_id != project.pk:
-            raise InvalidInput("Pick a data file of this project.", {"dataset": ["Upload or choose a data file."]})
+            raise InvalidInput(
+                "Pick a data file of this project.", {"dataset": ["Upload or choose a data file."]}
+            )
         template = (config.get("data") or {}).get("prompt_template", "{prompt}")
         config["data"] = {
             "source": "file", "path": dataset_reference(dataset), "format": dataset.format,
@@ -99,7 +101,9 @@ def benchmark_create(
         dataset = None
     else:
         valid = ", ".join(BenchmarkSource.values)
-        raise InvalidInput(f"Unknown benchmark source {source!r}; valid: {valid}.", {"source": [f"One of {valid}."]})
+        raise InvalidInput(
+            f"Unknown benchmark source {source!r}; valid: {valid}.", {"source": [f"One of {valid}."]}
+        )
     config["name"] = name
     validated = confine_benchmark_config(validate_benchmark_config(config), project=project)
     return Benchmark.objects.create(
@@ -113,13 +117,22 @@ def benchmark_delete(*, benchmark: Benchmark, actor: AnyUser) -> None:
     require_role(project=benchmark.project, user=actor, minimum=EDIT_EXPERIMENTS)
     active = benchmark.eval_runs.filter(status__in=[EvalStatus.QUEUED, EvalStatus.RUNNING]).count()
     if active:
-        raise Conflict(f"Benchmark {benchmark.name!r} has {active} queued or running evaluation(s): cancel them first.")
+        raise Conflict(
+            f"Benchmark {benchmark.name!r} has {active} queued or running evaluation(s): cancel them first."
+        )
     benchmark.delete()
 
 
 def benchmark_file_upload(
-    *, project: Project, actor: AnyUser, file: IO[bytes], filename: str, size: int, name: str = "",
-    problem_field: str = "problem", answer_field: str = "answer",
+    *,
+    project: Project,
+    actor: AnyUser,
+    file: IO[bytes],
+    filename: str,
+    size: int,
+    name: str = "",
+    problem_field: str = "problem",
+    answer_field: str = "answer",
 ) -> Dataset:
     """Check every row of a benchmark file (bad rows are reported by number, all at once), then store it
     through the datafiles upload (which validates it again with the trainer's loader)."""
@@ -139,14 +152,18 @@ def benchmark_file_upload(
         with staged.open("wb") as out:
             shutil.copyfileobj(file, out)
         try:
-            report = check_data_file(staged, prompt_field=problem_field, answer_field=answer_field,
-                                     limits=upload_limits())
+            report = check_data_file(
+                staged, prompt_field=problem_field, answer_field=answer_field, limits=upload_limits()
+            )
         except DataError as err:
             message = str(err).replace(str(staged), basename)
             raise InvalidInput(message, {"file": [message]}) from None
         if not report.ok:
             message = report.summary().replace(str(staged), basename)
-            bad = [f"row {p.row} ({p.where}): {p.message}".replace(str(staged), basename) for p in report.problems]
+            bad = [
+                f"row {p.row} ({p.where}): {p.message}".replace(str(staged), basename)
+                for p in report.problems
+            ]
             raise InvalidInput(message, {"file": [message], "bad_rows": bad})
         with staged.open("rb") as again:
             return dataset_upload(
@@ -184,13 +201,17 @@ def eval_launch(
     require_role(project=project, user=actor, minimum=OPERATE_RUNS)
     experiments, checkpoints = experiments or [], checkpoints or []
     if not experiments and not checkpoints:
-        raise InvalidInput("Pick at least one model to evaluate.", {"targets": ["Pick a base model or a checkpoint."]})
+        raise InvalidInput(
+            "Pick at least one model to evaluate.", {"targets": ["Pick a base model or a checkpoint."]}
+        )
     config = validate_benchmark_config(benchmark.config)
     confine_benchmark_config(config, project=project, resolve=True)  # its data file must exist now
     rows: list[EvalRun] = []
     for experiment in experiments:
         if experiment.project_id != project.pk:
-            raise InvalidInput("That experiment is not in this project.", {"targets": ["Unknown experiment."]})
+            raise InvalidInput(
+                "That experiment is not in this project.", {"targets": ["Unknown experiment."]}
+            )
         rows.append(EvalRun(
             target_kind=TargetKind.BASE, experiment=experiment, model_path=_base_model(experiment),
             label=f"{experiment.name} (base)",
@@ -198,7 +219,9 @@ def eval_launch(
     for checkpoint in checkpoints:
         run = checkpoint.run
         if run.experiment.project_id != project.pk:
-            raise InvalidInput("That checkpoint is not in this project.", {"targets": ["Unknown checkpoint."]})
+            raise InvalidInput(
+                "That checkpoint is not in this project.", {"targets": ["Unknown checkpoint."]}
+            )
         if not checkpoint_has_files(checkpoint=checkpoint):  # the worker would fail on a missing model folder
             message = checkpoint_deleted_message(checkpoint=checkpoint)
             raise InvalidInput(message, {"checkpoints": [message]})
@@ -241,7 +264,9 @@ def eval_cancel(*, eval_run: EvalRun, actor: AnyUser) -> EvalRun:
             row.cancel_requested = True
             row.save(update_fields=["cancel_requested"])
         else:
-            raise Conflict(f"Evaluation {row.pk} has already finished ({row.status}); there is nothing to cancel.")
+            raise Conflict(
+                f"Evaluation {row.pk} has already finished ({row.status}); there is nothing to cancel."
+            )
         _publish_status(row)
     return row
 
@@ -296,8 +321,11 @@ def eval_requeue_after_worker_loss(*, eval_run_id: int) -> bool:
 def eval_set_total(*, eval_run_id: int, total: int, done: int) -> None:
     with transaction.atomic():
         EvalRun.objects.filter(pk=eval_run_id).update(problems_total=total, problems_done=done)
-        publish_eval_event(eval_run_id=eval_run_id, event="eval.progress",
-                           payload={"problems_done": done, "problems_total": total, "problems": []})
+        publish_eval_event(
+            eval_run_id=eval_run_id,
+            event="eval.progress",
+            payload={"problems_done": done, "problems_total": total, "problems": []},
+        )
 
 
 def eval_finish(

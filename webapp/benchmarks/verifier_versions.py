@@ -21,8 +21,10 @@ def verifier_version_choices(*, project: Project) -> list[dict[str, Any]]:
         return []
     from webapp.verification.selectors import versions_for_project
 
-    return [{"id": v.pk, "label": f"{v.definition.name} v{v.number}", "verifier": v.verifier}
-            for v in versions_for_project(project=project)]
+    return [
+        {"id": v.pk, "label": f"{v.definition.name} v{v.number}", "verifier": v.verifier}
+        for v in versions_for_project(project=project)
+    ]
 
 
 def verifier_spec_for_version(*, project: Project, version_id: int) -> dict[str, Any]:

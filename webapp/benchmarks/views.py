@@ -52,8 +52,11 @@ def benchmark_list(request: HttpRequest, project_id: int) -> HttpResponse:
         "builtins": builtin_suite_names(),
         "verifiers": _verifier_names(),
         "verifier_versions": verifier_version_choices(project=project),
-        "page_data": {"project_id": project.pk, "table": selectors_tables.results_table(eval_runs=runs),
-                      "export_url": f"/api/projects/{project.pk}/benchmark-results/"},
+        "page_data": {
+            "project_id": project.pk,
+            "table": selectors_tables.results_table(eval_runs=runs),
+            "export_url": f"/api/projects/{project.pk}/benchmark-results/",
+        },
         **role_context(project=project, request=request),
     }
     return render(request, "benchmarks/benchmark_list.html", context)
@@ -92,7 +95,9 @@ def benchmark_detail(request: HttpRequest, benchmark_id: int) -> HttpResponse:
     page_data = {
         "benchmark_id": benchmark.pk,
         "project_id": project.pk,
-        "evals": [selectors.eval_status_payload(eval_run=r) | {"step": r.step, "kind": r.target_kind} for r in runs],
+        "evals": [
+            selectors.eval_status_payload(eval_run=r) | {"step": r.step, "kind": r.target_kind} for r in runs
+        ],
         "table": selectors_tables.results_table(eval_runs=runs),
         "curves": selectors_tables.pass_at_k_curves(eval_runs=runs),
         "over_steps": selectors_tables.metrics_over_steps(benchmark=benchmark, eval_runs=runs),
@@ -101,8 +106,12 @@ def benchmark_detail(request: HttpRequest, benchmark_id: int) -> HttpResponse:
         "export_url": f"/api/projects/{project.pk}/benchmark-results/?benchmark={benchmark.pk}",
         "active": [r.pk for r in runs if r.status in (EvalStatus.QUEUED, EvalStatus.RUNNING)],
     }
-    context = {"project": project, "benchmark": benchmark, "page_data": page_data,
-               **role_context(project=project, request=request)}
+    context = {
+        "project": project,
+        "benchmark": benchmark,
+        "page_data": page_data,
+        **role_context(project=project, request=request),
+    }
     return render(request, "benchmarks/benchmark_detail.html", context)
 
 
@@ -116,10 +125,15 @@ def eval_detail(request: HttpRequest, eval_run_id: int) -> HttpResponse:
         "problems": [problem_row(p) for p in selectors.problems_for_eval(eval_run=row)],
         "samples_url": "/api/eval-problems/",
     }
-    context = {"project": row.benchmark.project, "benchmark": row.benchmark, "eval_run": row, "page_data": page_data,
-               "queue_position": selectors.eval_queue_position(eval_run=row),
-               "cancellable": row.status not in EVAL_FINISHED and not row.cancel_requested,
-               **role_context(project=row.benchmark.project, request=request)}
+    context = {
+        "project": row.benchmark.project,
+        "benchmark": row.benchmark,
+        "eval_run": row,
+        "page_data": page_data,
+        "queue_position": selectors.eval_queue_position(eval_run=row),
+        "cancellable": row.status not in EVAL_FINISHED and not row.cancel_requested,
+        **role_context(project=row.benchmark.project, request=request),
+    }
     return render(request, "benchmarks/eval_detail.html", context)
 
 

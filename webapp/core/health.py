@@ -29,7 +29,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     if layer_url is not None and layer_url != settings.REDIS_URL:
         checks["channel_layer"] = _check_redis(layer_url)
     healthy = all(value == "ok" for value in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503
+    )
 
 
 def channel_layer_redis_url() -> str | None:

@@ -125,7 +125,11 @@ class RequestLimitsMiddleware:
         if size > body_limit_bytes():
             view = _view_name(request)
             upload = view in UPLOAD_VIEWS and request.content_type == "multipart/form-data"
-            limit, setting = (upload_limit_bytes(), "RLVR_MAX_UPLOAD_MB") if upload else (body_limit_bytes(), "RLVR_MAX_BODY_KB")
+            limit, setting = (
+                (upload_limit_bytes(), "RLVR_MAX_UPLOAD_MB")
+                if upload
+                else (body_limit_bytes(), "RLVR_MAX_BODY_KB")
+            )
             if view in INGEST_VIEWS:
                 limit, setting = ingest_limit_bytes(), "RLVR_MAX_INGEST_MB"
             if size > limit:
@@ -138,7 +142,11 @@ class RequestLimitsMiddleware:
                 {"limit_bytes": MAX_QUERY_STRING_BYTES, "size_bytes": query_bytes},
             )
         refusal = nul_in_params(request.GET, "Query parameter")
-        if refusal is None and request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+        if (
+            refusal is None
+            and request.method == "POST"
+            and request.content_type == "application/x-www-form-urlencoded"
+        ):
             try:
                 refusal = nul_in_params(request.POST, "Form field")
             except (RequestDataTooBig, TooManyFieldsSent) as err:

@@ -79,7 +79,9 @@ def model_folder(value: str, *, field: str, must_exist: bool) -> Path | None:
         if not any(is_within(candidate, root) for root in roots):
             raise refuse_model(field, value, "is outside the allowed model folders")
         if any(is_within(candidate, folder) for folder in private):
-            raise refuse_model(field, value, "is inside the run or upload folders, which hold other projects' files")
+            raise refuse_model(
+                field, value, "is inside the run or upload folders, which hold other projects' files"
+            )
     for candidate in candidates:
         if candidate.is_dir():
             return candidate

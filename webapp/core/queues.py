@@ -33,7 +33,6 @@ class QueuePosition:
         return f"{self.ahead} ahead of it in the {self.queue} queue ({self.running} running, {self.queued} queued)"
 
 
-
 class QueuePositionOut(serializers.Serializer[QueuePosition]):
     """A queued row's place in its queue, as the API shows it (null once the row left the queue)."""
 
@@ -41,7 +40,9 @@ class QueuePositionOut(serializers.Serializer[QueuePosition]):
     ahead = serializers.IntegerField(help_text="Running plus earlier queued rows of the same queue.")
     running = serializers.IntegerField()
     queued = serializers.IntegerField()
-    text = serializers.CharField(help_text='e.g. "2 ahead of it in the training queue (1 running, 1 queued)".')
+    text = serializers.CharField(
+        help_text='e.g. "2 ahead of it in the training queue (1 running, 1 queued)".'
+    )
 
 
 def queue_position(

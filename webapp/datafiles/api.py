@@ -129,7 +129,8 @@ class DatasetPreviewOut(serializers.Serializer[None]):
         "it before saving); none_found: no column looks like an answer, so the preview is label-free.",
     )
     answer_candidates = serializers.ListField(
-        child=serializers.CharField(), help_text="Columns whose names look like a reference answer, likeliest first."
+        child=serializers.CharField(),
+        help_text="Columns whose names look like a reference answer, likeliest first.",
     )
     problems = RowProblemOut(many=True, help_text=f"The first {SHOWN_PROBLEMS} bad rows.")
     problem_count = serializers.IntegerField(help_text="Every bad row.")

@@ -11,7 +11,9 @@ class Dataset(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="datasets")
     name = models.CharField(max_length=200)
-    path = models.CharField(max_length=1024, help_text="Absolute path of the stored file.")  # never sent to clients
+    path = models.CharField(
+        max_length=1024, help_text="Absolute path of the stored file."
+    )  # never sent to clients
     format = models.CharField(max_length=16)
     rows = models.PositiveIntegerField()
     fields = models.JSONField(default=list, help_text="Column names, in file order.")
@@ -24,7 +26,9 @@ class Dataset(models.Model):
 
     class Meta:
         ordering = ("-created_at", "-id")
-        constraints = (models.UniqueConstraint(fields=["project", "name"], name="dataset_name_unique_in_project"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "name"], name="dataset_name_unique_in_project"),
+        )
 
     def __str__(self) -> str:
         return self.name

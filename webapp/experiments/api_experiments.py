@@ -40,7 +40,9 @@ class ExperimentListApi(APIView):
 class ExperimentDetailApi(APIView):
     @extend_schema(responses=ExperimentOut)
     def get(self, request: Request, experiment_id: int) -> Response:
-        return Response(ExperimentOut(experiment_get_for_user(experiment_id=experiment_id, user=request.user)).data)
+        return Response(
+            ExperimentOut(experiment_get_for_user(experiment_id=experiment_id, user=request.user)).data
+        )
 
     @extend_schema(request=ExperimentUpdateIn, responses=ExperimentOut, summary="Edit an experiment")
     def patch(self, request: Request, experiment_id: int) -> Response:

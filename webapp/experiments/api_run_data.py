@@ -40,7 +40,10 @@ class RunMetricsApi(APIView):
         run = run_get_for_user(run_id=run_id, user=request.user)
         query = parsed_query(MetricsFilterIn, request)
         metrics = metrics_for_run(
-            run=run, keys=query.get("keys"), since_step=query.get("since_step"), max_points=query["max_points"]
+            run=run,
+            keys=query.get("keys"),
+            since_step=query.get("since_step"),
+            max_points=query["max_points"],
         )
         return Response({"step": run.step, "status": run.status, "metrics": metrics})
 

@@ -37,7 +37,10 @@ from webapp.teams.selectors import project_get_for_user
 
 class RunListApi(APIView):
     @extend_schema(
-        operation_id="runs_list", parameters=[RunListFilterIn], responses=page_of(RunOut), summary="Runs of all your projects"
+        operation_id="runs_list",
+        parameters=[RunListFilterIn],
+        responses=page_of(RunOut),
+        summary="Runs of all your projects",
     )
     def get(self, request: Request) -> Response:
         query = parsed_query(RunListFilterIn, request)
@@ -46,23 +49,34 @@ class RunListApi(APIView):
             runs = runs.filter(experiment_id=query["experiment"])
         return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
 
-    @extend_schema(request=RunLaunchIn, responses={201: RunDetailOut}, summary="Launch a run of an experiment")
+    @extend_schema(
+        request=RunLaunchIn, responses={201: RunDetailOut}, summary="Launch a run of an experiment"
+    )
     def post(self, request: Request) -> Response:
         data = RunLaunchIn(data=request.data)
         data.is_valid(raise_exception=True)
-        experiment = experiment_get_for_user(experiment_id=data.validated_data["experiment"], user=request.user)
-        run = run_launch(experiment=experiment, actor=request.user, retention=data.validated_data.get("retention"))
+        experiment = experiment_get_for_user(
+            experiment_id=data.validated_data["experiment"], user=request.user
+        )
+        run = run_launch(
+            experiment=experiment, actor=request.user, retention=data.validated_data.get("retention")
+        )
         return Response(RunDetailOut(run).data, status=status.HTTP_201_CREATED)
 
 
 class ProjectRunListApi(APIView):
     @extend_schema(
-        operation_id="projects_runs_list", parameters=[RunListFilterIn], responses=page_of(RunOut), summary="Runs of a project"
+        operation_id="projects_runs_list",
+        parameters=[RunListFilterIn],
+        responses=page_of(RunOut),
+        summary="Runs of a project",
     )
     def get(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         query = parsed_query(RunListFilterIn, request)
-        runs = runs_for_project(project=project, experiment_id=query.get("experiment"), status=query.get("status"))
+        runs = runs_for_project(
+            project=project, experiment_id=query.get("experiment"), status=query.get("status")
+        )
         return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
 
 
@@ -76,7 +90,9 @@ class ExperimentRunListApi(APIView):
     def get(self, request: Request, experiment_id: int) -> Response:
         experiment = experiment_get_for_user(experiment_id=experiment_id, user=request.user)
         query = parsed_query(RunListFilterIn, request)
-        runs = runs_for_project(project=experiment.project, experiment_id=experiment.pk, status=query.get("status"))
+        runs = runs_for_project(
+            project=experiment.project, experiment_id=experiment.pk, status=query.get("status")
+        )
         return paginated_response(queryset=runs, serializer_class=RunOut, request=request, view=self)
 
     @extend_schema(request=None, responses={201: RunDetailOut}, summary="Launch a run of this experiment")
@@ -127,7 +143,13 @@ class RunRetentionApi(APIView):
         run = run_get_for_user(run_id=run_id, user=request.user)  # an outsider gets 404 before any 400
         data = RunRetentionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        run, deleted = run_set_retention(run=run, actor=request.user, retention=data.validated_data["retention"])
-        return Response({
-            "retention": run.retention, "description": describe_retention(run.retention), "deleted_rollouts": deleted,
-        })
+        run, deleted = run_set_retention(
+            run=run, actor=request.user, retention=data.validated_data["retention"]
+        )
+        return Response(
+            {
+                "retention": run.retention,
+                "description": describe_retention(run.retention),
+                "deleted_rollouts": deleted,
+            }
+        )

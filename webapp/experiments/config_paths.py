@@ -69,7 +69,9 @@ class _Confiner:
 
     def _checkpoint(self, checkpoint_id: int, value: str, field: str) -> str:
         checkpoint = (
-            Checkpoint.objects.select_related("run").filter(pk=checkpoint_id, run__experiment__project=self.project).first()
+            Checkpoint.objects.select_related("run")
+            .filter(pk=checkpoint_id, run__experiment__project=self.project)
+            .first()
         )
         if checkpoint is None:
             raise refuse_model(field, value, "is not a checkpoint of a run in this project")
@@ -80,8 +82,12 @@ class _Confiner:
             # if it is a folder under RLVR_MODEL_ROOTS on this server, as a model folder typed in a config.
             return str(model_folder(checkpoint.path, field=field, must_exist=True))
         if not checkpoint_has_files(checkpoint=checkpoint):
-            raise refuse_model(field, value, "has no files on this server any more (runs keep their last "
-                               "checkpoint.save_total_limit checkpoints)")
+            raise refuse_model(
+                field,
+                value,
+                "has no files on this server any more (runs keep their last "
+                "checkpoint.save_total_limit checkpoints)",
+            )
         return checkpoint.path
 
     def data(self, data: dict[str, Any], field: str) -> dict[str, Any]:
@@ -89,7 +95,11 @@ class _Confiner:
             return {**data, "path": None} if self.resolve else data
         path = str(data.get("path") or "")
         dataset_id = parse_reference(path, DATASET_PREFIX)
-        dataset = None if dataset_id is None else Dataset.objects.filter(pk=dataset_id, project=self.project).first()
+        dataset = (
+            None
+            if dataset_id is None
+            else Dataset.objects.filter(pk=dataset_id, project=self.project).first()
+        )
         if dataset is None:
             pk = self.project.pk
             message = (
@@ -103,7 +113,11 @@ class _Confiner:
     def data_file(self, value: str, field: str) -> str:
         """A file a method reads (its params mark it ``x-path: data-file``): an uploaded data file of the project."""
         dataset_id = parse_reference(value, DATASET_PREFIX)
-        dataset = None if dataset_id is None else Dataset.objects.filter(pk=dataset_id, project=self.project).first()
+        dataset = (
+            None
+            if dataset_id is None
+            else Dataset.objects.filter(pk=dataset_id, project=self.project).first()
+        )
         if dataset is None:
             message = (
                 f"{field.removeprefix('config.')} {value!r} is not an uploaded data file of this project: upload it "
@@ -122,7 +136,11 @@ class _Confiner:
                 if not isinstance(choice, dict) or choice.get("name") not in axis:
                     continue
                 schema = axis.entry(choice["name"]).params.model_json_schema().get("properties", {})
-                where = f"{field}.{axis.config_field}" + (f".{index}" if isinstance(value, list) else "") + ".params"
+                where = (
+                    f"{field}.{axis.config_field}"
+                    + (f".{index}" if isinstance(value, list) else "")
+                    + ".params"
+                )
                 target = out[section][key][index] if isinstance(value, list) else out[section][key]
                 for name, prop in schema.items():
                     given = (choice.get("params") or {}).get(name)
@@ -131,7 +149,11 @@ class _Confiner:
 
     def benchmark_spec(self, spec: Any, field: str) -> Any:
         if isinstance(spec, dict):
-            return {**spec, "data": self.data(spec["data"], f"{field}.data")} if isinstance(spec.get("data"), dict) else spec
+            return (
+                {**spec, "data": self.data(spec["data"], f"{field}.data")}
+                if isinstance(spec.get("data"), dict)
+                else spec
+            )
         if isinstance(spec, str) and spec.startswith(BUILTIN_BENCHMARK_PREFIX):
             return spec
         message = (
@@ -161,20 +183,31 @@ def confine_experiment_config(
     def model(section: str, key: str, value: str, where: str) -> None:
         out[section][key] = confiner.model(value, where)
 
-    attempt(lambda: model("model", "name_or_path", config["model"]["name_or_path"], f"{field}.model.name_or_path"))
+    attempt(
+        lambda: model("model", "name_or_path", config["model"]["name_or_path"], f"{field}.model.name_or_path")
+    )
     attempt(lambda: out.update(data=confiner.data(config["data"], f"{field}.data")))
     teacher = config.get("teacher") or {}
     if teacher.get("name_or_path"):
-        attempt(lambda: model("teacher", "name_or_path", teacher["name_or_path"], f"{field}.teacher.name_or_path"))
+        attempt(
+            lambda: model("teacher", "name_or_path", teacher["name_or_path"], f"{field}.teacher.name_or_path")
+        )
     rubric = config.get("rubric")
     if rubric:
         judge = f"{field}.rubric.judge_model.name_or_path"
-        attempt(lambda: out["rubric"]["judge_model"].update(
-            name_or_path=confiner.model(rubric["judge_model"]["name_or_path"], judge)))
+        attempt(
+            lambda: out["rubric"]["judge_model"].update(
+                name_or_path=confiner.model(rubric["judge_model"]["name_or_path"], judge)
+            )
+        )
     benchmarks = (config.get("evaluation") or {}).get("benchmarks") or []
     for i, spec in enumerate(benchmarks):
+
         def benchmark(i: int = i, spec: Any = spec) -> None:
-            out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(spec, f"{field}.evaluation.benchmarks.{i}")
+            out["evaluation"]["benchmarks"][i] = confiner.benchmark_spec(
+                spec, f"{field}.evaluation.benchmarks.{i}"
+            )
+
         attempt(benchmark)
     attempt(lambda: confiner.method_files(config, out, field))
     attempt(lambda: _check_rollout_server(config, f"{field}.rollout.vllm_server_url"))
@@ -192,8 +225,10 @@ def _check_rollout_server(config: dict[str, Any], field: str) -> None:
     allowed = [u.rstrip("/") for u in settings.RLVR_ROLLOUT_SERVERS]
     if url.rstrip("/") not in allowed:
         listed = ", ".join(allowed) or "none are configured"
-        message = (f"rollout server {url!r} is not one this deployment lists in RLVR_ROLLOUT_SERVERS ({listed}); "
-                   "leave vllm_server_url empty and the run starts its own server")
+        message = (
+            f"rollout server {url!r} is not one this deployment lists in RLVR_ROLLOUT_SERVERS ({listed}); "
+            "leave vllm_server_url empty and the run starts its own server"
+        )
         raise InvalidInput(message, {field: [message]})
 
 
@@ -227,5 +262,9 @@ def references(stored: dict[str, Any], resolved: dict[str, Any]) -> dict[str, st
     """Server path -> the reference the user wrote, for the data file and model fields that differ between a
     stored config and its ``resolve=True`` copy: error messages name ``dataset:<id>``, not the server path."""
     pairs = [(stored["data"].get("path"), resolved["data"].get("path"))]
-    pairs += [(stored[s]["name_or_path"], resolved[s]["name_or_path"]) for s in ("model", "teacher") if stored.get(s)]
+    pairs += [
+        (stored[s]["name_or_path"], resolved[s]["name_or_path"])
+        for s in ("model", "teacher")
+        if stored.get(s)
+    ]
     return {new: old for old, new in pairs if isinstance(old, str) and isinstance(new, str) and old != new}

@@ -91,7 +91,8 @@ def _yaml(text: str) -> Any:
         raise ConfigTextError(f"not valid YAML: {problem}", mark.line + 1 if mark else None) from None
     except yaml.reader.ReaderError as err:  # a character YAML does not allow: where it is, by offset
         line = text.count("\n", 0, err.position) + 1
-        raise ConfigTextError(f"not valid YAML: {err.reason} (character #x{err.character:04x})", line) from None
+        raise ConfigTextError(
+            f"not valid YAML: {err.reason} (character #x{err.character:04x})", line
+        ) from None
     except yaml.YAMLError as err:
         raise ConfigTextError(f"not valid YAML: {err}") from None
-

@@ -99,8 +99,13 @@ def run_headlines(*, run: Run) -> list[Headline]:
     for bench in _planned(evaluation):
         key = f"eval/{bench.name}{HEADLINE_SUFFIX}"
         entries[key] = Headline(
-            key=key, benchmark=bench.name, problems=_problems(bench, evaluation.get("max_problems")),
-            schedule=_schedule(evaluation), first=None, last=None, summary="",
+            key=key,
+            benchmark=bench.name,
+            problems=_problems(bench, evaluation.get("max_problems")),
+            schedule=_schedule(evaluation),
+            first=None,
+            last=None,
+            summary="",
         )
     points = MetricPoint.objects.filter(run=run, key__in=list(entries)).order_by("key", "step")
     for key, step, value in points.values_list("key", "step", "value") if entries else []:

@@ -127,7 +127,10 @@ def metric_summaries(
     keys = check_summary_keys(keys)
     if not keys or window < 1:
         return {}
-    state = {pk: (step, status in FINISHED_STATUSES) for pk, step, status in runs.values_list("pk", "step", "status")}
+    state = {
+        pk: (step, status in FINISHED_STATUSES)
+        for pk, step, status in runs.values_list("pk", "step", "status")
+    }
     finished_at = {pk: step for pk, (step, finished) in state.items() if finished}
     out: dict[int, dict[str, MetricSummary]] = {}
     have: dict[int, set[str]] = {}
@@ -179,7 +182,17 @@ def _store(
         batch_size=1000,
         update_conflicts=True,
         unique_fields=["run", "key", "window"],
-        update_fields=["run_step", "points", "last_step", "last", "max", "min", "smooth_last", "smooth_max", "smooth_min"],
+        update_fields=[
+            "run_step",
+            "points",
+            "last_step",
+            "last",
+            "max",
+            "min",
+            "smooth_last",
+            "smooth_max",
+            "smooth_min",
+        ],
     )
 
 

@@ -17,7 +17,9 @@ class Experiment(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="experiments")
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
-    config = models.JSONField(help_text="A validated trainer.config.ExperimentConfig, with every default filled in.")
+    config = models.JSONField(
+        help_text="A validated trainer.config.ExperimentConfig, with every default filled in."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -26,7 +28,9 @@ class Experiment(models.Model):
 
     class Meta:
         ordering = ("-created_at", "-id")
-        constraints = (models.UniqueConstraint(fields=["project", "name"], name="experiment_name_unique_in_project"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "name"], name="experiment_name_unique_in_project"),
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -60,7 +64,9 @@ EXTERNAL_SOURCES = frozenset(set(RunSource) - {RunSource.NATIVE})
 
 class Run(models.Model):
     experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="runs")
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True
+    )
     config = models.JSONField(help_text="The experiment's config as it was at launch.")
     step = models.PositiveIntegerField(default=0, help_text="The last step whose results are stored.")
     max_steps = models.PositiveIntegerField(default=0)
@@ -70,7 +76,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    worker = models.CharField(max_length=255, blank=True, default="", help_text="Hostname of the last worker.")
+    worker = models.CharField(
+        max_length=255, blank=True, default="", help_text="Hostname of the last worker."
+    )
     error_message = models.TextField(blank=True, default="")
     traceback = models.TextField(blank=True, default="", help_text="The last lines of the traceback.")
     resume_from = models.CharField(max_length=1024, blank=True, default="", help_text="Checkpoint path.")
@@ -80,27 +88,37 @@ class Run(models.Model):
     celery_task_id = models.CharField(max_length=255, blank=True, default="")
     final_metrics = models.JSONField(default=dict, blank=True)
     phase = models.CharField(
-        max_length=64, blank=True, default="",
+        max_length=64,
+        blank=True,
+        default="",
         help_text="What the run is doing before its first step (e.g. building_model); blank otherwise.",
     )
     phase_progress = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="The phase's latest report: label, done, total, elapsed_s, eta_s, updated_at (ISO time).",
     )
     source = models.CharField(
-        max_length=16, choices=RunSource.choices, default=RunSource.NATIVE, db_index=True,
+        max_length=16,
+        choices=RunSource.choices,
+        default=RunSource.NATIVE,
+        db_index=True,
         help_text="Who trained the run: the built-in trainer, or an outside trainer through the ingest API.",
     )
     source_info = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="For outside runs: the library and its version, host, command, client version.",
     )
     external_key = models.CharField(
-        max_length=128, blank=True, default="",
+        max_length=128,
+        blank=True,
+        default="",
         help_text="The ingest client's key for the run: starting a run with the same key again returns it.",
     )
     retention = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="Which steps keep their rollouts (webapp/experiments/retention.py); empty keeps every rollout.",
     )
     rollouts_dropped = models.PositiveIntegerField(
@@ -119,7 +137,8 @@ class Run(models.Model):
         ordering = ("-created_at", "-id")
         constraints = (
             models.UniqueConstraint(
-                fields=["experiment", "external_key"], condition=~models.Q(external_key=""),
+                fields=["experiment", "external_key"],
+                condition=~models.Q(external_key=""),
                 name="one_run_per_external_key",
             ),
         )
@@ -147,7 +166,9 @@ class MetricPoint(models.Model):
 
     class Meta:
         indexes = (models.Index(fields=["run", "key", "step"], name="metric_run_key_step"),)
-        constraints = (models.UniqueConstraint(fields=["run", "step", "key"], name="one_metric_value_per_step"),)
+        constraints = (
+            models.UniqueConstraint(fields=["run", "step", "key"], name="one_metric_value_per_step"),
+        )
 
 
 class StoredMetricSummary(models.Model):
@@ -194,24 +215,35 @@ class Rollout(models.Model):
     advantage = models.FloatField(null=True)
     length = models.PositiveIntegerField(help_text="Completion length in tokens.")
     tokens = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="The completion's token strings (rollouts stored before the token store; empty since).",
     )
     token_data = models.BinaryField(
-        default=b"", blank=True,
+        default=b"",
+        blank=True,
         help_text="trainer.sinks.pack_token_arrays (rollouts stored before the token store; empty since).",
     )
     token_key = models.CharField(
-        max_length=255, blank=True, default="",
+        max_length=255,
+        blank=True,
+        default="",
         help_text="Where the per-token arrays live in the token store (webapp/experiments/token_store.py).",
     )
-    token_offset = models.BigIntegerField(default=0, help_text="Byte offset of this rollout's arrays in token_key.")
-    token_size = models.PositiveIntegerField(default=0, help_text="Byte length of this rollout's arrays in token_key.")
+    token_offset = models.BigIntegerField(
+        default=0, help_text="Byte offset of this rollout's arrays in token_key."
+    )
+    token_size = models.PositiveIntegerField(
+        default=0, help_text="Byte length of this rollout's arrays in token_key."
+    )
 
     class Meta:
         indexes = (models.Index(fields=["run", "step"], name="rollout_run_step"),)
         constraints = (
-            models.UniqueConstraint(fields=["run", "step", "group", "sample_index"], name="one_rollout_per_slot"),)
+            models.UniqueConstraint(
+                fields=["run", "step", "group", "sample_index"], name="one_rollout_per_slot"
+            ),
+        )
         ordering = ("step", "group", "sample_index")
 
 

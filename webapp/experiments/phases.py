@@ -16,9 +16,18 @@ from django.utils import timezone
 from trainer.sinks import format_duration, time_left_text
 from webapp.experiments.models import Run
 
-__all__ = ["format_duration", "phase_done_message", "phase_line", "phase_time_left_s", "phase_view", "time_left_text"]
+__all__ = [
+    "format_duration",
+    "phase_done_message",
+    "phase_line",
+    "phase_time_left_s",
+    "phase_view",
+    "time_left_text",
+]
 
-PHASE_DONE_TEMPLATES = {"building_model": "Built {subject} in {seconds} s."}  # the run event that ends a phase
+PHASE_DONE_TEMPLATES = {
+    "building_model": "Built {subject} in {seconds} s."
+}  # the run event that ends a phase
 
 
 def phase_time_left_s(progress: dict[str, Any], now: datetime | None = None) -> float | None:

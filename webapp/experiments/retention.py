@@ -47,7 +47,9 @@ logger = logging.getLogger(__name__)
 MAX_EVERY_N_STEPS = 100_000
 MAX_SAMPLE_PER_STEP = 4_096
 MAX_RECENT_STEPS = 100_000
-DEFAULT_RECENT_STEPS = 10  # filled into a policy that thins steps out without saying how many recent ones stay whole
+DEFAULT_RECENT_STEPS = (
+    10  # filled into a policy that thins steps out without saying how many recent ones stay whole
+)
 PRUNE_CHUNK_STEPS = 16  # steps per transaction when a whole run is pruned: at most ~4,000 rows at once
 COMPACT_BELOW = 0.5  # an object of which less than this share of bytes is still used is rewritten
 KEEP_ALL: dict[str, Any] = {"keep": "all"}
@@ -59,16 +61,22 @@ class RetentionPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     keep: Literal["all", "every_n_steps", "sample_per_step"] = "all"
-    every_n_steps: int | None = Field(None, ge=1, le=MAX_EVERY_N_STEPS, description="keep every N-th step whole")
-    sample_per_step: int | None = Field(None, ge=1, le=MAX_SAMPLE_PER_STEP, description="keep K rollouts of a step")
-    recent_steps: int | None = Field(None, ge=0, le=MAX_RECENT_STEPS, description="the newest R steps stay whole")
+    every_n_steps: int | None = Field(
+        None, ge=1, le=MAX_EVERY_N_STEPS, description="keep every N-th step whole"
+    )
+    sample_per_step: int | None = Field(
+        None, ge=1, le=MAX_SAMPLE_PER_STEP, description="keep K rollouts of a step"
+    )
+    recent_steps: int | None = Field(
+        None, ge=0, le=MAX_RECENT_STEPS, description="the newest R steps stay whole"
+    )
 
 
 def parse_retention(value: Any, *, field: str = "retention") -> dict[str, Any]:
     """The policy with its defaults filled in, as stored in ``Run.retention``; InvalidInput naming
     ``<field>.<key>`` otherwise. ``{}`` (what runs made before retention hold) means keep all."""
     if not isinstance(value, dict):
-        message = f"{field} must be an object such as {{\"keep\": \"every_n_steps\", \"every_n_steps\": 10}}."
+        message = f'{field} must be an object such as {{"keep": "every_n_steps", "every_n_steps": 10}}.'
         raise InvalidInput(message, {field: [message]})
     try:
         policy = RetentionPolicy.model_validate(value)
@@ -92,11 +100,17 @@ def _mode_errors(policy: RetentionPolicy, field: str) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     for name, number in needed.items():
         if policy.keep == name and number is None:
-            errors[f"{field}.{name}"] = [f"keep: {name} needs {name}, e.g. {{\"keep\": \"{name}\", \"{name}\": 10}}."]
+            errors[f"{field}.{name}"] = [
+                f'keep: {name} needs {name}, e.g. {{"keep": "{name}", "{name}": 10}}.'
+            ]
         elif policy.keep != name and number is not None:
-            errors[f"{field}.{name}"] = [f"{name} is only read with keep: {name} (this policy has keep: {policy.keep})."]
+            errors[f"{field}.{name}"] = [
+                f"{name} is only read with keep: {name} (this policy has keep: {policy.keep})."
+            ]
     if policy.keep == "all" and policy.recent_steps is not None:
-        errors[f"{field}.recent_steps"] = ["keep: all deletes nothing, so recent_steps has nothing to protect: leave it out."]
+        errors[f"{field}.recent_steps"] = [
+            "keep: all deletes nothing, so recent_steps has nothing to protect: leave it out."
+        ]
     return errors
 
 
@@ -207,8 +221,12 @@ class _Row:
 def _prune_chunk(run_id: int, policy: dict[str, Any], low: int, high: int) -> int:
     with transaction.atomic():
         lock_run(run_id)
-        rows = [_Row(*values) for values in Rollout.objects.filter(run_id=run_id, step__gt=low, step__lte=high)
-                .values_list("id", "step", "group", "sample_index", "token_key", "token_offset", "token_size")]
+        rows = [
+            _Row(*values)
+            for values in Rollout.objects.filter(run_id=run_id, step__gt=low, step__lte=high).values_list(
+                "id", "step", "group", "sample_index", "token_key", "token_offset", "token_size"
+            )
+        ]
         if not rows:
             return 0
         kept = _kept_by_policy(run_id, policy, rows) | _referenced(run_id, low, high)
@@ -227,11 +245,17 @@ def _kept_by_policy(run_id: int, policy: dict[str, Any], rows: list[_Row]) -> se
     for row in rows:
         by_step[row.step].append(row)
     k = policy["sample_per_step"]
-    return {row.id for step_rows in by_step.values() for row in sorted(step_rows, key=lambda r: _rank(run_id, r))[:k]}
+    return {
+        row.id
+        for step_rows in by_step.values()
+        for row in sorted(step_rows, key=lambda r: _rank(run_id, r))[:k]
+    }
 
 
 def _rank(run_id: int, row: _Row) -> bytes:
-    return hashlib.blake2b(f"{run_id}:{row.step}:{row.group}:{row.sample_index}".encode(), digest_size=8).digest()
+    return hashlib.blake2b(
+        f"{run_id}:{row.step}:{row.group}:{row.sample_index}".encode(), digest_size=8
+    ).digest()
 
 
 def _referenced(run_id: int, low: int, high: int) -> set[int]:
@@ -250,18 +274,29 @@ _rescore_refs: dict[tuple[int, Any], frozenset[int]] = {}
 def _rescored(run_id: int) -> set[int]:
     """The rollouts the run's finished rescores list; a finished job's result never changes, so each is
     read once per process (a result lists up to 1,000 rows with their text)."""
-    jobs = list(VerificationJob.objects.filter(run_id=run_id, kind=JobKind.RESCORE, status__in=JOB_FINISHED)
-                .values_list("id", "finished_at"))
+    jobs = list(
+        VerificationJob.objects.filter(
+            run_id=run_id, kind=JobKind.RESCORE, status__in=JOB_FINISHED
+        ).values_list("id", "finished_at")
+    )
     unread = [job_id for job_id, finished_at in jobs if (job_id, finished_at) not in _rescore_refs]
-    for job_id, finished_at, result in VerificationJob.objects.filter(pk__in=unread).values_list("id", "finished_at", "result"):
+    for job_id, finished_at, result in VerificationJob.objects.filter(pk__in=unread).values_list(
+        "id", "finished_at", "result"
+    ):
         rows = result.get("rows", []) if isinstance(result, dict) else []
-        ids = frozenset(r["rollout"] for r in rows if isinstance(r, dict) and isinstance(r.get("rollout"), int))
+        ids = frozenset(
+            r["rollout"] for r in rows if isinstance(r, dict) and isinstance(r.get("rollout"), int)
+        )
         _rescore_refs[(job_id, finished_at)] = ids
     return set().union(*(_rescore_refs.get(job, frozenset()) for job in jobs))
 
 
 def _rescore_in_progress(run_id: int) -> bool:
-    return VerificationJob.objects.filter(run_id=run_id, kind=JobKind.RESCORE).exclude(status__in=JOB_FINISHED).exists()
+    return (
+        VerificationJob.objects.filter(run_id=run_id, kind=JobKind.RESCORE)
+        .exclude(status__in=JOB_FINISHED)
+        .exists()
+    )
 
 
 def _release_objects(run_id: int, rows: list[_Row], doomed: set[int]) -> None:

@@ -60,10 +60,17 @@ def store_rollouts(*, run_id: int, step: int, records: Sequence[RolloutRecord], 
         # No savepoint of its own inside a caller's transaction (run_record_step): a failure here fails it whole.
         with transaction.atomic(savepoint=False):
             lock_run(run_id)
-            before = list(Rollout.objects.filter(run_id=run_id, step=step).values_list("group", "sample_index", "token_key"))
+            before = list(
+                Rollout.objects.filter(run_id=run_id, step=step).values_list(
+                    "group", "sample_index", "token_key"
+                )
+            )
             if rows:
                 Rollout.objects.bulk_create(
-                    rows, batch_size=INSERT_BATCH, update_conflicts=True, unique_fields=SLOT_FIELDS,
+                    rows,
+                    batch_size=INSERT_BATCH,
+                    update_conflicts=True,
+                    unique_fields=SLOT_FIELDS,
                     update_fields=REPLACED_FIELDS,
                 )
             new_slots = {(row.group, row.sample_index) for row in rows}
@@ -97,7 +104,9 @@ def lock_run(run_id: int) -> None:
     if not connection.features.has_select_for_update:
         return
     if not Run.objects.select_for_update(no_key=True).filter(pk=run_id).values_list("pk", flat=True):
-        raise Run.DoesNotExist(f"run {run_id} does not exist (deleted meanwhile?): its rollouts were not stored")
+        raise Run.DoesNotExist(
+            f"run {run_id} does not exist (deleted meanwhile?): its rollouts were not stored"
+        )
 
 
 def delete_objects_after_commit(keys: Iterable[str]) -> None:

@@ -142,7 +142,11 @@ def metric_keys_for_run(*, run: Run) -> list[str]:
 
 
 def metrics_for_run(
-    *, run: Run, keys: list[str] | None = None, since_step: int | None = None, max_points: int = MAX_METRIC_POINTS
+    *,
+    run: Run,
+    keys: list[str] | None = None,
+    since_step: int | None = None,
+    max_points: int = MAX_METRIC_POINTS,
 ) -> dict[str, MetricSeries]:
     """Each key's series after ``since_step``, ordered by step, at most ``max_points`` points per key.
 
@@ -276,7 +280,9 @@ def run_origin(*, run: Run) -> dict[str, str] | None:
     return {
         "label": run.get_source_display() + (f" {version}" if version else ""),
         # redacted again here: runs stored before the client redacted, and clients that never did
-        "host": text("host", 255), "command": redact_command(text("command", 1000)), "name": text("run_name", 200),
+        "host": text("host", 255),
+        "command": redact_command(text("command", 1000)),
+        "name": text("run_name", 200),
     }
 
 

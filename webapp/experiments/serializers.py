@@ -39,7 +39,9 @@ CONFIG_HELP = "An experiment config; see GET /api/config-schema/. Its name is se
 # answer lists every problem of the request (webapp/experiments/config_validation.py).
 class ExperimentIn(serializers.Serializer[None]):
     name = serializers.CharField(allow_blank=True, help_text=NAME_HELP)
-    description = serializers.CharField(required=False, allow_blank=True, default="", help_text=DESCRIPTION_HELP)
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text=DESCRIPTION_HELP
+    )
     config = StrictJSONField(help_text=CONFIG_HELP)
 
 
@@ -57,12 +59,16 @@ class RunPhaseOut(serializers.Serializer[None]):
 
     name = serializers.CharField(help_text="Stable name, e.g. building_model.")
     # The metaclass moves declared fields off the class, so this does not shadow Field.label at run time.
-    label = serializers.CharField(help_text="For people, e.g. 'Building the built-in model tiny:addition (...)'.")  # type: ignore[assignment]
+    label = serializers.CharField(
+        help_text="For people, e.g. 'Building the built-in model tiny:addition (...)'."
+    )  # type: ignore[assignment]
     subject = serializers.CharField(help_text="What it works on, e.g. the model name.")
     done = serializers.IntegerField()
     total = serializers.IntegerField()
     elapsed_s = serializers.FloatField(allow_null=True)
-    eta_s = serializers.FloatField(allow_null=True, help_text="Seconds left at updated_at; null before the rate is known.")
+    eta_s = serializers.FloatField(
+        allow_null=True, help_text="Seconds left at updated_at; null before the rate is known."
+    )
     updated_at = serializers.DateTimeField()
 
 
@@ -70,7 +76,9 @@ class RunOut(serializers.ModelSerializer[Run]):
     experiment_name = serializers.CharField(source="experiment.name", read_only=True)
     project = serializers.IntegerField(source="experiment.project_id", read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    phase = serializers.SerializerMethodField(help_text="Before the first step (model build): how far; else null.")
+    phase = serializers.SerializerMethodField(
+        help_text="Before the first step (model build): how far; else null."
+    )
 
     class Meta:
         model = Run
@@ -87,7 +95,9 @@ class RunOut(serializers.ModelSerializer[Run]):
 
 
 class RunDetailOut(RunOut):
-    queue_position = serializers.SerializerMethodField(help_text="While queued: what is ahead of it; else null.")
+    queue_position = serializers.SerializerMethodField(
+        help_text="While queued: what is ahead of it; else null."
+    )
 
     class Meta(RunOut.Meta):
         fields = (*RunOut.Meta.fields, "config", "traceback", "celery_task_id", "queue_position")
@@ -135,7 +145,9 @@ class RunListFilterIn(serializers.Serializer[None]):
 class MetricsFilterIn(serializers.Serializer[None]):
     keys = serializers.CharField(required=False, help_text="Comma-separated metric keys; default: all.")
     since_step = serializers.IntegerField(required=False, min_value=0, help_text="Only steps after this one.")
-    max_points = serializers.IntegerField(required=False, min_value=10, max_value=20000, default=MAX_METRIC_POINTS)
+    max_points = serializers.IntegerField(
+        required=False, min_value=10, max_value=20000, default=MAX_METRIC_POINTS
+    )
 
     def validate_keys(self, value: str) -> list[str]:
         return [key.strip() for key in value.split(",") if key.strip()]
@@ -151,7 +163,9 @@ class MetricSeriesOut(serializers.Serializer[None]):
     step = serializers.ListField(
         child=serializers.IntegerField(), help_text="Ascending; each bucket's last step when downsampled."
     )
-    value = _metric_column("The bucket's mean (the value itself when not downsampled); null: only NaN reported.")
+    value = _metric_column(
+        "The bucket's mean (the value itself when not downsampled); null: only NaN reported."
+    )
     min = _metric_column("The bucket's min, so a spike survives downsampling.")
     max = _metric_column("The bucket's max.")
 
@@ -171,7 +185,9 @@ class RolloutFilterIn(serializers.Serializer[None]):
     reward_max = serializers.FloatField(required=False)
     correct = serializers.BooleanField(required=False)
     finish_reason = serializers.CharField(required=False)
-    search = serializers.CharField(required=False, help_text="Text in the prompt or completion, or a prompt id.")
+    search = serializers.CharField(
+        required=False, help_text="Text in the prompt or completion, or a prompt id."
+    )
 
 
 class RolloutOut(serializers.ModelSerializer[Rollout]):

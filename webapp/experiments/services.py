@@ -117,7 +117,9 @@ def experiment_delete(*, experiment: Experiment, actor: AnyUser) -> None:
     require_role(project=experiment.project, user=actor, minimum=EDIT_EXPERIMENTS)
     active = experiment.runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).count()
     if active:
-        raise Conflict(f"Experiment {experiment.name!r} has {active} queued or running run(s): cancel them first.")
+        raise Conflict(
+            f"Experiment {experiment.name!r} has {active} queued or running run(s): cancel them first."
+        )
     experiment.delete()
 
 
@@ -135,10 +137,16 @@ def _checked_input(
     problems: dict[str, list[str]] = {}
     checked = collect(problems, lambda: _experiment_name(project=project, name=name, exclude_id=exclude_id))
     if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
-        problems["description"] = [f"At most {MAX_DESCRIPTION_CHARS:,} characters (this one has {len(description):,})."]
+        problems["description"] = [
+            f"At most {MAX_DESCRIPTION_CHARS:,} characters (this one has {len(description):,})."
+        ]
     if isinstance(config, dict):
         config = {**config, "name": checked or "experiment"}
-    validated = None if config is None else collect(problems, lambda: checked_experiment_config(config, project=project))
+    validated = (
+        None
+        if config is None
+        else collect(problems, lambda: checked_experiment_config(config, project=project))
+    )
     if problems:
         raise problems_error(problems)
     return checked, validated
@@ -170,7 +178,9 @@ def run_launch(*, experiment: Experiment, actor: AnyUser, retention: Any = None)
     require_role(project=experiment.project, user=actor, minimum=OPERATE_RUNS)
     policy = default_retention() if retention is None else parse_retention(retention)
     config = validate_experiment_config(experiment.config)  # registries may have changed since it was saved
-    confine_experiment_config(config, project=experiment.project, resolve=True)  # what it names must exist now
+    confine_experiment_config(
+        config, project=experiment.project, resolve=True
+    )  # what it names must exist now
     with transaction.atomic():
         run = Run.objects.create(
             experiment=experiment,
@@ -183,7 +193,9 @@ def run_launch(*, experiment: Experiment, actor: AnyUser, retention: Any = None)
         run.output_dir = str(settings.RLVR_RUNS_DIR / f"run-{run.pk}")
         run.config["checkpoint"]["output_dir"] = run.output_dir  # every run writes to its own directory
         run.save(update_fields=["output_dir", "config"])
-        run.verifier_versions.set(versions_matching_config(project=experiment.project, verifiers=config["verifiers"]))
+        run.verifier_versions.set(
+            versions_matching_config(project=experiment.project, verifiers=config["verifiers"])
+        )
         _event(run.pk, EventLevel.INFO, "launched", f"Launched by {actor} ({run.max_steps} steps).")
         _publish_status(run)
         _enqueue_after_commit(run.pk)
@@ -198,7 +210,9 @@ def run_cancel(*, run: Run, actor: AnyUser) -> Run:
     require_role(project=run.experiment.project, user=actor, minimum=OPERATE_RUNS)
     _refuse_outside(run, "stop")
     running = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).exists()
-    held = run_lease_held(run_id=run.pk) if running else None  # asked before the row is locked: Redis may be slow
+    held = (
+        run_lease_held(run_id=run.pk) if running else None
+    )  # asked before the row is locked: Redis may be slow
     with transaction.atomic():
         run = _locked(run.pk)
         if run.status in (RunStatus.QUEUED, RunStatus.NOT_QUEUED):
@@ -211,14 +225,18 @@ def run_cancel(*, run: Run, actor: AnyUser) -> Run:
             run.status, run.cancel_requested = RunStatus.CANCELLED, False
             run.finished_at = timezone.now()
             run.save(update_fields=["status", "cancel_requested", "finished_at", *_clear_phase(run)])
-            message = f"Cancelled by {actor} at step {run.step}: no worker holds the run (its worker is gone)."
+            message = (
+                f"Cancelled by {actor} at step {run.step}: no worker holds the run (its worker is gone)."
+            )
             _event(run.pk, EventLevel.INFO, "cancelled", message, run.step)
             _publish_status(run)
         elif run.status == RunStatus.RUNNING:
             if not run.cancel_requested:
                 run.cancel_requested = True
                 run.save(update_fields=["cancel_requested"])
-                _event(run.pk, EventLevel.INFO, "cancel_requested", f"{actor} asked the run to stop.", run.step)
+                _event(
+                    run.pk, EventLevel.INFO, "cancel_requested", f"{actor} asked the run to stop.", run.step
+                )
                 _publish_status(run)
         else:
             raise Conflict(f"Run {run.pk} has already finished ({run.status}); there is nothing to cancel.")
@@ -251,7 +269,13 @@ def run_set_retention(*, run: Run, actor: AnyUser, retention: Any) -> tuple[Run,
         before, run.retention = run.retention, policy
         run.save(update_fields=["retention"])
         if before != policy:
-            _event(run.pk, EventLevel.INFO, "retention", f"{actor} set the rollout retention to {policy}.", run.step)
+            _event(
+                run.pk,
+                EventLevel.INFO,
+                "retention",
+                f"{actor} set the rollout retention to {policy}.",
+                run.step,
+            )
     return run, prune_run(run_id=run.pk)
 
 
@@ -269,7 +293,13 @@ def _requeue(run: Run) -> Checkpoint | None:
     run.finished_at = None
     run.save(
         update_fields=[
-            "status", "resume_from", "step", "cancel_requested", "error_message", "traceback", "finished_at",
+            "status",
+            "resume_from",
+            "step",
+            "cancel_requested",
+            "error_message",
+            "traceback",
+            "finished_at",
             *_clear_phase(run),
         ]
     )
@@ -310,7 +340,11 @@ def _enqueue_after_commit(run_id: int) -> None:
         f"it again when the queue is back (POST /api/runs/{run_id}/queue/ or the Queue again button on its page)."
     )
     send_after_commit(
-        lambda: enqueue_training(run_id), refused, f"run {run_id}", unsent_message=message, extra={"run_id": run_id}
+        lambda: enqueue_training(run_id),
+        refused,
+        f"run {run_id}",
+        unsent_message=message,
+        extra={"run_id": run_id},
     )
 
 
@@ -326,7 +360,9 @@ def run_mark_not_queued(*, run_id: int, error: Exception) -> None:
             f"reachable ({broker_description()}, REDIS_URL), then queue the run again: the Queue again button, "
             f"or POST /api/runs/{run_id}/queue/."
         )
-        run.traceback = clean_text("\n".join("".join(tb.format_exception(error)).splitlines()[-TRACEBACK_LINES:]))
+        run.traceback = clean_text(
+            "\n".join("".join(tb.format_exception(error)).splitlines()[-TRACEBACK_LINES:])
+        )
         run.save(update_fields=["status", "error_message", "traceback"])
         _event(run_id, EventLevel.WARNING, "not_queued", run.error_message, run.step)
         _publish_status(run)
@@ -349,7 +385,13 @@ def run_mark_started(*, run_id: int, worker: str) -> Run:
         run.worker = worker
         run.save(update_fields=["status", "started_at", "attempts", "worker", *_clear_phase(run)])
         if restarted:
-            _event(run_id, EventLevel.WARNING, "redelivered", f"Delivered again to {worker}: its earlier worker is gone.", run.step)
+            _event(
+                run_id,
+                EventLevel.WARNING,
+                "redelivered",
+                f"Delivered again to {worker}: its earlier worker is gone.",
+                run.step,
+            )
         _publish_status(run)
     return run
 
@@ -361,7 +403,13 @@ def run_log_attempt(*, run_id: int, plan: str, step: int, resumed: bool) -> None
     announces a start it then does not make."""
     run = Run.objects.get(pk=run_id)
     level = EventLevel.WARNING if run.attempts > 1 else EventLevel.INFO
-    _event(run_id, level, "resume" if resumed else "started", f"Attempt {run.attempts} on {run.worker}: {plan}", step)
+    _event(
+        run_id,
+        level,
+        "resume" if resumed else "started",
+        f"Attempt {run.attempts} on {run.worker}: {plan}",
+        step,
+    )
 
 
 def run_truncate_after(*, run_id: int, step: int) -> None:
@@ -381,7 +429,9 @@ def run_record_step(
     publish ``run.step``. The rollouts' token arrays go to the token store first (``store_rollouts``);
     a constant number of queries whatever the batch size. The worker calls this from its step writer
     thread (workers/step_writer.py), off the training step."""
-    metric_rows = [MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()]
+    metric_rows = [
+        MetricPoint(run_id=run_id, step=step, key=k, value=finite_or_none(v)) for k, v in metrics.items()
+    ]
     with transaction.atomic():
         # Rollouts first: store_rollouts locks the run's row before anything else in the transaction takes
         # a lock on it (the metric rows' foreign key), so a concurrent cancel cannot deadlock with it.
@@ -422,16 +472,28 @@ def run_record_phase(
         same = run.phase == name and before.get("subject") == subject
         ended_before = same and before.get("done", 0) >= before.get("total", 0)
         run.phase = clean_text(name)[:64]
-        run.phase_progress = clean_json({
-            "label": label, "subject": subject, "done": done, "total": total,
-            "elapsed_s": finite_or_none(elapsed_s), "eta_s": None if eta_s is None else finite_or_none(eta_s),
-            "updated_at": timezone.now().isoformat(),
-        })
+        run.phase_progress = clean_json(
+            {
+                "label": label,
+                "subject": subject,
+                "done": done,
+                "total": total,
+                "elapsed_s": finite_or_none(elapsed_s),
+                "eta_s": None if eta_s is None else finite_or_none(eta_s),
+                "updated_at": timezone.now().isoformat(),
+            }
+        )
         run.save(update_fields=["phase", "phase_progress"])
         if not same:
             _event(run_id, EventLevel.INFO, "phase_started", f"{label}: {total} steps.", run.step)
         if done >= total and not ended_before:
-            _event(run_id, EventLevel.INFO, "phase_finished", phase_done_message(name, subject, label, elapsed_s), run.step)
+            _event(
+                run_id,
+                EventLevel.INFO,
+                "phase_finished",
+                phase_done_message(name, subject, label, elapsed_s),
+                run.step,
+            )
         publish_run_event(run_id=run_id, event="run.phase", payload={"phase": run_phase_payload(run=run)})
 
 
@@ -445,7 +507,9 @@ def run_record_checkpoint(*, run_id: int, step: int, path: str) -> None:
 def run_finish(*, run_id: int, status: str, final_metrics: dict[str, float]) -> None:
     """The trainer returned: ``succeeded``, or ``cancelled`` when it stopped on a cancel request."""
     if status not in (RunStatus.SUCCEEDED, RunStatus.CANCELLED):
-        raise ValueError(f"run_finish takes 'succeeded' or 'cancelled', got {status!r}; use run_fail for failures")
+        raise ValueError(
+            f"run_finish takes 'succeeded' or 'cancelled', got {status!r}; use run_fail for failures"
+        )
     with transaction.atomic():
         run = _locked(run_id)
         run.status = status
@@ -464,9 +528,16 @@ def run_fail(*, run_id: int, message: str, traceback_text: str) -> None:
         run.error_message = clean_text(message)
         run.traceback = clean_text("\n".join(traceback_text.rstrip().splitlines()[-TRACEBACK_LINES:]))
         run.cancel_requested = False
-        run.save(update_fields=[
-            "status", "finished_at", "error_message", "traceback", "cancel_requested", *_clear_phase(run),
-        ])
+        run.save(
+            update_fields=[
+                "status",
+                "finished_at",
+                "error_message",
+                "traceback",
+                "cancel_requested",
+                *_clear_phase(run),
+            ]
+        )
         _event(run_id, EventLevel.ERROR, "failed", run.error_message, run.step)
         _publish_status(run)
 
@@ -482,11 +553,21 @@ def run_requeue_after_worker_loss(*, run_id: int) -> None:
             run.status = RunStatus.CANCELLED
             run.finished_at = timezone.now()
             run.save(update_fields=["status", "finished_at", *_clear_phase(run)])
-            _event(run_id, EventLevel.WARNING, "cancelled", "The worker was lost while stopping; run cancelled.")
+            _event(
+                run_id, EventLevel.WARNING, "cancelled", "The worker was lost while stopping; run cancelled."
+            )
         else:
             checkpoint = _requeue(run)
-            where = f"the checkpoint of step {checkpoint.step}" if checkpoint else "the start (no checkpoint yet)"
-            _event(run_id, EventLevel.WARNING, "worker_lost", f"Worker {run.worker or '?'} was lost; re-queued from {where}.", run.step)
+            where = (
+                f"the checkpoint of step {checkpoint.step}" if checkpoint else "the start (no checkpoint yet)"
+            )
+            _event(
+                run_id,
+                EventLevel.WARNING,
+                "worker_lost",
+                f"Worker {run.worker or '?'} was lost; re-queued from {where}.",
+                run.step,
+            )
         _publish_status(run)
 
 
@@ -503,12 +584,22 @@ def run_recover_stranded(*, run_id: int, reason: str, max_attempts: int) -> str:
             run.status, run.cancel_requested = RunStatus.CANCELLED, False
             run.finished_at = timezone.now()
             run.save(update_fields=["status", "cancel_requested", "finished_at", *_clear_phase(run)])
-            _event(run_id, EventLevel.WARNING, "cancelled", f"{reason} It had been asked to stop: cancelled.", run.step)
+            _event(
+                run_id,
+                EventLevel.WARNING,
+                "cancelled",
+                f"{reason} It had been asked to stop: cancelled.",
+                run.step,
+            )
             outcome = "cancelled"
         elif run.attempts < max_attempts:
             checkpoint = _requeue(run)
-            where = f"its checkpoint at step {checkpoint.step}" if checkpoint else "step 0 (no checkpoint yet)"
-            message = f"{reason} Re-queued to resume from {where} (attempt {run.attempts + 1} of {max_attempts})."
+            where = (
+                f"its checkpoint at step {checkpoint.step}" if checkpoint else "step 0 (no checkpoint yet)"
+            )
+            message = (
+                f"{reason} Re-queued to resume from {where} (attempt {run.attempts + 1} of {max_attempts})."
+            )
             _event(run_id, EventLevel.WARNING, "recovered", message, run.step)
             outcome = "requeued"
         else:
@@ -555,7 +646,9 @@ def _locked(run_id: int) -> Run:
 
 
 def _event(run_id: int, level: EventLevel, kind: str, message: str, step: int | None = None) -> RunEvent:
-    event = RunEvent.objects.create(run_id=run_id, level=level, kind=kind, message=clean_text(message), step=step)
+    event = RunEvent.objects.create(
+        run_id=run_id, level=level, kind=kind, message=clean_text(message), step=step
+    )
     publish_run_event(
         run_id=run_id,
         event="run.log",

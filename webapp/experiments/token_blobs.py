@@ -42,7 +42,9 @@ class TokenArrays:
 
 def encode_record(record: RolloutRecord) -> bytes:
     packed = pack_token_arrays(record)
-    strings = json.dumps([clean_text(t) for t in record.tokens]).encode("ascii")  # ASCII: lone surrogates survive
+    strings = json.dumps([clean_text(t) for t in record.tokens]).encode(
+        "ascii"
+    )  # ASCII: lone surrogates survive
     return zlib.compress(_LENGTH.pack(len(packed)) + packed + strings, ZLIB_LEVEL)
 
 

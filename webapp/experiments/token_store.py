@@ -165,7 +165,9 @@ class S3TokenStore:
     """Objects in ``bucket`` under ``prefix``; the bucket is created on the first write if it does not
     exist (a fresh MinIO), and otherwise must already be there with read/write/list/delete allowed."""
 
-    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None, client: Any = None) -> None:
+    def __init__(
+        self, bucket: str, prefix: str = "", endpoint_url: str | None = None, client: Any = None
+    ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.endpoint_url = endpoint_url
@@ -177,7 +179,9 @@ class S3TokenStore:
             import boto3
             from botocore.config import Config
 
-            config = Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60)
+            config = Config(
+                retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60
+            )
             # A session of its own: boto3's default session is not thread-safe, a client is.
             self._client = boto3.session.Session().client("s3", endpoint_url=self.endpoint_url, config=config)
         return self._client
@@ -202,11 +206,15 @@ class S3TokenStore:
         first = _natural("offset", offset)
         try:
             answer = self.client.get_object(
-                Bucket=self.bucket, Key=self.prefix + checked_key(key), Range=f"bytes={first}-{first + size - 1}"
+                Bucket=self.bucket,
+                Key=self.prefix + checked_key(key),
+                Range=f"bytes={first}-{first + size - 1}",
             )
         except ClientError as err:
             if _error_code(err) in ("NoSuchKey", "NoSuchBucket", "404", "InvalidRange"):
-                raise TokenDataMissing(_missing_message(key, f"s3://{self.bucket}/{self.prefix}{key}: {_error_code(err)}")) from None
+                raise TokenDataMissing(
+                    _missing_message(key, f"s3://{self.bucket}/{self.prefix}{key}: {_error_code(err)}")
+                ) from None
             raise
         data: bytes = answer["Body"].read()
         if len(data) != size:
@@ -233,7 +241,9 @@ class S3TokenStore:
     def _listed(self, prefix: str) -> list[dict[str, Any]]:
         from botocore.exceptions import ClientError
 
-        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix + prefix)
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.prefix + prefix
+        )
         try:
             return [item for page in pages for item in page.get("Contents", [])]
         except ClientError as err:

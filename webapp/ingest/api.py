@@ -17,7 +17,8 @@ class IngestBatchApi(APIView):
     parser_classes = (IngestJSONParser,)
 
     @extend_schema(
-        request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
         summary="Send a batch of an outside run (TRL, verl, a script): metrics, rollouts, checkpoints, outcome",
         description=(
             "Idempotent: the run is found by project and key (made by the first batch), metrics by step and key, "
@@ -27,4 +28,6 @@ class IngestBatchApi(APIView):
     )
     def post(self, request: Request) -> Response:
         result = ingest_batch(user=request.user, batch=parse_batch(request.data))
-        return Response(result.as_json(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        return Response(
+            result.as_json(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        )

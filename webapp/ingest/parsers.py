@@ -66,7 +66,9 @@ def gunzip_bounded(raw: bytes, limit: int) -> bytes:
 class IngestJSONParser(BaseParser):
     media_type = "application/json"
 
-    def parse(self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: IO[Any], media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         limit = ingest_limit_bytes()
         raw = read_bounded(stream, limit)
         request = (parser_context or {}).get("request")

@@ -70,8 +70,12 @@ class RolloutIn(_Strict):
     correct: bool | None = None
     details: dict[Name, dict[str, Any]] = Field(default_factory=dict, max_length=64)
     advantage: Number = None
-    token_ids: list[Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] | None = Field(default=None, max_length=MAX_TOKENS)
-    tokens: list[Annotated[str, StringConstraints(max_length=1_000)]] | None = Field(default=None, max_length=MAX_TOKENS)
+    token_ids: list[Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]] | None = Field(
+        default=None, max_length=MAX_TOKENS
+    )
+    tokens: list[Annotated[str, StringConstraints(max_length=1_000)]] | None = Field(
+        default=None, max_length=MAX_TOKENS
+    )
     token_values: dict[str, list[Number]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -82,7 +86,9 @@ class RolloutIn(_Strict):
         length = len(tokens) if tokens is not None else len(ids or [])
         for channel, values in self.token_values.items():
             if channel not in TOKEN_CHANNELS:
-                raise ValueError(f"unknown token channel {channel!r}; the channels are {', '.join(TOKEN_CHANNELS)}")
+                raise ValueError(
+                    f"unknown token channel {channel!r}; the channels are {', '.join(TOKEN_CHANNELS)}"
+                )
             if len(values) != length:
                 raise ValueError(f"token_values.{channel} has {len(values)} values for {length} tokens")
         return self

@@ -59,7 +59,10 @@ class BatchResult:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "run_id": self.run.pk, "url": f"/runs/{self.run.pk}/", "created": self.created, "status": self.run.status,
+            "run_id": self.run.pk,
+            "url": f"/runs/{self.run.pk}/",
+            "created": self.created,
+            "status": self.run.status,
             "accepted": {"metrics": self.metrics, "rollouts": self.rollouts, "checkpoints": self.checkpoints},
         }
 
@@ -101,7 +104,9 @@ def ingest_batch(*, user: AnyUser, batch: BatchIn) -> BatchResult:
         run = Run.objects.select_for_update().get(pk=run.pk)
         _store_metrics(run, batch)
         for checkpoint in batch.checkpoints:
-            Checkpoint.objects.update_or_create(run=run, step=checkpoint.step, defaults={"path": clean_text(checkpoint.uri)})
+            Checkpoint.objects.update_or_create(
+                run=run, step=checkpoint.step, defaults={"path": clean_text(checkpoint.uri)}
+            )
         before = run.step
         steps = [p.step for p in batch.metrics] + list(by_step) + [c.step for c in batch.checkpoints]
         if steps and max(steps) > run.step:
@@ -128,24 +133,38 @@ def _run_for(*, project: Project, user: AnyUser, described: RunIn) -> tuple[Run,
     existing = Run.objects.filter(experiment__project=project, external_key=described.key).first()
     if existing is not None:
         if existing.source == RunSource.NATIVE:  # unreachable through the API (native runs have no key)
-            raise Conflict(f"Run {existing.pk} is trained by RLVR Studio itself; outside data cannot be added to it.")
+            raise Conflict(
+                f"Run {existing.pk} is trained by RLVR Studio itself; outside data cannot be added to it."
+            )
         return existing, False
     retention = parse_retention(described.retention) if described.retention is not None else None
     try:
         with transaction.atomic():
             experiment, _ = Experiment.objects.get_or_create(
-                project=project, name=clean_text(described.experiment or described.name),
-                defaults={"config": clean_json(described.config), "created_by": user if user.is_authenticated else None,
-                          "description": f"Runs sent in from {SOURCE_LABELS[described.source]}."},
+                project=project,
+                name=clean_text(described.experiment or described.name),
+                defaults={
+                    "config": clean_json(described.config),
+                    "created_by": user if user.is_authenticated else None,
+                    "description": f"Runs sent in from {SOURCE_LABELS[described.source]}.",
+                },
             )
             run = Run.objects.create(
-                experiment=experiment, status=RunStatus.RUNNING, config=clean_json(described.config),
-                max_steps=described.max_steps, created_by=user if user.is_authenticated else None,
-                started_at=timezone.now(), source=described.source, source_info=_stored_source_info(described),
-                external_key=described.key, worker=clean_text(str(described.source_info.get("host", "")))[:255],
+                experiment=experiment,
+                status=RunStatus.RUNNING,
+                config=clean_json(described.config),
+                max_steps=described.max_steps,
+                created_by=user if user.is_authenticated else None,
+                started_at=timezone.now(),
+                source=described.source,
+                source_info=_stored_source_info(described),
+                external_key=described.key,
+                worker=clean_text(str(described.source_info.get("host", "")))[:255],
                 **({"retention": retention} if retention is not None else {}),
             )
-            run_log_event(run_id=run.pk, level=EventLevel.INFO, kind="started", message=_origin_text(run), step=0)
+            run_log_event(
+                run_id=run.pk, level=EventLevel.INFO, kind="started", message=_origin_text(run), step=0
+            )
             publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))
     except IntegrityError:  # the same key arrived twice at once: the other request made the run
         return Run.objects.get(experiment__project=project, external_key=described.key), False
@@ -173,12 +192,18 @@ def _record(r: RolloutIn) -> RolloutRecord:
     length = len(r.tokens) if r.tokens is not None else len(r.token_ids or [])
     nan = float("nan")
     return RolloutRecord(
-        step=r.step, prompt_id=r.prompt_id or str(r.group), group=r.group, sample_index=r.sample_index,
-        prompt=r.prompt, completion=r.completion, finish_reason=r.finish_reason or "eos",
+        step=r.step,
+        prompt_id=r.prompt_id or str(r.group),
+        group=r.group,
+        sample_index=r.sample_index,
+        prompt=r.prompt,
+        completion=r.completion,
+        finish_reason=r.finish_reason or "eos",
         reward=nan if r.reward is None else r.reward,
         rewards={k: (nan if v is None else v) for k, v in r.rewards.items()},
         correct=r.correct,  # type: ignore[arg-type]  # None: the outside trainer did not say
-        details=r.details, advantage=nan if r.advantage is None else r.advantage,
+        details=r.details,
+        advantage=nan if r.advantage is None else r.advantage,
         token_ids=list(r.token_ids) if r.token_ids is not None else [-1] * length,
         tokens=list(r.tokens) if r.tokens is not None else [str(t) for t in (r.token_ids or [])],
         token_values={k: [nan if v is None else v for v in values] for k, values in r.token_values.items()},
@@ -194,7 +219,11 @@ def _store_metrics(run: Run, batch: BatchIn) -> None:
     rows = [MetricPoint(run=run, step=step, key=key, value=value) for (step, key), value in latest.items()]
     forget_stored_summaries(run_id=run.pk)  # an outside run's metrics may come after its end
     MetricPoint.objects.bulk_create(
-        rows, batch_size=1000, update_conflicts=True, unique_fields=["run", "step", "key"], update_fields=["value"]
+        rows,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["run", "step", "key"],
+        update_fields=["value"],
     )
 
 
@@ -204,7 +233,12 @@ def _publish_steps(run: Run, batch: BatchIn, by_step: dict[int, list[RolloutReco
         metrics[point.step].update({clean_text(k): v for k, v in point.values.items()})
     for step in sorted(set(metrics) | set(by_step))[-50:]:  # the page asks the API for any it missed
         summaries = [clean_json(r.summary()) for r in by_step.get(step, [])[:SUMMARIES_PER_STEP]]
-        payload = {"step": step, "max_steps": run.max_steps, "metrics": metrics.get(step, {}), "rollouts": summaries}
+        payload = {
+            "step": step,
+            "max_steps": run.max_steps,
+            "metrics": metrics.get(step, {}),
+            "rollouts": summaries,
+        }
         publish_run_event(run_id=run.pk, event="run.step", payload=payload)
 
 
@@ -225,8 +259,13 @@ def _count_dropped(run: Run, batch: BatchIn) -> None:
         return
     run.rollouts_dropped = reported
     run.save(update_fields=["rollouts_dropped"])
-    run_log_event(run_id=run.pk, level=EventLevel.WARNING, kind="rollouts_dropped", message=dropped_text(reported),
-                  step=run.step)
+    run_log_event(
+        run_id=run.pk,
+        level=EventLevel.WARNING,
+        kind="rollouts_dropped",
+        message=dropped_text(reported),
+        step=run.step,
+    )
     publish_run_event(run_id=run.pk, event="run.status", payload=run_status_payload(run=run))
 
 
@@ -241,7 +280,9 @@ def _finish(run: Run, batch: BatchIn) -> None:
     run.error_message = clean_text(outcome.error_message)
     run.save(update_fields=["status", "finished_at", "final_metrics", "error_message"])
     level = EventLevel.ERROR if outcome.status == RunStatus.FAILED else EventLevel.INFO
-    message = f"Run {outcome.status} at step {run.step}." + (f" {run.error_message}" if run.error_message else "")
+    message = f"Run {outcome.status} at step {run.step}." + (
+        f" {run.error_message}" if run.error_message else ""
+    )
     if run.rollouts_dropped:  # a success with rollouts missing is not a silent one
         level = EventLevel.WARNING if level == EventLevel.INFO else level
         message += " " + dropped_text(run.rollouts_dropped)

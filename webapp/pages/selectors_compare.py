@@ -64,5 +64,7 @@ def config_diff(runs: list[Run]) -> list[DiffRow]:
         present = {cell.text for cell in cells if cell.text != NOT_REPORTED}
         missing = [run for run, (flat, _) in zip(runs, read, strict=True) if path not in flat]
         differs = len(present) > 1 or any(not run.is_external for run in missing)
-        rows.append(DiffRow(path=path, cells=cells, differs=differs, unreported=bool(missing) and not differs))
+        rows.append(
+            DiffRow(path=path, cells=cells, differs=differs, unreported=bool(missing) and not differs)
+        )
     return rows

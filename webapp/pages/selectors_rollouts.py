@@ -28,7 +28,10 @@ def rollout_steps(*, run: Run) -> list[int]:
 
 def rollout_finish_reasons(*, run: Run) -> list[str]:
     return list(
-        Rollout.objects.filter(run=run).order_by("finish_reason").values_list("finish_reason", flat=True).distinct()
+        Rollout.objects.filter(run=run)
+        .order_by("finish_reason")
+        .values_list("finish_reason", flat=True)
+        .distinct()
     )
 
 
@@ -61,7 +64,11 @@ def rollout_rows(
 
 def _group_spread(run: Run, field: str) -> Subquery:
     """max - min of ``field`` over the whole group of the outer row (every rollout of it, whatever the filters)."""
-    group = Rollout.objects.filter(run=run, step=OuterRef("step"), group=OuterRef("group")).order_by().values("group")
+    group = (
+        Rollout.objects.filter(run=run, step=OuterRef("step"), group=OuterRef("group"))
+        .order_by()
+        .values("group")
+    )
     return Subquery(group.annotate(spread=Max(field) - Min(field)).values("spread")[:1])
 
 
@@ -71,6 +78,9 @@ def most_informative_groups_first(rows: QuerySet[Rollout], *, run: Run) -> Query
     return rows.annotate(
         advantage_spread=_group_spread(run, "advantage"), reward_spread=_group_spread(run, "reward")
     ).order_by(
-        "step", F("advantage_spread").desc(nulls_last=True), F("reward_spread").desc(nulls_last=True),
-        "group", "sample_index",
+        "step",
+        F("advantage_spread").desc(nulls_last=True),
+        F("reward_spread").desc(nulls_last=True),
+        "group",
+        "sample_index",
     )

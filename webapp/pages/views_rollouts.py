@@ -45,7 +45,9 @@ def _parsed_rows_query(params: dict[str, Any]) -> dict[str, Any]:
 def rollout_browser(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(run_id=run_id, user=request.user)
     steps = rollout_steps(run=run)
-    step = int(request.GET["step"]) if request.GET.get("step", "").isdigit() else (steps[-1] if steps else None)
+    step = (
+        int(request.GET["step"]) if request.GET.get("step", "").isdigit() else (steps[-1] if steps else None)
+    )
     first_rows = rollout_rows(run=run, filters={"step": step}) if step is not None else None
     page_data = {
         "run_id": run.pk,

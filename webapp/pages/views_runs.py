@@ -42,7 +42,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "events": events,
         "config_json": json.dumps(run.config, indent=2),
-        "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING) and not run.cancel_requested and not run.is_external,
+        "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+        and not run.cancel_requested
+        and not run.is_external,
         "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED) and not run.is_external,
         "origin": run_origin(run=run),
         "finished": run.status in FINISHED_STATUSES,
@@ -51,10 +53,15 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "retention": describe_retention(run_policy(run)),
         "headlines": headlines,
         "page_data": {
-            "run_id": run.pk, "status": run.status, "step": run.step, "max_steps": run.max_steps,
-            "phase": run_phase_payload(run=run), "headlines": headlines,
+            "run_id": run.pk,
+            "status": run.status,
+            "step": run.step,
+            "max_steps": run.max_steps,
+            "phase": run_phase_payload(run=run),
+            "headlines": headlines,
             # pins, panels, x-axis, smoothing: the member's own, shared with the project's other run pages
-            "project_id": project.pk, "chart_layout": chart_layout_for_member(project=project, user=request.user),
+            "project_id": project.pk,
+            "chart_layout": chart_layout_for_member(project=project, user=request.user),
         },
         **role_context(project=project, request=request),
     }

@@ -60,7 +60,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         try:
             await super().__call__(scope, receive, send)
         except LAYER_ERRORS as err:
-            logger.warning("live updates paused on %s: the channel layer cannot be reached (%r)", scope.get("path"), err)
+            logger.warning(
+                "live updates paused on %s: the channel layer cannot be reached (%r)", scope.get("path"), err
+            )
             if not self.accepted:
                 await self.base_send({"type": "websocket.accept"})
             await self.base_send({"type": "websocket.send", "text": json.dumps(LIVE_PAUSED)})
@@ -80,7 +82,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
-            await self.send_json({"type": "error", "message": f"send JSON text of at most {MAX_CLIENT_MESSAGE_CHARS} characters"})
+            await self.send_json(
+                {
+                    "type": "error",
+                    "message": f"send JSON text of at most {MAX_CLIENT_MESSAGE_CHARS} characters",
+                }
+            )
             return
         try:
             content = strict_json_loads(text_data)
@@ -120,7 +127,12 @@ def first_messages(*, run_id: int) -> list[dict[str, Any]]:
 
     run = run_get(run_id=run_id)
     status = run_status_payload(run=run)
-    hello = {"type": "run.hello", "run_id": run.pk, **status, "catch_up": f"/api/runs/{run.pk}/metrics/?since_step="}
+    hello = {
+        "type": "run.hello",
+        "run_id": run.pk,
+        **status,
+        "catch_up": f"/api/runs/{run.pk}/metrics/?since_step=",
+    }
     return [hello, {"type": "run.status", "run_id": run.pk, **status}]
 
 

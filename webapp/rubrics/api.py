@@ -27,8 +27,10 @@ class RubricListApi(APIView):
         data = RubricIn(data=request.data)
         data.is_valid(raise_exception=True)
         rubric = rubric_create(project=project, actor=request.user, **data.validated_data)
-        return Response(RubricOut(rubric_get_for_user(rubric_id=rubric.pk, user=request.user)).data,
-                        status=status.HTTP_201_CREATED)
+        return Response(
+            RubricOut(rubric_get_for_user(rubric_id=rubric.pk, user=request.user)).data,
+            status=status.HTTP_201_CREATED,
+        )
 
 
 class RubricDetailApi(APIView):

@@ -36,7 +36,9 @@ class Rubric(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rubrics")
     name = models.CharField(max_length=120)
     description = models.TextField(blank=True, default="")
-    aggregation = models.CharField(max_length=16, choices=Aggregation.choices, default=Aggregation.WEIGHTED_SUM)
+    aggregation = models.CharField(
+        max_length=16, choices=Aggregation.choices, default=Aggregation.WEIGHTED_SUM
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -45,7 +47,9 @@ class Rubric(models.Model):
 
     class Meta:
         ordering = ("name", "id")
-        constraints = (models.UniqueConstraint(fields=["project", "name"], name="rubric_name_unique_in_project"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "name"], name="rubric_name_unique_in_project"),
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -70,7 +74,9 @@ class Criterion(models.Model):
 
     class Meta:
         ordering = ("position", "id")
-        constraints = (models.UniqueConstraint(fields=["rubric", "name"], name="criterion_name_unique_in_rubric"),)
+        constraints = (
+            models.UniqueConstraint(fields=["rubric", "name"], name="criterion_name_unique_in_rubric"),
+        )
 
     def __str__(self) -> str:
         return f"{self.rubric}: {self.name}"

@@ -19,7 +19,9 @@ def rubrics_for_project(*, project: Project) -> QuerySet[Rubric]:
 
 def rubric_get_for_user(*, rubric_id: int, user: AnyUser) -> Rubric:
     """The rubric with its criteria, for any member of its project; 404 for outsiders and unknown ids."""
-    rubric = Rubric.objects.select_related("project").prefetch_related("criteria").filter(pk=rubric_id).first()
+    rubric = (
+        Rubric.objects.select_related("project").prefetch_related("criteria").filter(pk=rubric_id).first()
+    )
     if rubric is None:
         raise Http404("No such rubric.")
     require_role(project=rubric.project, user=user, minimum=READ)
@@ -42,7 +44,9 @@ def criterion_to_config(criterion: Criterion) -> dict[str, Any]:
     if criterion.scorer == "rule":
         spec["rule"] = {"type": criterion.rule.get("type", ""), "params": criterion.rule.get("params", {})}
     elif criterion.scorer == "judge":
-        spec["judge"] = {k: v for k, v in criterion.judge.items() if k in ("prompt_template", "parse_pattern")}
+        spec["judge"] = {
+            k: v for k, v in criterion.judge.items() if k in ("prompt_template", "parse_pattern")
+        }
     return spec
 
 

@@ -13,13 +13,27 @@ from webapp.rubrics.selectors import rubric_to_config
 class CriterionOut(serializers.ModelSerializer[Criterion]):
     class Meta:
         model = Criterion
-        fields = ("id", "position", "name", "description", "scale", "min_value", "max_value", "weight", "scorer", "rule", "judge")
+        fields = (
+            "id",
+            "position",
+            "name",
+            "description",
+            "scale",
+            "min_value",
+            "max_value",
+            "weight",
+            "scorer",
+            "rule",
+            "judge",
+        )
 
 
 class RubricSummaryOut(serializers.ModelSerializer[Rubric]):
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     criteria_count = serializers.IntegerField(read_only=True, default=None)
-    config = serializers.SerializerMethodField(help_text="The experiment config's `rubric` section for this rubric.")
+    config = serializers.SerializerMethodField(
+        help_text="The experiment config's `rubric` section for this rubric."
+    )
 
     class Meta:
         model = Rubric
@@ -40,7 +54,9 @@ class RubricOut(RubricSummaryOut):
 
 
 class RuleIn(serializers.Serializer[None]):
-    type = serializers.CharField(allow_blank=True, help_text="regex, length, format, json_schema or verifier.")
+    type = serializers.CharField(
+        allow_blank=True, help_text="regex, length, format, json_schema or verifier."
+    )
     params = serializers.DictField(required=False, default=dict)
 
 

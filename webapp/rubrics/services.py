@@ -19,7 +19,17 @@ from webapp.teams.selectors import AnyUser
 
 EDIT_RUBRICS = EDIT_EXPERIMENTS  # admins and owners; viewers and annotators read
 
-CRITERION_FIELDS = ("name", "description", "scale", "min_value", "max_value", "weight", "scorer", "rule", "judge")
+CRITERION_FIELDS = (
+    "name",
+    "description",
+    "scale",
+    "min_value",
+    "max_value",
+    "weight",
+    "scorer",
+    "rule",
+    "judge",
+)
 
 
 def _check_name_free(*, project: Project, name: str, exclude: int | None = None) -> None:

@@ -44,7 +44,11 @@ def _check_rule(rule: Any, prefix: str) -> Errors:
 
 def _check_judge(judge: Any, prefix: str) -> Errors:
     if not isinstance(judge, dict):
-        return {f"{prefix}.judge": ["The judge settings must be an object with prompt_template and parse_pattern."]}
+        return {
+            f"{prefix}.judge": [
+                "The judge settings must be an object with prompt_template and parse_pattern."
+            ]
+        }
     try:
         JudgeSpec.model_validate(judge)
     except ValidationError as err:
@@ -89,7 +93,9 @@ def clean_rubric(*, name: str, aggregation: str, criteria: list[dict[str, Any]])
     if not name.strip():
         errors["name"] = ["Give the rubric a name."]
     if aggregation not in AGGREGATORS:
-        errors["aggregation"] = [f"Unknown aggregation {aggregation!r}; valid: {', '.join(AGGREGATORS.names())}."]
+        errors["aggregation"] = [
+            f"Unknown aggregation {aggregation!r}; valid: {', '.join(AGGREGATORS.names())}."
+        ]
     if not criteria:
         errors["criteria"] = ["Add at least one criterion."]
     cleaned = []
@@ -107,5 +113,7 @@ def clean_rubric(*, name: str, aggregation: str, criteria: list[dict[str, Any]])
     if errors:
         first_path, first = next(iter(errors.items()))
         more = len(errors) - 1
-        raise InvalidInput(f"Invalid rubric: {first_path}: {first[0]}" + (f" (and {more} more)" if more else ""), errors)
+        raise InvalidInput(
+            f"Invalid rubric: {first_path}: {first[0]}" + (f" (and {more} more)" if more else ""), errors
+        )
     return cleaned

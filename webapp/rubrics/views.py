@@ -67,7 +67,9 @@ def _form_page(request: HttpRequest, *, project: Project, rubric: Rubric | None)
             "description": rubric.description,
             "aggregation": rubric.aggregation,
             "criteria": CriterionOut(rubric.criteria.all(), many=True).data,
-        } if rubric else None,
+        }
+        if rubric
+        else None,
         "scales": Scale.choices,
         "scorers": Scorer.choices,
         "aggregations": Aggregation.choices,

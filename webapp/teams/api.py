@@ -20,7 +20,9 @@ from webapp.teams.services import membership_add, membership_change_role, member
 
 
 class ProjectOut(serializers.ModelSerializer[Project]):
-    role = serializers.ChoiceField(choices=Role.choices, read_only=True, help_text="Your role in the project.")
+    role = serializers.ChoiceField(
+        choices=Role.choices, read_only=True, help_text="Your role in the project."
+    )
 
     class Meta:
         model = Project
@@ -54,7 +56,9 @@ class ProjectListApi(APIView):
     def get(self, request: Request) -> Response:
         return Response(ProjectOut(projects_for_user(user=request.user), many=True).data)
 
-    @extend_schema(request=ProjectIn, responses={201: ProjectOut}, summary="Create a project (you become owner)")
+    @extend_schema(
+        request=ProjectIn, responses={201: ProjectOut}, summary="Create a project (you become owner)"
+    )
     def post(self, request: Request) -> Response:
         data = ProjectIn(data=request.data)
         data.is_valid(raise_exception=True)

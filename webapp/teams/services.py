@@ -84,7 +84,8 @@ def _refuse_if_last_owner(membership: Membership) -> None:
 def _parse_role(role: str) -> Role:
     if role not in Role.values:
         raise InvalidInput(
-            f"Unknown role {role!r}.", {"role": [f"{role!r} is not a role; use one of {', '.join(Role.values)}."]}
+            f"Unknown role {role!r}.",
+            {"role": [f"{role!r} is not a role; use one of {', '.join(Role.values)}."]},
         )
     return Role(role)
 

@@ -15,7 +15,15 @@ class VerifierDefinitionAdmin(admin.ModelAdmin[VerifierDefinition]):
 class VerifierVersionAdmin(admin.ModelAdmin[VerifierVersion]):
     list_display = ("definition", "number", "verifier", "test_status", "created_by", "created_at")
     list_filter = ("verifier", "test_status")
-    readonly_fields = ("definition", "number", "verifier", "params", "test_status", "test_results", "created_by")
+    readonly_fields = (
+        "definition",
+        "number",
+        "verifier",
+        "params",
+        "test_status",
+        "test_results",
+        "created_by",
+    )
 
     def has_change_permission(self, request: HttpRequest, obj: VerifierVersion | None = None) -> bool:
         return False  # versions are immutable: a change is a new version (see models.py)
@@ -24,4 +32,3 @@ class VerifierVersionAdmin(admin.ModelAdmin[VerifierVersion]):
 @admin.register(VerifierTestCase)
 class VerifierTestCaseAdmin(admin.ModelAdmin[VerifierTestCase]):
     list_display = ("definition", "name", "expected_correct", "created_at")
-

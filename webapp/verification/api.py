@@ -106,13 +106,17 @@ class VersionIn(serializers.Serializer[None]):
 class CaseIn(serializers.Serializer[None]):
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     completion = serializers.CharField(trim_whitespace=False, max_length=100_000)
-    reference = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False)
+    reference = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False
+    )
     expected_correct = serializers.BooleanField(help_text="true: must be accepted; false: must be rejected.")
 
 
 class BenchIn(serializers.Serializer[None]):
     completion = serializers.CharField(trim_whitespace=False, allow_blank=True, max_length=100_000)
-    reference = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False)
+    reference = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False
+    )
 
 
 class RescoreIn(serializers.Serializer[None]):
@@ -128,7 +132,9 @@ class JobOut(serializers.ModelSerializer[VerificationJob]):
     # ``status`` enum (runs' and evaluations' also have ``cancelled``) fails the schema check with a warning.
     status = serializers.CharField(read_only=True, help_text=f"One of {', '.join(JobStatus.values)}.")
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    progress = serializers.SerializerMethodField(help_text="done / total, 0 to 1; null while the total is unknown.")
+    progress = serializers.SerializerMethodField(
+        help_text="done / total, 0 to 1; null while the total is unknown."
+    )
     url = serializers.SerializerMethodField(help_text="Where to poll this job.")
     can_cancel = serializers.BooleanField(
         source="cancellable", read_only=True, help_text="Queued or running and not already asked to stop."
@@ -197,7 +203,9 @@ class DefinitionListApi(APIView):
         project = project_get_for_user(project_id=project_id, user=request.user)
         return Response(DefinitionOut(definitions_for_project(project=project), many=True).data)
 
-    @extend_schema(request=DefinitionIn, responses={201: OpenApiTypes.OBJECT}, summary="Define a verifier (version 1)")
+    @extend_schema(
+        request=DefinitionIn, responses={201: OpenApiTypes.OBJECT}, summary="Define a verifier (version 1)"
+    )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
         data = _valid(DefinitionIn, request.data)
@@ -213,11 +221,17 @@ class ProjectVersionListApi(APIView):
 
 
 class DefinitionDetailApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A verifier definition with its versions and test cases")
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT, summary="A verifier definition with its versions and test cases"
+    )
     def get(self, request: Request, definition_id: int) -> Response:
-        return Response(_definition_json(definition_get_for_user(definition_id=definition_id, user=request.user)))
+        return Response(
+            _definition_json(definition_get_for_user(definition_id=definition_id, user=request.user))
+        )
 
-    @extend_schema(request=DefinitionPatchIn, responses=OpenApiTypes.OBJECT, summary="Rename or re-describe a verifier")
+    @extend_schema(
+        request=DefinitionPatchIn, responses=OpenApiTypes.OBJECT, summary="Rename or re-describe a verifier"
+    )
     def patch(self, request: Request, definition_id: int) -> Response:
         definition = definition_get_for_user(definition_id=definition_id, user=request.user)
         data = _valid(DefinitionPatchIn, request.data)
@@ -232,10 +246,14 @@ class DefinitionDetailApi(APIView):
 
 
 class VersionListApi(APIView):
-    @extend_schema(request=VersionIn, responses={201: VersionOut}, summary="Edit a verifier: save a new version")
+    @extend_schema(
+        request=VersionIn, responses={201: VersionOut}, summary="Edit a verifier: save a new version"
+    )
     def post(self, request: Request, definition_id: int) -> Response:
         definition = definition_get_for_user(definition_id=definition_id, user=request.user)
-        version = verifier_version_create(definition=definition, actor=request.user, **_valid(VersionIn, request.data))
+        version = verifier_version_create(
+            definition=definition, actor=request.user, **_valid(VersionIn, request.data)
+        )
         return Response(VersionOut(version).data, status=status.HTTP_201_CREATED)
 
 
@@ -251,10 +269,14 @@ class CaseListApi(APIView):
         definition = definition_get_for_user(definition_id=definition_id, user=request.user)
         return Response(CaseOut(test_cases_for_definition(definition=definition), many=True).data)
 
-    @extend_schema(request=CaseIn, responses={201: CaseOut}, summary="Save a test case (re-checks the latest version)")
+    @extend_schema(
+        request=CaseIn, responses={201: CaseOut}, summary="Save a test case (re-checks the latest version)"
+    )
     def post(self, request: Request, definition_id: int) -> Response:
         definition = definition_get_for_user(definition_id=definition_id, user=request.user)
-        case = verifier_test_case_create(definition=definition, actor=request.user, **_valid(CaseIn, request.data))
+        case = verifier_test_case_create(
+            definition=definition, actor=request.user, **_valid(CaseIn, request.data)
+        )
         return Response(CaseOut(case).data, status=status.HTTP_201_CREATED)
 
 
@@ -304,7 +326,9 @@ class RescoreApi(APIView):
 
 
 class VersionJobListApi(APIView):
-    @extend_schema(responses=JobOut(many=True), summary="A verifier version's recent audit and rescore jobs (no results)")
+    @extend_schema(
+        responses=JobOut(many=True), summary="A verifier version's recent audit and rescore jobs (no results)"
+    )
     def get(self, request: Request, version_id: int) -> Response:
         version = version_get_for_user(version_id=version_id, user=request.user)
         jobs = jobs_for_version(version=version)
@@ -312,14 +336,21 @@ class VersionJobListApi(APIView):
 
 
 class JobCancelApi(APIView):
-    @extend_schema(request=None, responses=JobDetailOut,
-                   summary="Cancel a job: a queued one at once, a running one at its next chunk (your own; admins: any)")
+    @extend_schema(
+        request=None,
+        responses=JobDetailOut,
+        summary="Cancel a job: a queued one at once, a running one at its next chunk (your own; admins: any)",
+    )
     def post(self, request: Request, job_id: int) -> Response:
-        job = verification_job_cancel(job=job_get_for_user(job_id=job_id, user=request.user), actor=request.user)
+        job = verification_job_cancel(
+            job=job_get_for_user(job_id=job_id, user=request.user), actor=request.user
+        )
         return Response(_job_json(job_get_for_user(job_id=job.pk, user=request.user), request))
 
 
 class JobDetailApi(APIView):
-    @extend_schema(responses=JobDetailOut, summary="One audit or rescore job: status, progress, and its result once done")
+    @extend_schema(
+        responses=JobDetailOut, summary="One audit or rescore job: status, progress, and its result once done"
+    )
     def get(self, request: Request, job_id: int) -> Response:
         return Response(_job_json(job_get_for_user(job_id=job_id, user=request.user), request))

@@ -80,7 +80,11 @@ def score(version: VerifierVersion, pairs: Sequence[tuple[str, str | None]]) -> 
     budget = budget_s()
     try:
         results = score_isolated(
-            version.verifier, version.params, pairs, budget_s=budget, batch_budget_s=budget * CASES_BUDGET_FACTOR
+            version.verifier,
+            version.params,
+            pairs,
+            budget_s=budget,
+            batch_budget_s=budget * CASES_BUDGET_FACTOR,
         )
     except RLVRError as err:
         raise ApplicationError(str(err)) from None
@@ -93,8 +97,12 @@ def check_cases(version: VerifierVersion, cases: Iterable[VerifierTestCase]) -> 
     verdicts = score(version, [(c.completion, c.reference) for c in cases])
     return [
         {
-            "case": case.pk, "name": case.name, "expected": case.expected_correct, "correct": v.correct,
-            "passed": v.correct == case.expected_correct and v.error is None, "reason": v.reason,
+            "case": case.pk,
+            "name": case.name,
+            "expected": case.expected_correct,
+            "correct": v.correct,
+            "passed": v.correct == case.expected_correct and v.error is None,
+            "reason": v.reason,
             "extracted": v.extracted,
         }
         for case, v in zip(cases, verdicts, strict=True)

@@ -109,7 +109,9 @@ def verification_job_cancel(*, job: VerificationJob, actor: AnyUser) -> Verifica
     with transaction.atomic():
         row = VerificationJob.objects.select_for_update().get(pk=job.pk)
         if row.finished:
-            raise Conflict(f"This {row.kind} job has already finished ({row.status}): there is nothing to cancel.")
+            raise Conflict(
+                f"This {row.kind} job has already finished ({row.status}): there is nothing to cancel."
+            )
         if row.status == JobStatus.QUEUED:  # its message may still arrive: the worker then skips it
             row.status, row.finished_at = JobStatus.CANCELLED, timezone.now()
         row.cancel_requested = True
@@ -143,7 +145,11 @@ def _start(
     job is still queued or running gets that job back instead of a duplicate."""
     with transaction.atomic():
         same = VerificationJob.objects.select_for_update().filter(
-            version=version, kind=kind, run=run, limit=limit, status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+            version=version,
+            kind=kind,
+            run=run,
+            limit=limit,
+            status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
             cancel_requested=False,
         )
         existing = same.order_by("-id").first()

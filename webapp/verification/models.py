@@ -50,7 +50,9 @@ class TestStatus(models.TextChoices):
 class VerifierVersion(models.Model):
     definition = models.ForeignKey(VerifierDefinition, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField(help_text="1, 2, 3, ... within the definition.")
-    verifier = models.CharField(max_length=64, help_text="Trainer verifier registry name (math, exact, code, ...).")
+    verifier = models.CharField(
+        max_length=64, help_text="Trainer verifier registry name (math, exact, code, ...)."
+    )
     params = models.JSONField(
         default=dict, help_text="The verifier's parameters, validated, with every default filled in."
     )
@@ -61,13 +63,17 @@ class VerifierVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     test_status = models.CharField(max_length=16, choices=TestStatus.choices, default=TestStatus.NO_CASES)
     test_results = models.JSONField(
-        default=list, blank=True, help_text="One entry per test case of the last check: case id, verdict, pass."
+        default=list,
+        blank=True,
+        help_text="One entry per test case of the last check: case id, verdict, pass.",
     )
 
     class Meta:
         ordering = ("definition_id", "-number")
         constraints = (
-            models.UniqueConstraint(fields=["definition", "number"], name="one_version_number_per_definition"),
+            models.UniqueConstraint(
+                fields=["definition", "number"], name="one_version_number_per_definition"
+            ),
         )
 
     def __str__(self) -> str:
@@ -75,7 +81,9 @@ class VerifierVersion(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         update_fields = kwargs.get("update_fields")
-        if self.pk is not None and (update_fields is None or not set(update_fields) <= MUTABLE_VERSION_FIELDS):
+        if self.pk is not None and (
+            update_fields is None or not set(update_fields) <= MUTABLE_VERSION_FIELDS
+        ):
             raise ValueError(
                 "a verifier version is immutable: create a new version (verifier_version_create) instead"
             )
@@ -93,7 +101,9 @@ class VerifierTestCase(models.Model):
     definition = models.ForeignKey(VerifierDefinition, on_delete=models.CASCADE, related_name="test_cases")
     name = models.CharField(max_length=200, blank=True, default="")
     completion = models.TextField()
-    reference = models.TextField(null=True, blank=True, help_text="Reference answer; null for label-free verifiers.")
+    reference = models.TextField(
+        null=True, blank=True, help_text="Reference answer; null for label-free verifiers."
+    )
     expected_correct = models.BooleanField(help_text="The verdict it must get: accepted (true) or rejected.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
@@ -146,13 +156,17 @@ class VerificationJob(models.Model):
     limit = models.PositiveIntegerField(
         null=True, blank=True, help_text="Rescore only the newest this many rollouts; null: all of them."
     )
-    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    status = models.CharField(
+        max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True
+    )
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     result = models.JSONField(default=dict, blank=True, help_text="The audit report or the rescore summary.")
     error = models.TextField(blank=True, default="")
     cancel_requested = models.BooleanField(default=False, help_text="Stop at the next chunk boundary.")
-    attempts = models.PositiveIntegerField(default=0, help_text="Deliveries that started it (a dead worker's job restarts).")
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="Deliveries that started it (a dead worker's job restarts)."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

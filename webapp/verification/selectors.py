@@ -64,7 +64,11 @@ def version_get_for_user(*, version_id: int, user: AnyUser) -> VerifierVersion:
 
 
 def test_case_get_for_user(*, case_id: int, user: AnyUser) -> VerifierTestCase:
-    case = VerifierTestCase.objects.select_related("definition", "definition__project").filter(pk=case_id).first()
+    case = (
+        VerifierTestCase.objects.select_related("definition", "definition__project")
+        .filter(pk=case_id)
+        .first()
+    )
     if case is None:
         raise Http404("No such test case.")
     require_role(project=case.definition.project, user=user, minimum=READ)
@@ -166,7 +170,9 @@ def job_queue_position(*, job: VerificationJob) -> QueuePosition | None:
 
 def jobs_for_version(*, version: VerifierVersion, limit: int = RECENT_JOBS) -> QuerySet[VerificationJob]:
     """The version's newest jobs first (audits and rescores)."""
-    return VerificationJob.objects.filter(version=version).select_related("created_by").order_by("-id")[:limit]
+    return (
+        VerificationJob.objects.filter(version=version).select_related("created_by").order_by("-id")[:limit]
+    )
 
 
 def latest_job(*, version: VerifierVersion, kind: JobKind) -> VerificationJob | None:
@@ -176,7 +182,11 @@ def latest_job(*, version: VerifierVersion, kind: JobKind) -> VerificationJob | 
 
 def rescore_rollout_ids(*, run: Run, limit: int | None) -> list[int]:
     """Ids of the rollouts a rescore scores, in the order it lists changes: newest steps first."""
-    ids = Rollout.objects.filter(run=run).order_by("-step", "group", "sample_index").values_list("id", flat=True)
+    ids = (
+        Rollout.objects.filter(run=run)
+        .order_by("-step", "group", "sample_index")
+        .values_list("id", flat=True)
+    )
     return list(ids if limit is None else ids[:limit])
 
 

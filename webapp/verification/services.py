@@ -35,7 +35,9 @@ def verifier_definition_create(
         definition = VerifierDefinition.objects.create(
             project=project, name=name, description=description, created_by=_who(actor)
         )
-        _add_version(definition=definition, actor=actor, verifier=verifier, params=validated, note="first version")
+        _add_version(
+            definition=definition, actor=actor, verifier=verifier, params=validated, note="first version"
+        )
     return definition
 
 
@@ -71,7 +73,9 @@ def verifier_version_create(
     require_role(project=definition.project, user=actor, minimum=EDIT_VERIFIERS)
     validated = _validated(verifier, params)
     with transaction.atomic():
-        version = _add_version(definition=definition, actor=actor, verifier=verifier, params=validated, note=note)
+        version = _add_version(
+            definition=definition, actor=actor, verifier=verifier, params=validated, note=note
+        )
         definition.save(update_fields=["updated_at"])
     return version
 
@@ -88,7 +92,9 @@ def verifier_test_case_create(
     """Save a case; the latest version is checked again so its status includes the new case."""
     require_role(project=definition.project, user=actor, minimum=EDIT_VERIFIERS)
     if not completion.strip():
-        raise InvalidInput("A test case needs a completion.", {"completion": ["Paste the completion to score."]})
+        raise InvalidInput(
+            "A test case needs a completion.", {"completion": ["Paste the completion to score."]}
+        )
     case = VerifierTestCase.objects.create(
         definition=definition, name=name.strip()[:200], completion=completion, reference=reference,
         expected_correct=expected_correct, created_by=_who(actor),
@@ -120,7 +126,11 @@ def verifier_version_check(*, version: VerifierVersion) -> VerifierVersion:
 def _add_version(
     *, definition: VerifierDefinition, actor: AnyUser, verifier: str, params: dict[str, Any], note: str
 ) -> VerifierVersion:
-    last = VerifierVersion.objects.select_for_update().filter(definition=definition).aggregate(n=Max("number"))["n"]
+    last = (
+        VerifierVersion.objects.select_for_update()
+        .filter(definition=definition)
+        .aggregate(n=Max("number"))["n"]
+    )
     try:
         with transaction.atomic():
             version = VerifierVersion.objects.create(
@@ -128,7 +138,9 @@ def _add_version(
                 note=note.strip()[:300], created_by=_who(actor),
             )  # fmt: skip
     except IntegrityError:
-        raise Conflict("Someone saved a version of this verifier at the same moment: reload and try again.") from None
+        raise Conflict(
+            "Someone saved a version of this verifier at the same moment: reload and try again."
+        ) from None
     return verifier_version_check(version=version)
 
 
@@ -141,7 +153,9 @@ def _recheck_latest(definition: VerifierDefinition) -> None:
 def _validated(verifier: str, params: Any) -> dict[str, Any]:
     """The params with every default filled in, or InvalidInput carrying the trainer's own message."""
     if params is not None and not isinstance(params, dict):
-        raise InvalidInput("params must be a JSON object.", {"params": ['Write an object, e.g. {"extract": "boxed"}.']})
+        raise InvalidInput(
+            "params must be a JSON object.", {"params": ['Write an object, e.g. {"extract": "boxed"}.']}
+        )
     try:
         build_verifier(verifier, params or {})
     except ConfigError as err:  # unknown registry name: the message lists the valid ones

@@ -13,14 +13,24 @@ urlpatterns = [
         name="project-verifier-versions",
     ),
     path("verifiers/<int:definition_id>/", api.DefinitionDetailApi.as_view(), name="verifier-detail"),
-    path("verifiers/<int:definition_id>/versions/", api.VersionListApi.as_view(), name="verifier-version-list"),
+    path(
+        "verifiers/<int:definition_id>/versions/", api.VersionListApi.as_view(), name="verifier-version-list"
+    ),
     path("verifiers/<int:definition_id>/cases/", api.CaseListApi.as_view(), name="verifier-case-list"),
     path("verifier-cases/<int:case_id>/", api.CaseDetailApi.as_view(), name="verifier-case-detail"),
-    path("verifier-versions/<int:version_id>/", api.VersionDetailApi.as_view(), name="verifier-version-detail"),
+    path(
+        "verifier-versions/<int:version_id>/", api.VersionDetailApi.as_view(), name="verifier-version-detail"
+    ),
     path("verifier-versions/<int:version_id>/test/", api.BenchApi.as_view(), name="verifier-bench"),
     path("verifier-versions/<int:version_id>/audit/", api.AuditApi.as_view(), name="verifier-audit"),
     path("verifier-versions/<int:version_id>/rescore/", api.RescoreApi.as_view(), name="verifier-rescore"),
-    path("verifier-versions/<int:version_id>/jobs/", api.VersionJobListApi.as_view(), name="verifier-version-jobs"),
+    path(
+        "verifier-versions/<int:version_id>/jobs/",
+        api.VersionJobListApi.as_view(),
+        name="verifier-version-jobs",
+    ),
     path("verification-jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="verification-job-detail"),
-    path("verification-jobs/<int:job_id>/cancel/", api.JobCancelApi.as_view(), name="verification-job-cancel"),
+    path(
+        "verification-jobs/<int:job_id>/cancel/", api.JobCancelApi.as_view(), name="verification-job-cancel"
+    ),
 ]

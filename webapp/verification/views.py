@@ -54,7 +54,9 @@ def _params(text: str) -> Any:
     try:
         return strict_json_loads(text) if text.strip() else {}  # no NaN, NUL or deep nesting
     except json.JSONDecodeError as err:
-        raise _BadJson(f"Params are not valid JSON ({err.msg} at line {err.lineno}): write an object such as {{}}.") from None
+        raise _BadJson(
+            f"Params are not valid JSON ({err.msg} at line {err.lineno}): write an object such as {{}}."
+        ) from None
     except UnsafeInput as err:
         raise _BadJson(f"Params: {err}") from None
 
@@ -98,9 +100,13 @@ def verifier_detail(request: HttpRequest, definition_id: int) -> HttpResponse:
     context = {
         "project": definition.project,
         "definition": definition,
-        "version_rows": [(v, json.dumps(v.params, sort_keys=True)) for v in versions_for_definition(definition=definition)],
+        "version_rows": [
+            (v, json.dumps(v.params, sort_keys=True)) for v in versions_for_definition(definition=definition)
+        ],
         "latest": latest,
-        "case_rows": [(case, results.get(case.pk)) for case in test_cases_for_definition(definition=definition)],
+        "case_rows": [
+            (case, results.get(case.pk)) for case in test_cases_for_definition(definition=definition)
+        ],
         "page_data": {"version_id": latest.pk if latest else None},
         **role_context(project=definition.project, request=request),
     }

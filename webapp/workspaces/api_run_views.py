@@ -30,9 +30,7 @@ from webapp.workspaces.run_views import (
 
 class RunViewOut(serializers.ModelSerializer[RunTableView]):
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
-    spec = StrictJSONField(
-        read_only=True, help_text="Columns, sort, descending, filters, status, group_by."
-    )
+    spec = StrictJSONField(read_only=True, help_text="Columns, sort, descending, filters, status, group_by.")
     can_change = serializers.SerializerMethodField(help_text="Whether you may overwrite or delete this view.")
 
     class Meta:
@@ -46,9 +44,7 @@ class RunViewOut(serializers.ModelSerializer[RunTableView]):
 class RunViewIn(serializers.Serializer[None]):
     # Lengths and characters are checked by the service (run_views._clean_name), in one place for every caller.
     name = serializers.CharField(max_length=MAX_NAME * 2, allow_blank=True, trim_whitespace=False)
-    spec = StrictJSONField(
-        help_text="A RunTableSpec: columns, sort, descending, filters, status, group_by."
-    )
+    spec = StrictJSONField(help_text="A RunTableSpec: columns, sort, descending, filters, status, group_by.")
 
 
 class RunViewPatchIn(serializers.Serializer[None]):

@@ -24,7 +24,9 @@ class RunTableView(models.Model):
 
     class Meta:
         ordering = ("name", "id")
-        constraints = (models.UniqueConstraint(fields=["project", "name"], name="run_view_name_unique_in_project"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "name"], name="run_view_name_unique_in_project"),
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -39,7 +41,9 @@ class ChartLayout(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = (models.UniqueConstraint(fields=["project", "user"], name="one_chart_layout_per_member"),)
+        constraints = (
+            models.UniqueConstraint(fields=["project", "user"], name="one_chart_layout_per_member"),
+        )
 
     def __str__(self) -> str:
         return f"{self.user_id}@{self.project_id}"

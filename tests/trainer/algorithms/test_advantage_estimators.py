@@ -60,12 +60,16 @@ def test_rloo_matches_a_loop_reference_on_random_uneven_groups() -> None:
 
 
 def test_rloo_gives_zero_to_a_group_of_one() -> None:
-    adv = compute_advantages(torch.tensor([1.0, 0.3, 0.7]), torch.tensor([0, 1, 1]), cfg(advantage_estimator="rloo"))
+    adv = compute_advantages(
+        torch.tensor([1.0, 0.3, 0.7]), torch.tensor([0, 1, 1]), cfg(advantage_estimator="rloo")
+    )
     assert adv[0].item() == 0.0
 
 
 def test_reinforce_pp_whitens_group_centred_rewards_over_the_batch() -> None:
-    adv = compute_advantages(REWARDS, GROUPS, cfg(advantage_estimator="reinforce_pp"))  # no lengths: weight 1 each
+    adv = compute_advantages(
+        REWARDS, GROUPS, cfg(advantage_estimator="reinforce_pp")
+    )  # no lengths: weight 1 each
     centred = torch.tensor([0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0])
     expected = (centred - centred.mean()) / (centred.var() + 1e-8).sqrt()  # verl's masked_whiten
     assert adv.tolist() == pytest.approx(expected.tolist(), rel=1e-6)

@@ -17,8 +17,13 @@ MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
 
 def signals(gap: torch.Tensor = GAP, mask: torch.Tensor = MASK) -> TeacherSignals:
     student = torch.full_like(gap, -1.5) * mask
-    return TeacherSignals(logprob=(student + gap) * mask, entropy=torch.zeros_like(gap), gap=gap * mask,
-                          mask=mask, vocab_size=10)
+    return TeacherSignals(
+        logprob=(student + gap) * mask,
+        entropy=torch.zeros_like(gap),
+        gap=gap * mask,
+        mask=mask,
+        vocab_size=10,
+    )
 
 
 def teacher(fusion: str, **params: object) -> TeacherConfig:
@@ -57,7 +62,9 @@ def test_modulated_fusion_never_flips_a_sign() -> None:
     g = torch.Generator().manual_seed(1)
     gap = torch.randn(4, 6, generator=g) * 5
     adv = torch.randn(4, 6, generator=g)
-    out = fuse_token_advantages(adv, torch.ones(4, 6), signals(gap, torch.ones(4, 6)), teacher("modulated"), 1)
+    out = fuse_token_advantages(
+        adv, torch.ones(4, 6), signals(gap, torch.ones(4, 6)), teacher("modulated"), 1
+    )
     assert torch.all(torch.sign(out) == torch.sign(adv))
     assert torch.all((out / adv).abs() <= 2.0 + 1e-6) and torch.all((out / adv).abs() >= 0.5 - 1e-6)
 
@@ -81,7 +88,9 @@ def test_opd_then_rl_switches_to_the_verifier_after_the_configured_step() -> Non
     cfg = teacher("opd", until_step=3)
     assert [fusion_acts(cfg, s) for s in (1, 3, 4, 10)] == [True, True, False, False]
     assert torch.equal(fuse_token_advantages(VERIFIER_TOKENS, MASK, signals(), cfg, step=4), VERIFIER_TOKENS)
-    assert not torch.equal(fuse_token_advantages(VERIFIER_TOKENS, MASK, signals(), cfg, step=3), VERIFIER_TOKENS)
+    assert not torch.equal(
+        fuse_token_advantages(VERIFIER_TOKENS, MASK, signals(), cfg, step=3), VERIFIER_TOKENS
+    )
 
 
 def test_without_teacher_signals_every_stage_is_the_identity() -> None:
@@ -95,7 +104,13 @@ def test_the_schema_offers_exactly_the_registered_fusion_modes() -> None:
 
     schema = config_schema()
     fusion = schema["$defs"]["TeacherConfig"]["properties"]["fusion"]
-    assert [c["name"] for c in fusion["x-choices"]] == ["none", "additive", "modulated", "opd", "puu"]  # default first
+    assert [c["name"] for c in fusion["x-choices"]] == [
+        "none",
+        "additive",
+        "modulated",
+        "opd",
+        "puu",
+    ]  # default first
     assert FUSIONS.names() == ["additive", "modulated", "none", "opd", "puu"]
 
 

@@ -24,7 +24,9 @@ def test_group_stats_use_each_groups_own_size() -> None:
 
 
 def test_rloo_with_group_sizes_2_and_5_is_the_leave_one_out_baseline() -> None:
-    adv = ADVANTAGES.get("rloo")(REWARDS, IDS, AlgorithmConfig(advantage_estimator="rloo").advantage_estimator.params)
+    adv = ADVANTAGES.get("rloo")(
+        REWARDS, IDS, AlgorithmConfig(advantage_estimator="rloo").advantage_estimator.params
+    )
     # Group 0: r_i - r_other -> 1 - 0, 0 - 1. Group 1: r_i - mean of the other four.
     expected = [1.0, -1.0, 1 - 1 / 4, 1 - 1 / 4, 0 - 2 / 4, 0 - 2 / 4, 0 - 2 / 4]
     assert adv.tolist() == pytest.approx(expected)
@@ -35,14 +37,18 @@ def test_grpo_divides_by_each_groups_own_std() -> None:
     adv = ADVANTAGES.get("grpo")(REWARDS, IDS, params)
     std0, std1 = statistics.stdev([1.0, 0.0]), statistics.stdev([1.0, 1.0, 0.0, 0.0, 0.0])
     eps = params.advantage_eps
-    expected = [0.5 / (std0 + eps), -0.5 / (std0 + eps)] + [x / (std1 + eps) for x in (0.6, 0.6, -0.4, -0.4, -0.4)]
+    expected = [0.5 / (std0 + eps), -0.5 / (std0 + eps)] + [
+        x / (std1 + eps) for x in (0.6, 0.6, -0.4, -0.4, -0.4)
+    ]
     assert adv.tolist() == pytest.approx(expected)
 
 
 def test_a_group_of_one_gets_zero_advantage_from_every_estimator() -> None:
     rewards, ids = torch.tensor([1.0, 1.0, 0.0, 0.5]), torch.tensor([0, 1, 1, 2])
     for name in ("grpo", "dr_grpo", "rloo"):
-        adv = ADVANTAGES.get(name)(rewards, ids, AlgorithmConfig(advantage_estimator=name).advantage_estimator.params)
+        adv = ADVANTAGES.get(name)(
+            rewards, ids, AlgorithmConfig(advantage_estimator=name).advantage_estimator.params
+        )
         assert adv[0] == 0 and adv[3] == 0, name
 
 

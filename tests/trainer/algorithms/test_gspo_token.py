@@ -15,8 +15,9 @@ from trainer.methods import AGGREGATIONS, POLICY_LOSSES
 from trainer.methods.policy_losses import LossExtras
 
 
-def plain_gspo_loss(logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
-                    cfg: AlgorithmConfig) -> torch.Tensor:
+def plain_gspo_loss(
+    logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, cfg: AlgorithmConfig
+) -> torch.Tensor:
     """Reference GSPO (sequence advantages), written out: -min(s A, clip(s) A), capped at c |A| (dual-clip)."""
     s = torch.exp(((logp - old) * mask).sum(-1) / mask.sum(-1))[:, None]  # [n, 1]
     loss = torch.maximum(-s * adv, -torch.clamp(s, 1 - cfg.epsilon, 1 + cfg.clip_high) * adv)
@@ -53,7 +54,9 @@ def test_every_token_carries_the_sequence_ratio_as_its_value() -> None:
 def test_uniform_advantages_reduce_exactly_to_plain_gspo(loss_type: str, cfg: AlgorithmConfig) -> None:
     # Four completions: one inside the clip range, one clipped high (A > 0), one clipped low (A < 0), and one
     # whose ratio 5.0 trips the dual-clip cap; lengths differ, padding holds junk log-probs.
-    logp0 = torch.tensor([[0.1, -0.2, 0.3, 9.0], [0.5, 0.4, 9.0, 9.0], [-0.6, -0.3, -0.5, 9.0], [1.6, 1.6, 1.6, 1.6]])
+    logp0 = torch.tensor(
+        [[0.1, -0.2, 0.3, 9.0], [0.5, 0.4, 9.0, 9.0], [-0.6, -0.3, -0.5, 9.0], [1.6, 1.6, 1.6, 1.6]]
+    )
     old, mask = torch.zeros(4, 4), torch.tensor([[1.0, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]])
     adv = torch.tensor([[1.5], [0.7], [-1.2], [-0.4]]).expand(4, 4).clone()
     token_logp, ref_logp = logp0.clone().requires_grad_(), logp0.clone().requires_grad_()
@@ -72,7 +75,9 @@ def test_uniform_advantages_match_plain_gspo_with_gapo_clip_scale() -> None:
     logp0, old = torch.tensor([[0.4, 0.3], [0.1, 0.2]]), torch.zeros(2, 2)
     adv, mask = torch.tensor([[2.0, 2.0], [1.0, 1.0]]), torch.ones(2, 2)
     token_logp, ref_logp = logp0.clone().requires_grad_(), logp0.clone().requires_grad_()
-    scale = torch.tensor([2.0, 1.0])  # the first completion's range widens to 1.56, so exp(0.35) = 1.42 is not clipped
+    scale = torch.tensor(
+        [2.0, 1.0]
+    )  # the first completion's range widens to 1.56, so exp(0.35) = 1.42 is not clipped
     out = POLICY_LOSSES.get("sequence")(token_logp, old, adv, mask, CFG, LossExtras(clip_scale=scale))
     out.per_token_loss.sum().backward()
     s = torch.exp((ref_logp - old).mean(-1, keepdim=True))

@@ -17,8 +17,15 @@ from trainer.methods import AGGREGATIONS, POLICY_LOSSES
 from trainer.methods.policy_losses import LossExtras
 
 
-def plain_segment_loss(logp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
-                       ids: torch.Tensor, cfg: AlgorithmConfig, scale: torch.Tensor | None = None) -> torch.Tensor:
+def plain_segment_loss(
+    logp: torch.Tensor,
+    old: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    ids: torch.Tensor,
+    cfg: AlgorithmConfig,
+    scale: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The previous segment loss, written out: s_seg = exp(mean of the segment's loss-token log ratios) on
     every token of the segment, -min(s A, clip(s) A), capped at c |A| for A < 0 (dual-clip)."""
     member = (ids[..., None] == torch.arange(int(ids.max()) + 1)) & mask.bool()[..., None]  # [n, T, S]
@@ -53,7 +60,9 @@ def test_a_masked_token_gets_no_gradient_and_its_advantage_does_not_leak_into_it
     logp = torch.tensor([[0.2, -0.1, 0.7]], requires_grad=True)
     mask = torch.tensor([[1.0, 1.0, 0.0]])
     extras = LossExtras(segment_ids=torch.zeros(1, 3, dtype=torch.long))
-    out = POLICY_LOSSES.get("segment")(logp, torch.zeros(1, 3), torch.tensor([[1.0, -1.0, 5.0]]), mask, CFG, extras)
+    out = POLICY_LOSSES.get("segment")(
+        logp, torch.zeros(1, 3), torch.tensor([[1.0, -1.0, 5.0]]), mask, CFG, extras
+    )
     out.per_token_loss.sum().backward()
     s = math.exp(0.05)
     assert logp.grad is not None
@@ -70,7 +79,9 @@ def test_each_segment_of_a_completion_keeps_its_own_ratio_and_clip() -> None:
     out = POLICY_LOSSES.get("segment")(logp, torch.zeros(1, 6), adv, mask, CFG, LossExtras(segment_ids=ids))
     r0, r1, r2 = math.exp(0.2), math.exp(0.4), math.exp(-0.2)
     assert out.ratio[0].tolist() == pytest.approx([r0, r0, r1, r1, r2, r2], rel=1e-6)
-    assert out.per_token_loss[0].tolist() == pytest.approx([-2 * r0, r0, -1.28, 0.5 * r1, r2, -3 * r2], rel=1e-6)
+    assert out.per_token_loss[0].tolist() == pytest.approx(
+        [-2 * r0, r0, -1.28, 0.5 * r1, r2, -3 * r2], rel=1e-6
+    )
     assert out.clipped[0].tolist() == [False, False, True, False, False, False]
     out.per_token_loss.sum().backward()
     assert logp.grad is not None
@@ -81,14 +92,22 @@ def test_each_segment_of_a_completion_keeps_its_own_ratio_and_clip() -> None:
 # row 0: segment 0 inside the range, segment 1 clipped high (A > 0), padding with a junk log-prob;
 # row 1: segment 0 clipped low (A < 0), segment 1 around a masked junk token, segment 2 = one token whose
 #        ratio 4.95 trips the dual-clip cap (A < 0); row 2: one segment, inside the range.
-UNIFORM_LOGP = torch.tensor([
-    [0.1, -0.2, 0.3, 0.5, 0.4, 9.0], [-0.6, -0.3, 0.1, 9.0, 0.2, 1.6], [0.05, -0.1, 0.0, 0.1, -0.05, 0.2],
-])
+UNIFORM_LOGP = torch.tensor(
+    [
+        [0.1, -0.2, 0.3, 0.5, 0.4, 9.0],
+        [-0.6, -0.3, 0.1, 9.0, 0.2, 1.6],
+        [0.05, -0.1, 0.0, 0.1, -0.05, 0.2],
+    ]
+)
 UNIFORM_IDS = torch.tensor([[0, 0, 0, 1, 1, 0], [0, 0, 1, 1, 1, 2], [0, 0, 0, 0, 0, 0]])
 UNIFORM_MASK = torch.tensor([[1.0, 1, 1, 1, 1, 0], [1, 1, 1, 0, 1, 1], [1, 1, 1, 1, 1, 1]])
-UNIFORM_ADV = torch.tensor([
-    [1.5, 1.5, 1.5, 0.7, 0.7, 0.0], [-1.2, -1.2, 0.9, 0.9, 0.9, -0.4], [0.3, 0.3, 0.3, 0.3, 0.3, 0.3],
-])
+UNIFORM_ADV = torch.tensor(
+    [
+        [1.5, 1.5, 1.5, 0.7, 0.7, 0.0],
+        [-1.2, -1.2, 0.9, 0.9, 0.9, -0.4],
+        [0.3, 0.3, 0.3, 0.3, 0.3, 0.3],
+    ]
+)
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])
@@ -98,7 +117,9 @@ def test_uniform_advantages_within_segments_reduce_exactly_to_the_plain_segment_
 ) -> None:
     old = torch.zeros_like(UNIFORM_LOGP)
     token_logp, ref_logp = UNIFORM_LOGP.clone().requires_grad_(), UNIFORM_LOGP.clone().requires_grad_()
-    out = POLICY_LOSSES.get("segment")(token_logp, old, UNIFORM_ADV, UNIFORM_MASK, cfg, LossExtras(segment_ids=UNIFORM_IDS))
+    out = POLICY_LOSSES.get("segment")(
+        token_logp, old, UNIFORM_ADV, UNIFORM_MASK, cfg, LossExtras(segment_ids=UNIFORM_IDS)
+    )
     ref = plain_segment_loss(ref_logp, old, UNIFORM_ADV, UNIFORM_MASK, UNIFORM_IDS, cfg)
     assert torch.allclose(out.per_token_loss * UNIFORM_MASK, ref * UNIFORM_MASK, rtol=0, atol=1e-7)
     aggregate = AGGREGATIONS.get(loss_type)

@@ -12,7 +12,10 @@ L_MAX = 6
 
 def ctx(n_micro: int = 1) -> AggregationContext:
     return AggregationContext(
-        sequences_in_step=3, tokens_in_step=int(MASK.sum()), max_completion_length=L_MAX, num_micro_batches=n_micro
+        sequences_in_step=3,
+        tokens_in_step=int(MASK.sum()),
+        max_completion_length=L_MAX,
+        num_micro_batches=n_micro,
     )
 
 
@@ -50,7 +53,9 @@ def test_bnpo_averages_micro_batch_token_means_like_trl() -> None:
 def test_an_all_masked_row_contributes_nothing_and_does_not_divide_by_zero() -> None:
     loss = torch.tensor([[5.0, 5.0], [1.0, 1.0]])
     mask = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
-    c = AggregationContext(sequences_in_step=2, tokens_in_step=2, max_completion_length=2, num_micro_batches=1)
+    c = AggregationContext(
+        sequences_in_step=2, tokens_in_step=2, max_completion_length=2, num_micro_batches=1
+    )
     for name in ["grpo", "bnpo", "dr_grpo", "dapo"]:
         value = AGGREGATIONS.get(name)(loss, mask, c)
         assert torch.isfinite(value)

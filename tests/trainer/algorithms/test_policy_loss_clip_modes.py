@@ -102,7 +102,9 @@ SEG_IDS = torch.tensor([[0, 0, 1, 1, 0]])
 def test_segment_ratio_is_the_geometric_mean_of_its_tokens_and_clipped_per_segment() -> None:
     logp = SEG_LOG_RATIO.clone().requires_grad_(True)
     adv = torch.tensor([[1.0, 1.0, 1.0, 1.0, 0.0]])
-    out = POLICY_LOSSES.get("segment")(logp, torch.zeros(1, 5), adv, SEG_MASK, CFG, LossExtras(segment_ids=SEG_IDS))
+    out = POLICY_LOSSES.get("segment")(
+        logp, torch.zeros(1, 5), adv, SEG_MASK, CFG, LossExtras(segment_ids=SEG_IDS)
+    )
     r0, r1 = math.exp(0.2), math.exp(0.4)  # mean log-ratio of segment 0 (0.1, 0.3) and segment 1 (0.2, 0.6)
     assert out.ratio[0, :4].tolist() == pytest.approx([r0, r0, r1, r1], rel=1e-6)
     assert out.per_token_loss[0, :4].tolist() == pytest.approx([-r0, -r0, -1.28, -1.28], rel=1e-6)
@@ -116,7 +118,9 @@ def test_segment_ratio_is_the_geometric_mean_of_its_tokens_and_clipped_per_segme
 def test_one_segment_per_completion_equals_gspo() -> None:
     logp, old = torch.tensor([[0.1, -0.4, 0.3], [0.2, 0.5, 0.0]]), torch.zeros(2, 3)
     adv, mask = torch.tensor([[1.0] * 3, [-2.0] * 3]), torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
-    seg = POLICY_LOSSES.get("segment")(logp, old, adv, mask, CFG, LossExtras(segment_ids=torch.zeros(2, 3, dtype=torch.long)))
+    seg = POLICY_LOSSES.get("segment")(
+        logp, old, adv, mask, CFG, LossExtras(segment_ids=torch.zeros(2, 3, dtype=torch.long))
+    )
     seq = POLICY_LOSSES.get("sequence")(logp, old, adv, mask, CFG)
     assert torch.allclose(seg.per_token_loss * mask, seq.per_token_loss * mask)
 
@@ -133,7 +137,9 @@ def test_one_segment_per_token_equals_token_level() -> None:
 
 def test_segment_level_without_segment_ids_says_how_to_fix() -> None:
     with pytest.raises(ConfigError, match="segment ids"):
-        POLICY_LOSSES.get("segment")(torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), CFG)
+        POLICY_LOSSES.get("segment")(
+            torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), CFG
+        )
 
 
 def test_segment_gapo_and_dual_clip_compose() -> None:
@@ -148,13 +154,17 @@ def test_segment_gapo_and_dual_clip_compose() -> None:
 
 
 def test_existing_callers_without_extras_still_work() -> None:
-    out = POLICY_LOSSES.get("token")(torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), CFG)
+    out = POLICY_LOSSES.get("token")(
+        torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), CFG
+    )
     assert out.per_token_loss.tolist() == [[-1.0, -1.0]]
 
 
 def test_prepare_loss_inputs_is_a_no_op_for_plain_ppo() -> None:
     adv, tok = torch.tensor([1.0, -1.0]), torch.tensor([[1.0, 1.0], [-1.0, 0.0]])
-    inputs = prepare_loss_inputs(adv, tok, torch.rand(2, 2), torch.tensor([[1.0, 1.0], [1.0, 0.0]]), methods(CFG))
+    inputs = prepare_loss_inputs(
+        adv, tok, torch.rand(2, 2), torch.tensor([[1.0, 1.0], [1.0, 0.0]]), methods(CFG)
+    )
     assert inputs.extras is None and inputs.segment_ids is None and inputs.metrics == {}
     assert torch.equal(inputs.token_advantages, tok)
 

@@ -66,7 +66,10 @@ def test_completion_and_regex_cues() -> None:
     assert strategy_cues(["a  b\n", "a b"], sh) == ["a b", "a b"]
     sh = rarity(cue="regex", cue_pattern="(?i)induction|modulo")
     assert strategy_cues(["By Induction and modulo, induction", "Modulo only", "plain"], sh) == [
-        "induction|modulo", "modulo", ""]
+        "induction|modulo",
+        "modulo",
+        "",
+    ]
 
 
 def test_rarity_advantages_is_off_unless_enabled() -> None:
@@ -74,5 +77,7 @@ def test_rarity_advantages_is_off_unless_enabled() -> None:
     assert ShapingConfig().advantage_shaping == []
     assert not [m for m in ExperimentConfig().methods() if m.hook("advantage_shaping") is not None]
     sh = rarity(cue="completion")
-    new, _ = rarity_advantages(torch.tensor([1.0, 1.0, 1.0]), ["x", "x", "y"], [True] * 3, torch.tensor([0, 0, 0]), sh)
+    new, _ = rarity_advantages(
+        torch.tensor([1.0, 1.0, 1.0]), ["x", "x", "y"], [True] * 3, torch.tensor([0, 0, 0]), sh
+    )
     assert new.tolist() == pytest.approx([0.75, 0.75, 1.5])

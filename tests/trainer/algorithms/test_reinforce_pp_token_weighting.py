@@ -55,4 +55,6 @@ def test_equal_lengths_differ_from_per_sequence_only_by_the_bessel_correction() 
 def test_other_estimators_ignore_lengths() -> None:
     for name in ("grpo", "dr_grpo", "rloo"):
         alg = AlgorithmConfig(advantage_estimator=name)
-        assert torch.equal(compute_advantages(REWARDS, GROUPS, alg, LENGTHS), compute_advantages(REWARDS, GROUPS, alg))
+        assert torch.equal(
+            compute_advantages(REWARDS, GROUPS, alg, LENGTHS), compute_advantages(REWARDS, GROUPS, alg)
+        )

@@ -40,7 +40,9 @@ def test_a_high_entropy_first_token_does_not_open_an_empty_segment() -> None:
 def test_padding_gets_segment_zero_and_does_not_move_the_threshold() -> None:
     entropy = torch.tensor([[0.1, 2.0, 0.1, 0.1, 2.0, 0.1, 2.0, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[1.0] * 7 + [0.0] * 3])
-    assert segment_boundaries(entropy, mask, quantile=0.6, min_tokens=2).tolist() == [[0, 0, 0, 0, 1, 1, 2, 0, 0, 0]]
+    assert segment_boundaries(entropy, mask, quantile=0.6, min_tokens=2).tolist() == [
+        [0, 0, 0, 0, 1, 1, 2, 0, 0, 0]
+    ]
 
 
 def test_the_threshold_is_shared_by_the_whole_step() -> None:
@@ -63,7 +65,9 @@ def test_saliency_temperature_softens_the_weights() -> None:
     ids, entropy = torch.tensor([[0, 0, 1, 1]]), torch.tensor([[1.0, 1.0, 2.0, 2.0]])
     w = segment_saliency(ids, entropy, torch.ones(1, 4), temperature=2.0)
     e = math.exp(0.5)  # exp((2 - 1) / 2)
-    assert w[0].tolist() == pytest.approx([2 / (1 + e), 2 / (1 + e), 2 * e / (1 + e), 2 * e / (1 + e)], rel=1e-6)
+    assert w[0].tolist() == pytest.approx(
+        [2 / (1 + e), 2 / (1 + e), 2 * e / (1 + e), 2 * e / (1 + e)], rel=1e-6
+    )
 
 
 def test_zero_temperature_turns_saliency_off() -> None:
@@ -75,7 +79,9 @@ def test_zero_temperature_turns_saliency_off() -> None:
 def test_saliency_is_zero_on_padding_and_sums_to_each_rows_length() -> None:
     ids = torch.tensor([[0, 1, 1, 0], [0, 0, 0, 0]])
     mask = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
-    w = segment_saliency(ids, torch.tensor([[0.3, 1.2, 0.7, 9.0], [0.4, 0.8, 9.0, 9.0]]), mask, temperature=1.0)
+    w = segment_saliency(
+        ids, torch.tensor([[0.3, 1.2, 0.7, 9.0], [0.4, 0.8, 9.0, 9.0]]), mask, temperature=1.0
+    )
     assert w[0, 3] == 0 and w[1, 2:].tolist() == [0.0, 0.0]
     assert w.sum(-1).tolist() == pytest.approx([3.0, 2.0])
     assert w[1, :2].tolist() == pytest.approx([1.0, 1.0])  # one segment: weight 1

@@ -22,8 +22,12 @@ def config(**shaping: Any) -> ExperimentConfig:
 
 def scores(total: list[float], correct: list[bool] | None = None) -> ScoreBatch:
     n = len(total)
-    return ScoreBatch(total=list(total), per_verifier={"exact": list(total)}, correct=correct or [False] * n,
-                      details=[{"exact": {}} for _ in range(n)])
+    return ScoreBatch(
+        total=list(total),
+        per_verifier={"exact": list(total)},
+        correct=correct or [False] * n,
+        details=[{"exact": {}} for _ in range(n)],
+    )
 
 
 def test_numbers_vote_by_value_and_text_by_its_form_without_whitespace() -> None:
@@ -75,7 +79,9 @@ SAMPLES = [Sample(id=str(g), prompt="p", answer=None) for g in GROUPS]
 
 
 def test_majority_vote_replaces_the_verifier_reward_and_works_without_answers() -> None:
-    cfg = config_from_dict({"data": {"answer_field": None}, "shaping": {"label_free_reward": "majority_vote"}})
+    cfg = config_from_dict(
+        {"data": {"answer_field": None}, "shaping": {"label_free_reward": "majority_vote"}}
+    )
     shaped = shape_scores(scores([0.0] * 8), TEXTS, [4] * 8, GROUPS, SAMPLES, cfg)
     assert shaped.scores.total == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
     assert shaped.scores.per_verifier["majority_vote"] == shaped.scores.total
@@ -89,13 +95,24 @@ def test_majority_vote_replaces_the_verifier_reward_and_works_without_answers() 
 
 def test_majority_vote_add_keeps_the_verifier_reward_and_reports_pseudo_label_accuracy() -> None:
     cfg = config(label_free_reward="majority_vote", majority_vote_combine="add", majority_vote_weight=0.5)
-    correct = [False, True, False, False, True, True, False, False]  # the reference of group 0 is 5, of group 1 is 7
+    correct = [
+        False,
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]  # the reference of group 0 is 5, of group 1 is 7
     samples = [Sample(id=str(g), prompt="p", answer="x") for g in GROUPS]
     shaped = shape_scores(scores([float(c) for c in correct], correct), TEXTS, [4] * 8, GROUPS, samples, cfg)
     assert shaped.scores.total == [0.5, 1.0, 0.5, 0.0, 1.5, 1.5, 0.0, 0.0]
     assert shaped.pseudo_correct == correct  # 'add' keeps the verifier's notion of correct
     assert shaped.scores.correct == correct
-    assert shaped.metrics["label_free/majority_correct"] == pytest.approx(0.5)  # group 1's majority (7) is right
+    assert shaped.metrics["label_free/majority_correct"] == pytest.approx(
+        0.5
+    )  # group 1's majority (7) is right
 
 
 def test_overlong_and_length_penalties_add_up_with_their_own_reward_keys() -> None:

@@ -23,14 +23,21 @@ def test_every_method_together_validates() -> None:
     cfg = build(
         algorithm={"importance_sampling_level": "segment", "clip_mode": "gapo", "dual_clip": True},
         shaping={
-            "reward_shaping": ["majority_vote", {"name": "overlong_penalty", "params": {"buffer": 4}},
-                               {"name": "length_penalty", "params": {"coef": 0.1}}],
+            "reward_shaping": [
+                "majority_vote",
+                {"name": "overlong_penalty", "params": {"buffer": 4}},
+                {"name": "length_penalty", "params": {"coef": 0.1}},
+            ],
             "advantage_shaping": ["rarity"],
         },
         data={"answer_field": None},
     )
     assert cfg.algorithm.importance_sampling_level == "segment"
-    assert [c.name for c in cfg.shaping.reward_shaping] == ["majority_vote", "overlong_penalty", "length_penalty"]
+    assert [c.name for c in cfg.shaping.reward_shaping] == [
+        "majority_vote",
+        "overlong_penalty",
+        "length_penalty",
+    ]
     assert [c.name for c in cfg.shaping.advantage_shaping] == ["rarity"]
 
 
@@ -45,7 +52,9 @@ def test_dual_clip_c_must_exceed_one() -> None:
 
 
 def test_segment_level_refuses_segments_as_long_as_the_completion() -> None:
-    with pytest.raises(ConfigError, match=r"min_tokens \(16\) >= rollout.max_completion_length .* use 'sequence'"):
+    with pytest.raises(
+        ConfigError, match=r"min_tokens \(16\) >= rollout.max_completion_length .* use 'sequence'"
+    ):
         build(algorithm={"importance_sampling_level": {"name": "segment", "params": {"min_tokens": 16}}})
 
 
@@ -58,7 +67,11 @@ def test_regex_cue_needs_a_valid_pattern() -> None:
     with pytest.raises(ConfigError, match="cue is 'regex' but cue_pattern is empty"):
         build(shaping={"advantage_shaping": [{"name": "rarity", "params": {"cue": "regex"}}]})
     with pytest.raises(ConfigError, match="not a valid regular expression"):
-        build(shaping={"advantage_shaping": [{"name": "rarity", "params": {"cue": "regex", "cue_pattern": "("}}]})
+        build(
+            shaping={
+                "advantage_shaping": [{"name": "rarity", "params": {"cue": "regex", "cue_pattern": "("}}]
+            }
+        )
 
 
 def test_a_cue_pattern_without_the_regex_cue_is_refused() -> None:
@@ -88,7 +101,10 @@ def test_new_fields_are_in_the_schema_with_descriptions() -> None:
     schema = config_schema()
     shaping = schema["$defs"]["ShapingConfig"]["properties"]
     algorithm = schema["$defs"]["AlgorithmConfig"]["properties"]
-    for props, names in [(shaping, ["reward_shaping", "advantage_shaping"]), (algorithm, ["clip_mode", "dual_clip_c"])]:
+    for props, names in [
+        (shaping, ["reward_shaping", "advantage_shaping"]),
+        (algorithm, ["clip_mode", "dual_clip_c"]),
+    ]:
         for name in names:
             assert props[name]["description"]
     # Method knobs are documented in their method's params schema, listed in the choice field's x-choices.

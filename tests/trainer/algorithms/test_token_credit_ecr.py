@@ -23,13 +23,21 @@ def ecr(**params: float) -> ECRParams:
     return choice.params
 
 
-def inputs(gap: torch.Tensor = GAP, entropy: torch.Tensor | None = None, vocab: int = 4,
-           mask: torch.Tensor | None = None) -> CreditInputs:
+def inputs(
+    gap: torch.Tensor = GAP,
+    entropy: torch.Tensor | None = None,
+    vocab: int = 4,
+    mask: torch.Tensor | None = None,
+) -> CreditInputs:
     mask = torch.ones_like(gap) if mask is None else mask
     policy = torch.full_like(gap, -2.0)
     return CreditInputs(
-        mask=mask, entropy=torch.zeros_like(gap), logprob=policy, teacher_logprob=policy + gap,
-        teacher_entropy=torch.zeros_like(gap) if entropy is None else entropy, teacher_vocab_size=vocab,
+        mask=mask,
+        entropy=torch.zeros_like(gap),
+        logprob=policy,
+        teacher_logprob=policy + gap,
+        teacher_entropy=torch.zeros_like(gap) if entropy is None else entropy,
+        teacher_vocab_size=vocab,
     )
 
 

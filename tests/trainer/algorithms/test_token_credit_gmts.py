@@ -31,8 +31,10 @@ def by_hand(a: float, p: float, h: float) -> float:
 
 def test_the_score_is_the_advantage_times_the_logit_gradient_norm_estimate() -> None:
     scores = gradient_magnitude(ADV, inputs())
-    expected = [[by_hand(float(ADV[i]), PROBS[i][t], ENTROPIES[i][t]) * float(MASK[i, t]) for t in range(3)]
-                for i in range(2)]
+    expected = [
+        [by_hand(float(ADV[i]), PROBS[i][t], ENTROPIES[i][t]) * float(MASK[i, t]) for t in range(3)]
+        for i in range(2)
+    ]
     assert torch.allclose(scores, torch.tensor(expected), atol=1e-6)
     assert math.isclose(expected[1][1], 2.0 * math.sqrt(1 - 0.8 + math.exp(-1.2)), rel_tol=1e-9)  # 1.416
     assert scores[1, 2] == 0.0  # padding
@@ -42,9 +44,14 @@ def test_a_one_hot_distribution_has_no_gradient_and_a_uniform_one_is_exact() -> 
     one_hot = CreditInputs(mask=torch.ones(1, 1), entropy=torch.zeros(1, 1), logprob=torch.zeros(1, 1))
     assert float(gradient_magnitude(torch.tensor([1.0]), one_hot)) == 0.0
     v = 4  # uniform over 4 tokens: ||e_y - p||^2 = (1 - 1/4)^2 + 3/16 = 3/4 exactly; exp(-log 4) = 1/4 = sum p^2
-    uniform = CreditInputs(mask=torch.ones(1, 1), entropy=torch.full((1, 1), math.log(v)),
-                           logprob=torch.full((1, 1), -math.log(v)))
-    assert math.isclose(float(gradient_magnitude(torch.tensor([1.0]), uniform)), math.sqrt(0.75), rel_tol=1e-6)
+    uniform = CreditInputs(
+        mask=torch.ones(1, 1),
+        entropy=torch.full((1, 1), math.log(v)),
+        logprob=torch.full((1, 1), -math.log(v)),
+    )
+    assert math.isclose(
+        float(gradient_magnitude(torch.tensor([1.0]), uniform)), math.sqrt(0.75), rel_tol=1e-6
+    )
 
 
 def test_gmts_keeps_the_top_fraction_by_score_where_entropy_alone_would_pick_otherwise() -> None:
@@ -56,7 +63,9 @@ def test_gmts_keeps_the_top_fraction_by_score_where_entropy_alone_would_pick_oth
     threshold = torch.quantile(scores[MASK.bool()], 0.6)
     assert torch.equal(kept, (scores >= threshold) & MASK.bool())
     assert kept.tolist() == [[False, False, False], [True, True, False]]
-    entropy_kept = top_entropy(ADV, inputs(), TOKEN_CREDIT.entry("top_entropy").parse_params({"quantile": 0.4})) != 0
+    entropy_kept = (
+        top_entropy(ADV, inputs(), TOKEN_CREDIT.entry("top_entropy").parse_params({"quantile": 0.4})) != 0
+    )
     assert entropy_kept.tolist() == [[False, True, True], [False, False, False]]
 
 
@@ -84,7 +93,9 @@ def test_a_bad_quantile_is_refused_at_the_choice() -> None:
 
     from trainer.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"algorithm\.token_credit\.params: token credit 'gmts': params\.quantile"):
+    with pytest.raises(
+        ConfigError, match=r"algorithm\.token_credit\.params: token credit 'gmts': params\.quantile"
+    ):
         config_from_dict({"algorithm": {"token_credit": {"name": "gmts", "params": {"quantile": 0}}}})
 
 
@@ -92,7 +103,8 @@ def test_two_training_steps_with_gmts_run_through_the_unchanged_step(random_mode
     from tests.trainer.loop_helpers import tiny_config
     from trainer.step.loop import train
 
-    cfg: ExperimentConfig = tiny_config(random_model_dir, tmp_path / "run", algorithm={"token_credit": "gmts"},
-                                        training={"max_steps": 2})
+    cfg: ExperimentConfig = tiny_config(
+        random_model_dir, tmp_path / "run", algorithm={"token_credit": "gmts"}, training={"max_steps": 2}
+    )
     result = train(cfg)
     assert result.status == "succeeded" and result.steps_done == 2

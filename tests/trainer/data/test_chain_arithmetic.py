@@ -58,10 +58,7 @@ def test_the_first_problems_for_seed_zero_never_change():
 
 
 def test_the_scratchpad_rewrites_the_expression_once_per_step_then_gives_a_delimited_answer():
-    assert (
-        scratchpad([(9, "+", 6, 15), (15, "*", 4, 60), (60, "-", 5, 55)])
-        == "15*4-5=60-5=55;#### 55"
-    )
+    assert scratchpad([(9, "+", 6, 15), (15, "*", 4, 60), (60, "-", 5, 55)]) == "15*4-5=60-5=55;#### 55"
     # a product after a sum keeps its parentheses in every line that still has both
     steps = [(2, "+", 3, 5), (5, "-", 1, 4), (4, "*", 2, 8), (8, "*", 3, 24)]
     assert scratchpad(steps) == "(5-1)*2*3=4*2*3=8*3=24;#### 24"

@@ -30,7 +30,9 @@ def parquet_bomb(path: Path, codec: str, mb: int = 8) -> Path:
 def test_a_parquet_bomb_is_refused_from_its_footer_alone_with_every_codec(tmp_path: Path, codec: str) -> None:
     path = parquet_bomb(tmp_path / f"bomb-{codec}.parquet", codec)
     assert path.stat().st_size < 1 << 20
-    with pytest.raises(DataError, match=r"row 1, column 'question': 8\.0 MB decoded .*the limit is 1 MiB per cell"):
+    with pytest.raises(
+        DataError, match=r"row 1, column 'question': 8\.0 MB decoded .*the limit is 1 MiB per cell"
+    ):
         open_parquet(path)  # reads the footer only: no data page is decompressed
 
 
@@ -53,14 +55,21 @@ def test_a_huge_cell_among_many_rows_is_refused_at_its_row_while_reading_in_batc
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"question": questions, "answer": ["2"] * 1000}), path, compression="zstd")
     open_parquet(path).close()
-    with pytest.raises(DataError, match=r"row 500, column 'question': 2 MiB decoded, the limit is 1 MiB per cell"):
+    with pytest.raises(
+        DataError, match=r"row 500, column 'question': 2 MiB decoded, the limit is 1 MiB per cell"
+    ):
         load_file_samples(path, prompt_field="question")
 
 
-def test_a_parquet_row_group_over_the_limit_is_refused_with_a_row_group_size_that_fits(tmp_path: Path) -> None:
+def test_a_parquet_row_group_over_the_limit_is_refused_with_a_row_group_size_that_fits(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "wide_groups.parquet"
-    pq.write_table(pa.table({"question": [f"{i}+{i}=" + "z" * 500 for i in range(4000)], "answer": ["0"] * 4000}),
-                   path, compression="zstd")
+    pq.write_table(
+        pa.table({"question": [f"{i}+{i}=" + "z" * 500 for i in range(4000)], "answer": ["0"] * 4000}),
+        path,
+        compression="zstd",
+    )
     with pytest.raises(DataError, match=r"row group 1: .* per row group .*row_group_size=\d"):
         open_parquet(path, FileLimits(max_row_group_bytes=1 << 20))
 
@@ -68,17 +77,27 @@ def test_a_parquet_row_group_over_the_limit_is_refused_with_a_row_group_size_tha
 def test_a_parquet_file_that_decodes_past_the_file_limit_is_refused_from_its_footer(tmp_path: Path) -> None:
     path = tmp_path / "big.parquet"
     questions = [f"{i}+1=" + "q" * 1000 for i in range(3000)]
-    pq.write_table(pa.table({"question": questions, "answer": ["a"] * 3000}), path, compression="zstd",
-                   row_group_size=500)
+    pq.write_table(
+        pa.table({"question": questions, "answer": ["a"] * 3000}),
+        path,
+        compression="zstd",
+        row_group_size=500,
+    )
     assert path.stat().st_size < 100_000
-    with pytest.raises(DataError, match=r"more than 1 MiB of data once decoded .* the limit for one data file"):
+    with pytest.raises(
+        DataError, match=r"more than 1 MiB of data once decoded .* the limit for one data file"
+    ):
         open_parquet(path, FileLimits(max_decoded_bytes=1 << 20))
 
 
 def test_a_jsonl_cell_over_the_cell_limit_names_its_line_column_and_the_limit(tmp_path: Path) -> None:
     path = tmp_path / "long.jsonl"
-    path.write_text(json.dumps({"question": "1+1=", "answer": "2"}) + "\n" + json.dumps({"question": "q" * 300}) + "\n")
-    with pytest.raises(DataError, match=r"line 2, column 'question': 300 bytes decoded, the limit is 200 bytes per cell"):
+    path.write_text(
+        json.dumps({"question": "1+1=", "answer": "2"}) + "\n" + json.dumps({"question": "q" * 300}) + "\n"
+    )
+    with pytest.raises(
+        DataError, match=r"line 2, column 'question': 300 bytes decoded, the limit is 200 bytes per cell"
+    ):
         load_file_samples(path, prompt_field="question", limits=FileLimits(max_cell_bytes=200))
 
 
@@ -92,13 +111,17 @@ def test_cells_are_measured_in_utf8_bytes_once_decoded(tmp_path: Path) -> None:
 def test_a_row_over_the_row_limit_is_refused_in_csv(tmp_path: Path) -> None:
     path = tmp_path / "row.csv"
     path.write_text("question,answer,note\n" + ",".join(["x" * 150] * 3) + "\n")
-    with pytest.raises(DataError, match=r"row 1 \(line 2\): 450 bytes decoded, the limit is 400 bytes per row"):
+    with pytest.raises(
+        DataError, match=r"row 1 \(line 2\): 450 bytes decoded, the limit is 400 bytes per row"
+    ):
         load_file_samples(path, prompt_field="question", limits=FileLimits(max_row_bytes=400))
 
 
 def test_the_decoded_total_of_a_jsonl_file_is_bounded_while_it_is_read(tmp_path: Path) -> None:
     path = tmp_path / "many.jsonl"
-    path.write_text("".join(json.dumps({"question": f"{i}+1=" + "w" * 100, "answer": "1"}) + "\n" for i in range(100)))
+    path.write_text(
+        "".join(json.dumps({"question": f"{i}+1=" + "w" * 100, "answer": "1"}) + "\n" for i in range(100))
+    )
     with pytest.raises(DataError, match=r"more than 4,096 bytes of data once decoded \(passed at line \d+\)"):
         read_data_file(path, limits=FileLimits(max_decoded_bytes=4096, max_bytes=1 << 20))
 
@@ -110,10 +133,14 @@ def test_a_csv_cell_past_the_csv_field_limit_is_refused_naming_its_line(tmp_path
         load_file_samples(path, prompt_field="question")
 
 
-def test_a_json_document_that_is_one_giant_string_is_refused_after_reading_the_record_limit(tmp_path: Path) -> None:
+def test_a_json_document_that_is_one_giant_string_is_refused_after_reading_the_record_limit(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "giant.json"
     path.write_text('"' + "s" * 3000 + '"')
-    with pytest.raises(DataError, match="the document: longer than 1,000 characters, the limit for one JSON record"):
+    with pytest.raises(
+        DataError, match="the document: longer than 1,000 characters, the limit for one JSON record"
+    ):
         load_file_samples(path, limits=FileLimits(max_line_chars=1000))
 
 
@@ -171,8 +198,13 @@ def test_the_page_headers_add_up_to_the_footers_sizes(tmp_path: Path, codec: str
     from trainer.data.parquet_pages import page_sizes
 
     path = tmp_path / f"{codec}.parquet"
-    table = pa.table({"question": [f"{i}+{i}=" for i in range(5000)], "answer": [str(i % 7) for i in range(5000)],
-                      "score": [i / 3 for i in range(5000)]})
+    table = pa.table(
+        {
+            "question": [f"{i}+{i}=" for i in range(5000)],
+            "answer": [str(i % 7) for i in range(5000)],
+            "score": [i / 3 for i in range(5000)],
+        }
+    )
     pq.write_table(table, path, compression=codec, row_group_size=2000, data_page_size=4096)
     meta = pq.ParquetFile(path).metadata
     with path.open("rb") as f:

@@ -43,13 +43,17 @@ def test_checking_every_row_of_a_key_file_never_shows_its_text(key_file: Path, f
 
 
 def test_a_one_column_csv_says_how_many_columns_it_has_and_where(key_file: Path) -> None:
-    with pytest.raises(DataError, match=r"line 2\): there is no 'prompt' field; the header \(line 1\) has 1 column"):
+    with pytest.raises(
+        DataError, match=r"line 2\): there is no 'prompt' field; the header \(line 1\) has 1 column"
+    ):
         load_file_samples(key_file, format="csv")
 
 
 def test_the_key_file_line_used_as_an_id_is_not_shown_when_it_repeats(key_file: Path) -> None:
     with pytest.raises(DataError) as err:  # the id column named after line 1: the body lines repeat
-        load_file_samples(key_file, format="csv", prompt_field=SECRET_LINE, answer_field=None, id_field=SECRET_LINE)
+        load_file_samples(
+            key_file, format="csv", prompt_field=SECRET_LINE, answer_field=None, id_field=SECRET_LINE
+        )
     assert "its id is already used at row 1 (line 2)" in str(err.value)
     assert SECRET_BODY not in str(err.value)
 

@@ -31,7 +31,9 @@ def wide_csv_header(columns: int) -> str:
 
 def test_a_million_column_csv_is_refused_naming_the_column_cap_with_a_short_message(tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
-    path.write_text(wide_csv_header(1_000_000) + ",".join(["1+1=", "2"] + ["x"] * 999_998) + "\n", encoding="utf-8")
+    path.write_text(
+        wide_csv_header(1_000_000) + ",".join(["1+1=", "2"] + ["x"] * 999_998) + "\n", encoding="utf-8"
+    )
     with pytest.raises(DataError, match="more than 256 columns") as err:
         load_file_samples(path)
     assert len(str(err.value)) < 1024
@@ -70,7 +72,9 @@ def test_a_jsonl_line_longer_than_the_row_limit_is_refused_without_quoting_it(tm
 
 def test_deep_nesting_in_a_jsonl_record_is_refused_not_a_recursion_error(tmp_path: Path) -> None:
     path = tmp_path / "deep.jsonl"
-    path.write_text('{"prompt": "1+1=", "answer": "2", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8")
+    path.write_text(
+        '{"prompt": "1+1=", "answer": "2", "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n", encoding="utf-8"
+    )
     with pytest.raises(DataError, match="nests more than 64 levels"):
         load_file_samples(path)
 

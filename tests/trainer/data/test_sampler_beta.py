@@ -50,7 +50,9 @@ def test_a_restored_sampler_draws_what_the_original_would_have() -> None:
     saved = json.loads(json.dumps(a.state_dict()))  # the state is JSON-serialisable
     b = BetaPromptSampler(samples(20), 4, seed=3)
     b.load_state_dict(saved)
-    assert [[x.id for x in a.next_batch()] for _ in range(3)] == [[x.id for x in b.next_batch()] for _ in range(3)]
+    assert [[x.id for x in a.next_batch()] for _ in range(3)] == [
+        [x.id for x in b.next_batch()] for _ in range(3)
+    ]
     assert b.rollouts_observed == 8
 
 
@@ -59,7 +61,9 @@ def test_restoring_from_other_data_is_refused() -> None:
     with pytest.raises(CheckpointError, match="num_samples=3 but this run has num_samples=4"):
         BetaPromptSampler(samples(4), 1, seed=0).load_state_dict(state)
     with pytest.raises(CheckpointError, match="not 'beta_learnability'"):
-        BetaPromptSampler(samples(3), 1, seed=0).load_state_dict(PromptSampler(samples(3), 1, 0, True).state_dict())
+        BetaPromptSampler(samples(3), 1, seed=0).load_state_dict(
+            PromptSampler(samples(3), 1, 0, True).state_dict()
+        )
 
 
 def test_prior_file_as_json_object_and_as_jsonl(tmp_path: Path) -> None:
@@ -69,13 +73,16 @@ def test_prior_file_as_json_object_and_as_jsonl(tmp_path: Path) -> None:
     assert load_pass_rates(tmp_path / "b.jsonl") == {"p0": 0.5, "7": 0.0}
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('{"p0": 1.5}', "pass rates are numbers in \\[0, 1\\]"),
-    ('{"p0": "high"}', "pass rates are numbers"),
-    ("[0.5]", "must be an object"),
-    ('{"id": "p0"}\n{"id": "p1"}\n', "needs \"id\" and \"pass_rate\""),
-    ("not json\n", "line 1 is not JSON"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"p0": 1.5}', "pass rates are numbers in \\[0, 1\\]"),
+        ('{"p0": "high"}', "pass rates are numbers"),
+        ("[0.5]", "must be an object"),
+        ('{"id": "p0"}\n{"id": "p1"}\n', 'needs "id" and "pass_rate"'),
+        ("not json\n", "line 1 is not JSON"),
+    ],
+)
 def test_bad_prior_files_say_what_to_fix(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "prior.jsonl"
     path.write_text(text)

@@ -58,10 +58,13 @@ def test_consecutive_repeats_become_one_request_with_n() -> None:
 def test_outputs_flatten_in_prompt_order_with_finish_reasons_and_logprobs() -> None:
     requests = [PromptRequest("p", 2), PromptRequest("q", 1)]
     outputs = [
-        Request([1, 2], [
-            Completion([7, 8, 0], [{7: Logprob(-0.5)}, {8: Logprob(-1.0)}, {0: Logprob(-0.1)}], "stop"),
-            Completion([9], [{9: Logprob(-2.0)}], "length"),
-        ]),
+        Request(
+            [1, 2],
+            [
+                Completion([7, 8, 0], [{7: Logprob(-0.5)}, {8: Logprob(-1.0)}, {0: Logprob(-0.1)}], "stop"),
+                Completion([9], [{9: Logprob(-2.0)}], "length"),
+            ],
+        ),
         Request([3], [Completion([4, 5], None, "length")]),
     ]
     rows = outputs_to_rows(outputs, requests)
@@ -101,22 +104,43 @@ def test_rows_pad_like_the_hf_engine(warm_model_dir) -> None:  # type: ignore[no
 
 
 def test_sampling_kwargs_and_seed() -> None:
-    kw = to_vllm_sampling_kwargs(SamplingParams(max_new_tokens=16, temperature=0.7, top_p=0.9, top_k=0), n=8, seed=5)
-    assert kw == {"n": 8, "temperature": 0.7, "top_p": 0.9, "top_k": -1, "max_tokens": 16, "logprobs": 0,
-                  "seed": 5, "skip_special_tokens": True}
+    kw = to_vllm_sampling_kwargs(
+        SamplingParams(max_new_tokens=16, temperature=0.7, top_p=0.9, top_k=0), n=8, seed=5
+    )
+    assert kw == {
+        "n": 8,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "top_k": -1,
+        "max_tokens": 16,
+        "logprobs": 0,
+        "seed": 5,
+        "skip_special_tokens": True,
+    }
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     assert sampling_seed(g1) == sampling_seed(g2)  # a seeded run asks vLLM for the same seeds
 
 
 def test_weight_names_match_checkpoint_names() -> None:
-    assert checkpoint_weight_name("model.layers.0.self_attn.q_proj.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert (
+        checkpoint_weight_name("model.layers.0.self_attn.q_proj.weight")
+        == "model.layers.0.self_attn.q_proj.weight"
+    )
     assert checkpoint_weight_name("_orig_mod.model.norm.weight") == "model.norm.weight"
     assert checkpoint_weight_name("module.lm_head.weight") == "lm_head.weight"
-    assert checkpoint_weight_name("model.layers.1._checkpoint_wrapped_module.mlp.up_proj.weight") == "model.layers.1.mlp.up_proj.weight"
-    assert checkpoint_weight_name("model.layers.0.self_attn.q_proj.base_layer.weight") == "model.layers.0.self_attn.q_proj.weight"
+    assert (
+        checkpoint_weight_name("model.layers.1._checkpoint_wrapped_module.mlp.up_proj.weight")
+        == "model.layers.1.mlp.up_proj.weight"
+    )
+    assert (
+        checkpoint_weight_name("model.layers.0.self_attn.q_proj.base_layer.weight")
+        == "model.layers.0.self_attn.q_proj.weight"
+    )
 
 
-def test_weight_files_are_versioned_atomic_and_carry_the_tied_output_layer(random_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_weight_files_are_versioned_atomic_and_carry_the_tied_output_layer(
+    random_model_dir, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
 
@@ -152,8 +176,13 @@ def test_a_lora_policy_is_pushed_merged_under_the_base_checkpoint_s_names(random
     from trainer.models.lora import apply_lora
 
     base = checkpoint_tensors(AutoModelForCausalLM.from_pretrained(random_model_dir))
-    lora = apply_lora(AutoModelForCausalLM.from_pretrained(random_model_dir), r=4, alpha=8, dropout=0.0,
-                      target_modules="all-linear")
+    lora = apply_lora(
+        AutoModelForCausalLM.from_pretrained(random_model_dir),
+        r=4,
+        alpha=8,
+        dropout=0.0,
+        target_modules="all-linear",
+    )
     with torch.no_grad():
         for name, p in lora.named_parameters():
             if "lora_B" in name:
@@ -165,7 +194,9 @@ def test_a_lora_policy_is_pushed_merged_under_the_base_checkpoint_s_names(random
     assert torch.equal(merged["model.norm.weight"], base["model.norm.weight"])
 
 
-def test_weight_files_left_by_an_earlier_run_are_cleared_not_kept_over_this_run_s(random_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_weight_files_left_by_an_earlier_run_are_cleared_not_kept_over_this_run_s(
+    random_model_dir, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(random_model_dir)

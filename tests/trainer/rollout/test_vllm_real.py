@@ -41,8 +41,17 @@ PROMPTS = [f"{a}+{b}=" for a, b in [(12, 34), (57, 8), (90, 11), (3, 66)]]
 def _server_config(model_dir: Path, out: Path, **rollout: Any) -> Any:
     from tests.trainer.loop_helpers import tiny_config
 
-    return tiny_config(model_dir, out, rollout={"engine": "vllm", "vllm_mode": "server", "vllm_kv_cache_gb": 0.25,
-                                                "vllm_max_model_len": 128, **rollout})
+    return tiny_config(
+        model_dir,
+        out,
+        rollout={
+            "engine": "vllm",
+            "vllm_mode": "server",
+            "vllm_kv_cache_gb": 0.25,
+            "vllm_max_model_len": 128,
+            **rollout,
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +60,9 @@ def served(warm_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     from trainer.step.run_setup import build_vllm_engine
 
     cfg = _server_config(warm_model_dir, tmp_path_factory.mktemp("served"))
-    engine = build_vllm_engine(AutoTokenizer.from_pretrained(warm_model_dir), cfg, str(warm_model_dir),
-                               torch.device("cpu"))
+    engine = build_vllm_engine(
+        AutoTokenizer.from_pretrained(warm_model_dir), cfg, str(warm_model_dir), torch.device("cpu")
+    )
     yield engine
     engine.close()  # type: ignore[attr-defined]
 
@@ -63,7 +73,9 @@ def _policy(model_dir: Path) -> Any:
 
 def _sample(engine: VLLMRolloutEngine, seed: int = 0) -> Any:
     prompts = [p for p in PROMPTS for _ in range(4)]
-    return engine.generate(prompts, SamplingParams(max_new_tokens=8, temperature=1.0), torch.Generator().manual_seed(seed))
+    return engine.generate(
+        prompts, SamplingParams(max_new_tokens=8, temperature=1.0), torch.Generator().manual_seed(seed)
+    )
 
 
 def _gap(model: Any, batch: Any) -> float:
@@ -118,16 +130,36 @@ def test_the_rollout_server_checks_its_token_weight_paths_and_bodies(served: Any
         server.client.load_weights(Path("/etc"))
     with pytest.raises(RolloutServerError, match=r"not a weight-file version directory"):
         server.client.load_weights(served.weights.root)
-    bad = server.client._client.post("/generate", json={"requests": [{"prompt_token_ids": [1], "sampling": {
-        "n": 100000, "temperature": 1, "top_p": 1, "top_k": -1, "max_tokens": 4, "seed": 0}}]})
+    bad = server.client._client.post(
+        "/generate",
+        json={
+            "requests": [
+                {
+                    "prompt_token_ids": [1],
+                    "sampling": {
+                        "n": 100000,
+                        "temperature": 1,
+                        "top_p": 1,
+                        "top_k": -1,
+                        "max_tokens": 4,
+                        "seed": 0,
+                    },
+                }
+            ]
+        },
+    )
     assert bad.status_code == 400
     assert "requests.0.sampling.n" in bad.json()["extra"]["fields"] and bad.json()["message"]
-    not_json = server.client._client.post("/generate", content=b"{", headers={"Content-Type": "application/json"})
+    not_json = server.client._client.post(
+        "/generate", content=b"{", headers={"Content-Type": "application/json"}
+    )
     assert not_json.status_code == 400 and not_json.json()["message"] == "the body is not JSON"
     assert server.client.health()["status"] == "ok"  # still serving after every refusal
 
 
-def test_the_rollout_server_dies_with_the_process_that_started_it(warm_model_dir: Path, tmp_path: Path) -> None:
+def test_the_rollout_server_dies_with_the_process_that_started_it(
+    warm_model_dir: Path, tmp_path: Path
+) -> None:
     script = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
@@ -135,12 +167,16 @@ def test_the_rollout_server_dies_with_the_process_that_started_it(warm_model_dir
         from trainer.rollout.vllm_backends import vllm_engine_args
         args = vllm_engine_args({str(warm_model_dir)!r}, dtype="float32", seed=0, gpu_memory_utilization=0.3,
                                 max_model_len=128, kv_cache_gb=0.25)
-        server = OwnedRolloutServer(args, Path({str(tmp_path / 'w')!r}), Path({str(tmp_path)!r}), 60)
+        server = OwnedRolloutServer(args, Path({str(tmp_path / "w")!r}), Path({str(tmp_path)!r}), 60)
         print(server.process.pid, flush=True)
         time.sleep(600)
     """)
-    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                             cwd=Path(__file__).resolve().parents[3])
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     try:
         server_pid = int(owner.stdout.readline())  # type: ignore[union-attr]
         os.kill(owner.pid, signal.SIGKILL)  # a worker killed mid-run
@@ -187,19 +223,34 @@ def test_a_colocated_engine_trains_with_its_sampler_matching_the_policy_after_ev
     from tests.trainer.loop_helpers import tiny_config
     from trainer.rollout.server_process import vllm_python
 
-    cfg = tiny_config(warm_model_dir, tmp_path, rollout={"engine": "vllm", "vllm_kv_cache_gb": 0.25,
-                                                        "vllm_max_model_len": 128, "max_completion_length": 8},
-                      model={"name_or_path": str(warm_model_dir), "lora_r": 4, "lora_alpha": 64},
-                      verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],  # a reward that varies
-                      training={"max_steps": 3, "learning_rate": 3e-2})
-    done = subprocess.run([vllm_python(), "-c", COLOCATED_RUN, cfg.model_dump_json()], capture_output=True, text=True,
-                          timeout=400, cwd=Path(__file__).resolve().parents[3])
+    cfg = tiny_config(
+        warm_model_dir,
+        tmp_path,
+        rollout={
+            "engine": "vllm",
+            "vllm_kv_cache_gb": 0.25,
+            "vllm_max_model_len": 128,
+            "max_completion_length": 8,
+        },
+        model={"name_or_path": str(warm_model_dir), "lora_r": 4, "lora_alpha": 64},
+        verifiers=[{"name": "exact", "params": {"extract": "first_line"}}],  # a reward that varies
+        training={"max_steps": 3, "learning_rate": 3e-2},
+    )
+    done = subprocess.run(
+        [vllm_python(), "-c", COLOCATED_RUN, cfg.model_dump_json()],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["status"] == "succeeded" and len(out["metrics"]) == 3
     for m in out["metrics"]:  # weights pushed after each step: vLLM samples what the policy would
         assert m["async/sampler_trainer_kl"] < 1e-6 and abs(m["async/is_weight_mean"] - 1) < 1e-4
-    assert any(m["actor/grad_norm"] > 0 for m in out["metrics"][:-1])  # the adapter changed before a later step sampled
+    assert any(
+        m["actor/grad_norm"] > 0 for m in out["metrics"][:-1]
+    )  # the adapter changed before a later step sampled
 
 
 def test_two_processes_with_a_rollout_server_each_sample_what_one_process_samples(
@@ -215,9 +266,18 @@ def test_two_processes_with_a_rollout_server_each_sample_what_one_process_sample
     def config(out: Path, n: int) -> Any:
         from tests.trainer.loop_helpers import tiny_config
 
-        return tiny_config(warm_model_dir, out, rollout={"engine": "vllm", "vllm_mode": "server", "vllm_kv_cache_gb": 0.25,
-                                                         "vllm_max_model_len": 128, "seed_per_prompt": True},
-                           training={"num_processes": n, "max_steps": 2, "prompts_per_step": 2})
+        return tiny_config(
+            warm_model_dir,
+            out,
+            rollout={
+                "engine": "vllm",
+                "vllm_mode": "server",
+                "vllm_kv_cache_gb": 0.25,
+                "vllm_max_model_len": 128,
+                "seed_per_prompt": True,
+            },
+            training={"num_processes": n, "max_steps": 2, "prompts_per_step": 2},
+        )
 
     one, two = Steps(), Steps()
     train(config(tmp_path / "one", 1), one, log=lambda _: None)
@@ -226,5 +286,7 @@ def test_two_processes_with_a_rollout_server_each_sample_what_one_process_sample
     for a, b in zip(one.reports, two.reports, strict=True):
         assert [(r.group, r.completion) for r in a.rollouts] == [(r.group, r.completion) for r in b.rollouts]
         assert b.metrics["rollout/reward_mean"] == pytest.approx(a.metrics["rollout/reward_mean"])
-    servers = sorted(p.parent.name for p in (tmp_path / "two" / "distributed").glob("rank*/rollout-server.log"))
+    servers = sorted(
+        p.parent.name for p in (tmp_path / "two" / "distributed").glob("rank*/rollout-server.log")
+    )
     assert servers == ["rank0", "rank1"]  # a server per process

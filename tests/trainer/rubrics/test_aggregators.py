@@ -21,7 +21,11 @@ def test_both_aggregators_are_registered() -> None:
 
 
 def test_weighted_sum_normalises_each_scale_then_takes_the_weighted_mean() -> None:
-    criteria = [crit("ok"), crit("quality", "likert5", weight=2.0), crit("score", "range", weight=1.0, min_value=-10, max_value=10)]
+    criteria = [
+        crit("ok"),
+        crit("quality", "likert5", weight=2.0),
+        crit("score", "range", weight=1.0, min_value=-10, max_value=10),
+    ]
     # ok=1 -> 1; likert 4 -> (4-1)/4 = 0.75; range 0 -> 0.5.  (1*1 + 2*0.75 + 1*0.5) / 4 = 0.75
     assert weighted_sum([[1.0, 4.0, 0.0]], criteria, [0]) == [pytest.approx(0.75)]
 
@@ -44,8 +48,11 @@ def test_an_unscorable_rollout_loses_to_every_scored_one() -> None:
 def test_rank_merges_per_criterion_utilities_within_each_group() -> None:
     criteria = [crit("correct"), crit("style", "likert5", weight=3.0)]
     scores = [
-        [1.0, 2.0], [0.0, 5.0], [1.0, 4.0],  # group 0
-        [0.0, 1.0], [1.0, 1.0],  # group 1
+        [1.0, 2.0],
+        [0.0, 5.0],
+        [1.0, 4.0],  # group 0
+        [0.0, 1.0],
+        [1.0, 1.0],  # group 1
     ]
     # group 0, correct: 1,0,1 -> win rates 0.75, 0, 0.75; style: 2,5,4 -> 0, 1, 0.5
     #   merged (1*u_c + 3*u_s) / 4: 0.1875, 0.75, 0.5625

@@ -16,7 +16,9 @@ SAMPLE = Sample(id="0", prompt="What is {2+3}?", answer="5")
 
 
 def test_the_template_is_filled_and_user_braces_stay_literal() -> None:
-    spec = JudgeSpec(prompt_template="[{criterion}: {description} {min}-{max}] Q={prompt} A={completion} ref={answer}")
+    spec = JudgeSpec(
+        prompt_template="[{criterion}: {description} {min}-{max}] Q={prompt} A={completion} ref={answer}"
+    )
     text = render_judge_prompt(spec, LIKERT, "It is {five}", SAMPLE)
     assert text == "[clarity: Is it clear? 1-5] Q=What is {2+3}? A=It is {five} ref=5"
 
@@ -32,7 +34,11 @@ def test_a_pattern_without_groups_uses_the_whole_match() -> None:
 
 @pytest.mark.parametrize(
     ("output", "reason"),
-    [("no idea", "did not match"), ("Score: 9", "outside the scale [1, 5]"), ("Score: 0", "outside the scale")],
+    [
+        ("no idea", "did not match"),
+        ("Score: 9", "outside the scale [1, 5]"),
+        ("Score: 0", "outside the scale"),
+    ],
 )
 def test_unparseable_or_out_of_scale_output_is_nan_with_the_reason(output: str, reason: str) -> None:
     verdict = parse_judge_score(output, JudgeSpec(parse_pattern=r"Score: (\d)"), LIKERT)
@@ -66,13 +72,21 @@ def test_a_missing_judge_model_directory_says_what_to_set(tmp_path: Path) -> Non
 def test_the_tiny_addition_model_judges_through_the_rollout_engine(warm_model_dir: Path) -> None:
     import torch
 
-    judge = load_judge(JudgeModelConfig(name_or_path=str(warm_model_dir), max_new_tokens=4), "float32", torch.device("cpu"))
+    judge = load_judge(
+        JudgeModelConfig(name_or_path=str(warm_model_dir), max_new_tokens=4), "float32", torch.device("cpu")
+    )
     summing = CriterionSpec(
-        name="sum", scale="range", min_value=0, max_value=999, scorer="judge",
+        name="sum",
+        scale="range",
+        min_value=0,
+        max_value=999,
+        scorer="judge",
         judge=JudgeSpec(prompt_template="{completion}+1=", parse_pattern=r"(\d+)"),
     )
     never = CriterionSpec(
-        name="never", scale="likert5", scorer="judge",
+        name="never",
+        scale="likert5",
+        scorer="judge",
         judge=JudgeSpec(prompt_template="{completion}+1=", parse_pattern=r"Score: (\d)"),
     )
     completions, samples = ["12", "40", "7"], [SAMPLE] * 3
@@ -93,13 +107,22 @@ def test_judge_prompts_use_the_chat_template_when_the_tokenizer_has_one(warm_mod
 
     from trainer.errors import ConfigError
 
-    criterion = CriterionSpec(name="c", scale="binary", scorer="judge",
-                              judge=JudgeSpec(prompt_template="Rate {completion}", parse_pattern=r"(\d)"))
+    criterion = CriterionSpec(
+        name="c",
+        scale="binary",
+        scorer="judge",
+        judge=JudgeSpec(prompt_template="Rate {completion}", parse_pattern=r"(\d)"),
+    )
     plain = load_judge(JudgeModelConfig(name_or_path=str(warm_model_dir)), "float32", torch.device("cpu"))
-    assert plain.prompts([criterion], ["x<b>"], [SAMPLE]) == ["Rate x<b>"]  # the tiny tokenizer has no template
+    assert plain.prompts([criterion], ["x<b>"], [SAMPLE]) == [
+        "Rate x<b>"
+    ]  # the tiny tokenizer has no template
     with pytest.raises(ConfigError, match=r"chat_template is 'always' .* has no chat template"):
-        load_judge(JudgeModelConfig(name_or_path=str(warm_model_dir), chat_template="always"), "float32",
-                   torch.device("cpu"))
+        load_judge(
+            JudgeModelConfig(name_or_path=str(warm_model_dir), chat_template="always"),
+            "float32",
+            torch.device("cpu"),
+        )
 
     plain.tokenizer.chat_template = _CHAT  # as an instruct judge's tokenizer carries one
     settings = JudgeModelConfig(name_or_path=str(warm_model_dir), system_prompt="Be strict.")

@@ -42,7 +42,10 @@ def test_the_section_round_trips_through_json() -> None:
         ({"criteria": [{"name": "h", "scorer": "human"}]}, "has no rule or judge criterion"),
         ({"criteria": [{**RULE, "weight": 0}]}, "all have weight 0"),
         ({"criteria": [{"name": "r", "scorer": "rule"}]}, "has no 'rule': set rule.type"),
-        ({"criteria": [{**RULE, "scale": "range", "min_value": 3, "max_value": 3}]}, "max_value (3.0) must be greater"),
+        (
+            {"criteria": [{**RULE, "scale": "range", "min_value": 3, "max_value": 3}]},
+            "max_value (3.0) must be greater",
+        ),
         ({"criteria": [{**RULE, "rule": {"type": "regexp"}}]}, "unknown rubric rule 'regexp'"),
         ({"criteria": [{**RULE, "rule": {"type": "length", "params": {}}}]}, "give min, max or both"),
         ({"criteria": [{**RULE, "scale": "stars"}]}, "rubric.criteria.0.scale"),
@@ -70,4 +73,9 @@ def test_the_section_imports_no_torch() -> None:
     import sys
 
     code = "import sys, trainer.config, trainer.rubrics.rules, trainer.rubrics.aggregators; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "False"
+    )

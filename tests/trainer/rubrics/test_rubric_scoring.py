@@ -17,20 +17,38 @@ SAMPLE = Sample(id="0", prompt="2+3", answer="5")
 
 
 def scorer(aggregation: str = "weighted_sum", **extra: Any) -> RubricScorer:
-    return RubricScorer(RubricConfig.model_validate({
-        "aggregation": aggregation,
-        "criteria": [
-            {"name": "correct", "scorer": "rule", "rule": {"type": "verifier", "params": {"name": "exact"}}},
-            {"name": "short", "scale": "likert5", "weight": 3, "scorer": "rule",
-             "rule": {"type": "length", "params": {"unit": "chars", "max": 1}}},
-            {"name": "people", "scorer": "human"},
-        ],
-        **extra,
-    }))
+    return RubricScorer(
+        RubricConfig.model_validate(
+            {
+                "aggregation": aggregation,
+                "criteria": [
+                    {
+                        "name": "correct",
+                        "scorer": "rule",
+                        "rule": {"type": "verifier", "params": {"name": "exact"}},
+                    },
+                    {
+                        "name": "short",
+                        "scale": "likert5",
+                        "weight": 3,
+                        "scorer": "rule",
+                        "rule": {"type": "length", "params": {"unit": "chars", "max": 1}},
+                    },
+                    {"name": "people", "scorer": "human"},
+                ],
+                **extra,
+            }
+        )
+    )
 
 
 def verifier_scores(n: int) -> ScoreBatch:
-    return ScoreBatch(total=[0.5] * n, per_verifier={"exact": [0.5] * n}, correct=[True] * n, details=[{"exact": {}} for _ in range(n)])
+    return ScoreBatch(
+        total=[0.5] * n,
+        per_verifier={"exact": [0.5] * n},
+        correct=[True] * n,
+        details=[{"exact": {}} for _ in range(n)],
+    )
 
 
 def test_rule_criteria_are_scored_on_their_scale_and_aggregated() -> None:
@@ -69,9 +87,15 @@ class ExplodingRule:
 
 
 def test_a_rule_that_raises_scores_that_rollout_nan_and_keeps_the_error() -> None:
-    s = RubricScorer(RubricConfig.model_validate(
-        {"criteria": [{"name": "x", "scorer": "rule", "rule": {"type": "regex", "params": {"pattern": "."}}}]}
-    ))
+    s = RubricScorer(
+        RubricConfig.model_validate(
+            {
+                "criteria": [
+                    {"name": "x", "scorer": "rule", "rule": {"type": "regex", "params": {"pattern": "."}}}
+                ]
+            }
+        )
+    )
     s.rules["x"] = ExplodingRule()
     result = s.score(["ok", "boom"], [SAMPLE] * 2, [0, 0])
     assert result.scores["x"][0] == 1.0 and math.isnan(result.scores["x"][1])

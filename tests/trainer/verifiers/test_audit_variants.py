@@ -77,7 +77,15 @@ def test_numeric_rewrites_keep_the_value() -> None:
 def test_every_variant_is_labelled_and_the_corpus_covers_every_kind() -> None:
     variants = generate_variants()
     assert len(variants) > 200
-    assert {v.kind for v in variants} == {"integer", "fraction", "decimal", "equation", "set", "interval", "radical"}
+    assert {v.kind for v in variants} == {
+        "integer",
+        "fraction",
+        "decimal",
+        "equation",
+        "set",
+        "interval",
+        "radical",
+    }
     assert all(v.form and v.completion and v.reference for v in variants)
 
 
@@ -94,13 +102,17 @@ def test_the_report_counts_acceptance_per_form_with_the_exact_verifier() -> None
 
 def test_a_verdict_with_an_error_counts_as_an_error_not_a_rejection() -> None:
     """reasoning_gym cannot score these samples (no task entry): every verdict carries detail['error']."""
-    report = audit_verifier(build_verifier("reasoning_gym", {}), [v for v in generate_variants() if v.form == "plain"])
+    report = audit_verifier(
+        build_verifier("reasoning_gym", {}), [v for v in generate_variants() if v.form == "plain"]
+    )
     assert report.errors == report.total == len(SEEDS)
     assert report.rows[0].rate is None and report.rows[0].rejected_examples == []
 
 
 @pytest.mark.slow
-def test_the_math_verifier_accepts_latex_rewrites_and_the_cli_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_math_verifier_accepts_latex_rewrites_and_the_cli_prints_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["--verifier", "math"]) == 0
     table = capsys.readouterr().out
     assert "| dfrac | 10 | 10 | 0 | 100% |" in table

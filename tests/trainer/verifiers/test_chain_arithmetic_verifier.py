@@ -31,7 +31,9 @@ def test_every_reference_solution_scores_one_with_no_wrong_step(level: str):
     assert all(r.reward == 1.0 and r.correct for r in results)
     assert all(r.detail["first_wrong_step"] is None for r in results)
     assert all(r.detail["steps_right"] == r.detail["steps_expected"] for r in results)
-    assert all(r.detail["steps_expected"] == s.meta["operands"] - 1 for r, s in zip(results, samples, strict=True))
+    assert all(
+        r.detail["steps_expected"] == s.meta["operands"] - 1 for r, s in zip(results, samples, strict=True)
+    )
 
 
 def test_a_wrong_middle_result_is_named_with_its_expected_and_written_result():

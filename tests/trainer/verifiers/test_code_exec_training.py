@@ -23,14 +23,16 @@ HOSTILE = [
 ]
 
 
-
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_short_training_run_finishes_while_hostile_tests_fail_in_the_sandbox(
     warm_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RLVR_SECRET_KEY", "must-not-leak")
-    rows = [{"prompt": f"{a}+{a}=", "answer": str(2 * a), "tests": [{"assert": h} for h in HOSTILE]} for a in range(10, 14)]
+    rows = [
+        {"prompt": f"{a}+{a}=", "answer": str(2 * a), "tests": [{"assert": h} for h in HOSTILE]}
+        for a in range(10, 14)
+    ]
     data = tmp_path / "hostile.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     cfg = tiny_config(

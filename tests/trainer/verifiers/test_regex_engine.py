@@ -57,7 +57,9 @@ def test_a_lookahead_is_refused_with_how_to_rewrite_it() -> None:
     ],
 )
 def test_each_backtracking_only_construct_is_named_in_the_error(pattern: str, construct: str) -> None:
-    with pytest.raises(PatternError, match=re.escape(construct) + r" is not supported: patterns run in linear time"):
+    with pytest.raises(
+        PatternError, match=re.escape(construct) + r" is not supported: patterns run in linear time"
+    ):
         compile_user_pattern(pattern, what="params.pattern")
 
 
@@ -109,7 +111,9 @@ def test_the_last_match_and_named_groups_behave_like_re() -> None:
     ours = compile_user_pattern(r"x=(?P<answer>\d+)")
     theirs = re.compile(r"x=(?P<answer>\d+)")
     last = ours.last_match(text)
-    assert last is not None and last.group("answer") == list(theirs.finditer(text))[-1].group("answer") == "333"
+    assert (
+        last is not None and last.group("answer") == list(theirs.finditer(text))[-1].group("answer") == "333"
+    )
     assert ours.groupindex == {"answer": 1} and ours.groups == 1
     assert last.span("answer") == (13, 16)
 

@@ -51,7 +51,9 @@ def test_the_token_is_shown_at_creation_and_never_again(api: Api, alice: User) -
     assert (listed[0]["name"], listed[0]["prefix"], listed[0]["current"]) == ("laptop", token[:12], True)
 
 
-def test_a_new_token_expires_after_the_configured_days(settings: SettingsWrapper, api: Api, alice: User) -> None:
+def test_a_new_token_expires_after_the_configured_days(
+    settings: SettingsWrapper, api: Api, alice: User
+) -> None:
     settings.RLVR_API_TOKEN_DAYS = 7
     login(api)
     record = ApiToken.objects.get()
@@ -131,7 +133,9 @@ def test_the_migration_hashes_the_old_plaintext_tokens_and_deletes_them() -> Non
     # The table as REST framework's authtoken migrations made it, on either database back-end.
     when = connection.data_types["DateTimeField"]
     with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {LEGACY_TABLE} (key varchar(40) PRIMARY KEY, user_id integer, created {when})")
+        cursor.execute(
+            f"CREATE TABLE {LEGACY_TABLE} (key varchar(40) PRIMARY KEY, user_id integer, created {when})"
+        )
         cursor.execute(
             f"INSERT INTO {LEGACY_TABLE} VALUES (%s, %s, %s)",
             [old_key, alice.pk, connection.ops.adapt_datetimefield_value(created)],

@@ -62,7 +62,12 @@ def test_a_locked_api_login_answers_in_the_one_error_shape(alice: User) -> None:
     body = response.json()
     assert set(body) == {"message", "extra"}
     assert body["message"].startswith("Too many failed sign-ins for this username; try again in 15 minutes")
-    assert body["extra"] == {"locked": "username", "failure_limit": LIMIT, "retry_after_minutes": 15, "username": "alice"}
+    assert body["extra"] == {
+        "locked": "username",
+        "failure_limit": LIMIT,
+        "retry_after_minutes": 15,
+        "username": "alice",
+    }
     assert response["Retry-After"] == "900"
 
 
@@ -143,7 +148,9 @@ def test_rotating_x_forwarded_for_does_not_reset_the_address_lock(settings: Sett
     assert response.status_code == 429
 
 
-def test_rotating_x_forwarded_for_does_not_reset_the_token_endpoint_throttle(settings: Settings, alice: User) -> None:
+def test_rotating_x_forwarded_for_does_not_reset_the_token_endpoint_throttle(
+    settings: Settings, alice: User
+) -> None:
     settings.AXES_ENABLED = False  # the throttle alone: 20 attempts a minute per address
     for i in range(20):
         post_login("/api/auth/token/", "alice", "wrong", HTTP_X_FORWARDED_FOR=f"10.0.{i}.1")
@@ -152,11 +159,15 @@ def test_rotating_x_forwarded_for_does_not_reset_the_token_endpoint_throttle(set
     assert response.json()["message"].startswith("Request was throttled")
 
 
-def test_behind_one_proxy_only_the_right_most_forwarded_address_counts(settings: Settings, alice: User) -> None:
+def test_behind_one_proxy_only_the_right_most_forwarded_address_counts(
+    settings: Settings, alice: User
+) -> None:
     settings.RLVR_TRUSTED_PROXIES = 1
     settings.RLVR_LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT
     for i in range(LIMIT):
-        fail("/api/auth/token/", 1, username=f"guess-{i}", HTTP_X_FORWARDED_FOR=f"10.0.0.{i + 1}, 203.0.113.7")
+        fail(
+            "/api/auth/token/", 1, username=f"guess-{i}", HTTP_X_FORWARDED_FOR=f"10.0.0.{i + 1}, 203.0.113.7"
+        )
     locked = post_login("/api/auth/token/", "alice", RIGHT, HTTP_X_FORWARDED_FOR="10.9.9.9, 203.0.113.7")
     other = post_login("/api/auth/token/", "alice", RIGHT, HTTP_X_FORWARDED_FOR="203.0.113.7, 192.0.2.1")
     assert (locked.status_code, other.status_code) == (429, 200)

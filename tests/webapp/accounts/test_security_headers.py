@@ -20,7 +20,9 @@ INLINE_HANDLER = re.compile(r"<[^>]+\son[a-z]+\s*=", re.I)
 
 
 def directives(policy: str) -> dict[str, str]:
-    return {part.split()[0]: part.partition(" ")[2] for part in (p.strip() for p in policy.split(";")) if part}
+    return {
+        part.split()[0]: part.partition(" ")[2] for part in (p.strip() for p in policy.split(";")) if part
+    }
 
 
 @pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/", "/api/docs/"])
@@ -34,7 +36,9 @@ def test_pages_carry_the_content_security_policy(client: Client, path: str, db: 
     assert (policy["base-uri"], policy["form-action"]) == ("'self'", "'self'")
 
 
-def test_a_signed_in_page_carries_the_policy_and_the_other_headers(client: Client, project: Project, alice: User) -> None:
+def test_a_signed_in_page_carries_the_policy_and_the_other_headers(
+    client: Client, project: Project, alice: User
+) -> None:
     client.force_login(alice)
     response = client.get(f"/projects/{project.pk}/")
     assert response.status_code == 200
@@ -53,13 +57,21 @@ def test_no_template_has_an_inline_script_or_event_handler() -> None:
     offenders = []
     for template in sorted((REPO / "templates").rglob("*.html")):
         text = template.read_text(encoding="utf-8")
-        offenders += [f"{template.relative_to(REPO)}: {m.group(0)[:80]}" for m in INLINE_SCRIPT.finditer(text)]
-        offenders += [f"{template.relative_to(REPO)}: {m.group(0)[:80]}" for m in INLINE_HANDLER.finditer(text)]
+        offenders += [
+            f"{template.relative_to(REPO)}: {m.group(0)[:80]}" for m in INLINE_SCRIPT.finditer(text)
+        ]
+        offenders += [
+            f"{template.relative_to(REPO)}: {m.group(0)[:80]}" for m in INLINE_HANDLER.finditer(text)
+        ]
     assert not offenders, "script-src 'self' blocks these; move them to static/js/:\n" + "\n".join(offenders)
 
 
 def cookie_settings(tmp_path: Path, **env: str) -> str:
-    base = {k: v for k, v in os.environ.items() if k not in ("PYTEST_VERSION", "RLVR_HTTPS", "RLVR_TRUSTED_PROXIES")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTEST_VERSION", "RLVR_HTTPS", "RLVR_TRUSTED_PROXIES")
+    }
     code = (
         "import django; django.setup(); from django.conf import settings as s; "
         "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_PROXY_SSL_HEADER)"
@@ -72,7 +84,9 @@ def cookie_settings(tmp_path: Path, **env: str) -> str:
     return result.stdout.strip()
 
 
-def test_rlvr_https_makes_the_cookies_secure_and_trusts_the_proto_header_only_behind_a_proxy(tmp_path: Path) -> None:
+def test_rlvr_https_makes_the_cookies_secure_and_trusts_the_proto_header_only_behind_a_proxy(
+    tmp_path: Path,
+) -> None:
     assert cookie_settings(tmp_path) == "False False None"
     assert cookie_settings(tmp_path, RLVR_HTTPS="1") == "True True None"
     assert cookie_settings(tmp_path, RLVR_HTTPS="1", RLVR_TRUSTED_PROXIES="1") == (

@@ -25,12 +25,18 @@ RANK = {"outsider": -1, "viewer": 0, "annotator": 1, "admin": 2, "owner": 3}
 
 @pytest.fixture
 def task(run_with_rollouts: Run, rubric: Rubric, alice: User, annotators: list[User]) -> AnnotationTask:
-    return task_create_from_run(run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 6}, annotators_per_item=2)
+    return task_create_from_run(
+        run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 6}, annotators_per_item=2
+    )
 
 
 @pytest.fixture
 def as_role(
-    task: AnnotationTask, alice: User, charlie: User, join: Callable[[User, str | None], User], api: Callable[[User | None], APIClient]
+    task: AnnotationTask,
+    alice: User,
+    charlie: User,
+    join: Callable[[User, str | None], User],
+    api: Callable[[User | None], APIClient],
 ) -> Callable[[str], APIClient]:
     """A client for charlie with ``role`` (owner: alice). An annotator charlie gets work in the task."""
 
@@ -109,13 +115,19 @@ def test_annotators_see_only_their_own_queue_and_tasks(
     assert api(lone).get(f"/api/annotation-tasks/{task.pk}/queue/").json() == []
 
 
-def test_autosave_submit_and_skip_through_the_api(task: AnnotationTask, annotators: list[User], api: Callable[[User | None], APIClient]) -> None:
+def test_autosave_submit_and_skip_through_the_api(
+    task: AnnotationTask, annotators: list[User], api: Callable[[User | None], APIClient]
+) -> None:
     dana = annotators[0]
     first, second = Assignment.objects.filter(item__task=task, annotator=dana).order_by("item__position")[:2]
     client = api(dana)
-    draft = client.patch(f"/api/annotation-assignments/{first.pk}/", {"scores": {"clarity": 2}}, format="json")
+    draft = client.patch(
+        f"/api/annotation-assignments/{first.pk}/", {"scores": {"clarity": 2}}, format="json"
+    )
     assert draft.status_code == 200 and draft.json()["status"] == "draft"
-    bad = client.post(f"/api/annotation-assignments/{first.pk}/submit/", {"scores": {"clarity": 2}}, format="json")
+    bad = client.post(
+        f"/api/annotation-assignments/{first.pk}/submit/", {"scores": {"clarity": 2}}, format="json"
+    )
     assert bad.status_code == 400 and "scores.has_answer" in bad.json()["extra"]["fields"]
     full = {"has_answer": 1, "clarity": 2, "tone": 3}
     done = client.post(f"/api/annotation-assignments/{first.pk}/submit/", {"scores": full}, format="json")
@@ -123,7 +135,9 @@ def test_autosave_submit_and_skip_through_the_api(task: AnnotationTask, annotato
     again = client.patch(f"/api/annotation-assignments/{first.pk}/", {"scores": full}, format="json")
     assert again.status_code == 409
     assert client.post(f"/api/annotation-assignments/{second.pk}/skip/").json()["status"] == "skipped"
-    statuses = {a["status"] for a in client.get(f"/api/annotation-tasks/{task.pk}/queue/?status=skipped").json()}
+    statuses = {
+        a["status"] for a in client.get(f"/api/annotation-tasks/{task.pk}/queue/?status=skipped").json()
+    }
     assert statuses == {"skipped"}
 
 
@@ -141,7 +155,9 @@ def test_exports_stream_every_assignment_and_neutralise_formulas(
     assert formulas and all(c.startswith("'=cmd") for c in formulas)  # the fixture's sample 3 is a formula
     jsonl = api(alice).get(f"/api/annotation-tasks/{task.pk}/export.jsonl")
     records = [json.loads(line) for line in b"".join(jsonl.streaming_content).decode().splitlines()]
-    assert len(records) == n and any(r["completion"].startswith("=cmd") for r in records)  # JSON keeps it verbatim
+    assert len(records) == n and any(
+        r["completion"].startswith("=cmd") for r in records
+    )  # JSON keeps it verbatim
 
 
 def test_creating_a_task_with_a_rubric_of_another_project_is_a_clear_400(

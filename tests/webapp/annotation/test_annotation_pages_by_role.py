@@ -20,8 +20,10 @@ RANK = {"outsider": -1, "viewer": 0, "annotator": 1, "admin": 2, "owner": 3}
 
 @pytest.fixture
 def task(run_with_rollouts: Run, rubric: Rubric, alice: User, annotators: list[User]) -> AnnotationTask:
-    Rollout.objects.filter(run=run_with_rollouts).update(prompt='<script>window.__x=1</script> 2+2=')
-    return task_create_from_run(run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 4}, annotators_per_item=2)
+    Rollout.objects.filter(run=run_with_rollouts).update(prompt="<script>window.__x=1</script> 2+2=")
+    return task_create_from_run(
+        run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 4}, annotators_per_item=2
+    )
 
 
 def status_for(role: str, minimum: str) -> int:
@@ -29,7 +31,9 @@ def status_for(role: str, minimum: str) -> int:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_pages_answer_by_role(role: str, task: AnnotationTask, browser_as: Callable[[str | None], Client]) -> None:
+def test_pages_answer_by_role(
+    role: str, task: AnnotationTask, browser_as: Callable[[str | None], Client]
+) -> None:
     client = browser_as(role)
     assert client.get(f"/projects/{task.project_id}/annotation/").status_code == status_for(role, "annotator")
     assert client.get(f"/annotation/{task.pk}/").status_code == status_for(role, "annotator")
@@ -37,12 +41,16 @@ def test_pages_answer_by_role(role: str, task: AnnotationTask, browser_as: Calla
     assert client.get(f"/runs/{task.run_id}/annotate/new/").status_code == status_for(role, "admin")
 
 
-def test_anonymous_visitors_are_sent_to_sign_in(task: AnnotationTask, browser_as: Callable[[str | None], Client]) -> None:
+def test_anonymous_visitors_are_sent_to_sign_in(
+    task: AnnotationTask, browser_as: Callable[[str | None], Client]
+) -> None:
     response = browser_as(None).get(f"/annotation/{task.pk}/annotate/")
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
 
 
-def test_the_owner_sees_progress_agreement_and_exports(task: AnnotationTask, browser_as: Callable[[str | None], Client]) -> None:
+def test_the_owner_sees_progress_agreement_and_exports(
+    task: AnnotationTask, browser_as: Callable[[str | None], Client]
+) -> None:
     html = browser_as("owner").get(f"/annotation/{task.pk}/").content.decode()
     assert 'id="ann-progress"' in html and 'id="ann-agreement"' in html
     assert f"/api/annotation-tasks/{task.pk}/export.csv" in html
@@ -76,10 +84,16 @@ def test_the_run_page_links_admins_to_a_new_task_and_the_project_page_links_anno
 ) -> None:
     owner = browser_as("owner")
     assert "Annotate these rollouts" in owner.get(f"/runs/{task.run_id}/").content.decode()
-    assert f"/projects/{task.project_id}/annotation/" in owner.get(f"/projects/{task.project_id}/").content.decode()
+    assert (
+        f"/projects/{task.project_id}/annotation/"
+        in owner.get(f"/projects/{task.project_id}/").content.decode()
+    )
     viewer = browser_as("viewer")
     assert "Annotate these rollouts" not in viewer.get(f"/runs/{task.run_id}/").content.decode()
-    assert f"/projects/{task.project_id}/annotation/" not in viewer.get(f"/projects/{task.project_id}/").content.decode()
+    assert (
+        f"/projects/{task.project_id}/annotation/"
+        not in viewer.get(f"/projects/{task.project_id}/").content.decode()
+    )
 
 
 def test_the_new_task_form_creates_a_task_and_shows_field_errors(

@@ -11,7 +11,9 @@ from webapp.core.errors import ApplicationError
 
 
 @pytest.mark.parametrize(("items", "people", "k"), [(20, 2, 2), (20, 3, 2), (17, 5, 3), (7, 4, 1)])
-def test_each_item_gets_k_distinct_annotators_and_loads_differ_by_at_most_one(items: int, people: int, k: int) -> None:
+def test_each_item_gets_k_distinct_annotators_and_loads_differ_by_at_most_one(
+    items: int, people: int, k: int
+) -> None:
     plan = assign_annotators(item_ids=range(items), annotator_ids=[10 + p for p in range(people)], k=k)
     assert all(len(chosen) == len(set(chosen)) == k for chosen in plan.values())
     load = Counter(a for chosen in plan.values() for a in chosen)

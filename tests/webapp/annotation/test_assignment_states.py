@@ -25,7 +25,12 @@ FULL = {"has_answer": 1, "clarity": 4, "tone": 7.5}
 @pytest.fixture
 def work(run_with_rollouts: Run, rubric: Rubric, alice: User, annotators: list[User]) -> Assignment:
     task = task_create_from_run(
-        run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 2}, annotators=["dana"], annotators_per_item=1
+        run=run_with_rollouts,
+        rubric=rubric,
+        actor=alice,
+        sampling={"n": 2},
+        annotators=["dana"],
+        annotators_per_item=1,
     )
     return Assignment.objects.filter(item__task=task).first()  # type: ignore[return-value]
 
@@ -41,7 +46,9 @@ def test_submit_needs_every_criterion(work: Assignment) -> None:
         assignment_submit(assignment=work, actor=work.annotator, scores={"clarity": 3})
     assert set(err.value.fields) == {"scores.has_answer", "scores.tone"}
     done = assignment_submit(assignment=work, actor=work.annotator, scores=FULL, comment="fine")
-    assert done.status == AssignmentStatus.SUBMITTED and done.submitted_at is not None and done.comment == "fine"
+    assert (
+        done.status == AssignmentStatus.SUBMITTED and done.submitted_at is not None and done.comment == "fine"
+    )
 
 
 @pytest.mark.parametrize(
@@ -64,10 +71,15 @@ def test_out_of_scale_scores_are_refused_with_the_fix(
 
 def test_skip_then_come_back_as_a_draft(work: Assignment) -> None:
     assert assignment_skip(assignment=work, actor=work.annotator).status == AssignmentStatus.SKIPPED
-    assert assignment_save_draft(assignment=work, actor=work.annotator, scores={}).status == AssignmentStatus.DRAFT
+    assert (
+        assignment_save_draft(assignment=work, actor=work.annotator, scores={}).status
+        == AssignmentStatus.DRAFT
+    )
 
 
-def test_a_submitted_item_is_not_reopened_by_autosave_or_skipped_but_can_be_resubmitted(work: Assignment) -> None:
+def test_a_submitted_item_is_not_reopened_by_autosave_or_skipped_but_can_be_resubmitted(
+    work: Assignment,
+) -> None:
     assignment_submit(assignment=work, actor=work.annotator, scores=FULL)
     with pytest.raises(Conflict, match="submit again"):
         assignment_save_draft(assignment=work, actor=work.annotator, scores={"clarity": 1})

@@ -39,7 +39,9 @@ def test_twenty_rollouts_two_annotators_agreement_per_criterion(
             expected["has_answer"][who].append(answer)
             expected["clarity"][who].append(clarity)
             work = Assignment.objects.get(item=item, annotator=person)
-            assignment_submit(assignment=work, actor=person, scores={"has_answer": answer, "clarity": clarity, "tone": 5})
+            assignment_submit(
+                assignment=work, actor=person, scores={"has_answer": answer, "clarity": clarity, "tone": 5}
+            )
 
     progress = {row["annotator"]: row for row in task_progress(task=task)}
     assert progress["dana"]["submitted"] == progress["erin"]["submitted"] == 20
@@ -55,7 +57,12 @@ def test_twenty_rollouts_two_annotators_agreement_per_criterion(
 
     # has_answer: dana always matches the rule; on erin's two flips the pair splits evenly (no majority)
     rule = rows["has_answer"]["judge_vs_human"]
-    assert (rule["items"], rule["ties"], rule["exact_agreement"], rule["alpha"]) == (18, 2, 1.0, pytest.approx(1.0))
+    assert (rule["items"], rule["ties"], rule["exact_agreement"], rule["alpha"]) == (
+        18,
+        2,
+        1.0,
+        pytest.approx(1.0),
+    )
     # clarity: the consensus is the rounded mean; on a flip it moves up by half a point or more
     judge = rows["clarity"]["judge_vs_human"]
     assert judge["items"] == 20 and judge["ties"] == 0

@@ -12,12 +12,17 @@ from webapp.annotation.exports import jsonl_lines
 from webapp.core.csv_export import csv_lines, csv_safe
 
 
-@pytest.mark.parametrize("text", ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "=HYPERLINK(\"http://x\")", "\t=1", "\r=1"])
+@pytest.mark.parametrize(
+    "text", ["=1+1", "+SUM(A1)", "-2+3", "@cmd", '=HYPERLINK("http://x")', "\t=1", "\r=1"]
+)
 def test_formula_like_text_gets_a_leading_quote(text: str) -> None:
     assert csv_safe(text) == "'" + text
 
 
-@pytest.mark.parametrize(("value", "cell"), [("plain", "plain"), ("a=b", "a=b"), (None, ""), (3, "3"), (-0.5, "-0.5"), (True, "true")])
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [("plain", "plain"), ("a=b", "a=b"), (None, ""), (3, "3"), (-0.5, "-0.5"), (True, "true")],
+)
 def test_ordinary_values_are_unchanged(value: object, cell: str) -> None:
     assert csv_safe(value) == cell
 
@@ -26,7 +31,7 @@ def test_csv_lines_round_trip_through_a_csv_reader_with_newlines_and_commas() ->
     lines = list(csv_lines(["prompt", "completion"], [["1+1=", '=cmd|" /C calc"!A0\nline, two']]))
     assert len(lines) == 2  # streamed one record per chunk
     rows = list(csv.reader(io.StringIO("".join(lines))))
-    assert rows == [["prompt", "completion"], ["1+1=", "'=cmd|\" /C calc\"!A0\nline, two"]]
+    assert rows == [["prompt", "completion"], ["1+1=", '\'=cmd|" /C calc"!A0\nline, two']]
 
 
 def test_jsonl_lines_are_one_object_per_line_and_keep_text_verbatim() -> None:

@@ -21,7 +21,9 @@ KRIPPENDORFF_2011_C = [  # observers x units
 ]
 
 
-@pytest.mark.parametrize(("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)])
+@pytest.mark.parametrize(
+    ("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)]
+)
 def test_alpha_reproduces_krippendorff_2011_section_c(level: str, published: float) -> None:
     alpha, note = krippendorff_alpha(KRIPPENDORFF_2011_C, level)  # type: ignore[arg-type]
     assert note == ""
@@ -31,7 +33,9 @@ def test_alpha_reproduces_krippendorff_2011_section_c(level: str, published: flo
 def test_criterion_alpha_counts_only_items_two_people_scored() -> None:
     # the same data as ratings: unit 12 has one value, so 11 items stand behind the number
     ratings = {
-        unit: {coder: float(row[unit]) for coder, row in enumerate(KRIPPENDORFF_2011_C) if row[unit] is not None}
+        unit: {
+            coder: float(row[unit]) for coder, row in enumerate(KRIPPENDORFF_2011_C) if row[unit] is not None
+        }
         for unit in range(12)
     }
     result = criterion_alpha(ratings, scale="binary")  # nominal
@@ -41,7 +45,9 @@ def test_criterion_alpha_counts_only_items_two_people_scored() -> None:
 
 
 def test_likert_criteria_use_the_ordinal_level_and_ranges_the_interval_level() -> None:
-    ratings = {u: {c: float(r[u]) for c, r in enumerate(KRIPPENDORFF_2011_C) if r[u] is not None} for u in range(12)}
+    ratings = {
+        u: {c: float(r[u]) for c, r in enumerate(KRIPPENDORFF_2011_C) if r[u] is not None} for u in range(12)
+    }
     assert criterion_alpha(ratings, scale="likert5").alpha == pytest.approx(0.815, abs=5e-4)
     assert criterion_alpha(ratings, scale="range").alpha == pytest.approx(0.849, abs=5e-4)
 

@@ -27,12 +27,20 @@ from webapp.rubrics.models import Rubric
 @pytest.fixture
 def task(run_with_rollouts: Run, rubric: Rubric, alice: User, annotators: list[User]) -> AnnotationTask:
     """6 items, each to dana and erin (k=2 of the two named annotators)."""
-    return task_create_from_run(run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 6},
-                                annotators_per_item=2, annotators=["dana", "erin"])
+    return task_create_from_run(
+        run=run_with_rollouts,
+        rubric=rubric,
+        actor=alice,
+        sampling={"n": 6},
+        annotators_per_item=2,
+        annotators=["dana", "erin"],
+    )
 
 
 def _work(task: AnnotationTask, name: str) -> list[Assignment]:
-    return list(Assignment.objects.filter(item__task=task, annotator__username=name).order_by("item__position"))
+    return list(
+        Assignment.objects.filter(item__task=task, annotator__username=name).order_by("item__position")
+    )
 
 
 def test_unfinished_work_moves_and_submitted_scores_stay(
@@ -47,11 +55,14 @@ def test_unfinished_work_moves_and_submitted_scores_stay(
     assignment_skip(assignment=third, actor=dana)
 
     assert task_reassign_unfinished(task=task, actor=alice, from_username="dana", to_username="frank") == {
-        "moved": 5, "kept": 0}
+        "moved": 5,
+        "kept": 0,
+    }
     assert [a.status for a in _work(task, "dana")] == [AssignmentStatus.SUBMITTED]
     moved = _work(task, "frank")
-    assert len(moved) == 5 and all(a.status == AssignmentStatus.PENDING and a.scores == {} and a.comment == ""
-                                   for a in moved)
+    assert len(moved) == 5 and all(
+        a.status == AssignmentStatus.PENDING and a.scores == {} and a.comment == "" for a in moved
+    )
     assert frank.pk and Assignment.objects.filter(item__task=task).count() == 12  # nothing lost or duplicated
 
 
@@ -61,8 +72,9 @@ def test_items_the_receiver_already_has_stay_with_the_giver(task: AnnotationTask
     assert len(_work(task, "dana")) == 6
 
 
-def test_bad_requests_say_what_to_fix(task: AnnotationTask, alice: User, annotators: list[User],
-                                      join: Callable[[User, str | None], User]) -> None:
+def test_bad_requests_say_what_to_fix(
+    task: AnnotationTask, alice: User, annotators: list[User], join: Callable[[User, str | None], User]
+) -> None:
     join(make_user("victor"), "viewer")
     with pytest.raises(InvalidInput, match="cannot annotate"):
         task_reassign_unfinished(task=task, actor=alice, from_username="dana", to_username="victor")
@@ -75,20 +87,28 @@ def test_bad_requests_say_what_to_fix(task: AnnotationTask, alice: User, annotat
 
 
 def test_the_api_and_the_page_form(
-    task: AnnotationTask, alice: User, join: Callable[[User, str | None], User],
-    api: Callable[[User | None], APIClient], browser_as: Callable[[str | None], Client],
+    task: AnnotationTask,
+    alice: User,
+    join: Callable[[User, str | None], User],
+    api: Callable[[User | None], APIClient],
+    browser_as: Callable[[str | None], Client],
 ) -> None:
     join(make_user("frank"), "annotator")
     join(make_user("gina"), "annotator")
-    answer = api(alice).post(f"/api/annotation-tasks/{task.pk}/reassign/",
-                             {"from_annotator": "dana", "to_annotator": "frank"}, format="json")
+    answer = api(alice).post(
+        f"/api/annotation-tasks/{task.pk}/reassign/",
+        {"from_annotator": "dana", "to_annotator": "frank"},
+        format="json",
+    )
     assert answer.status_code == 200 and answer.json() == {"moved": 6, "kept": 0}
     owner = browser_as("owner")
     page = owner.get(f"/annotation/{task.pk}/").content.decode()
     assert 'id="ann-reassign"' in page and "<option>gina</option>" in page
-    moved = owner.post(f"/annotation/{task.pk}/reassign/", {"from_annotator": "erin", "to_annotator": "gina"},
-                       follow=True)
+    moved = owner.post(
+        f"/annotation/{task.pk}/reassign/", {"from_annotator": "erin", "to_annotator": "gina"}, follow=True
+    )
     assert "Moved 6 unfinished item(s)." in moved.content.decode() and len(_work(task, "gina")) == 6
-    refused = owner.post(f"/annotation/{task.pk}/reassign/", {"from_annotator": "erin", "to_annotator": "gina"},
-                         follow=True)
+    refused = owner.post(
+        f"/annotation/{task.pk}/reassign/", {"from_annotator": "erin", "to_annotator": "gina"}, follow=True
+    )
     assert "has no unfinished work" in refused.content.decode()

@@ -19,12 +19,18 @@ from webapp.rubrics.models import Rubric
 def test_items_snapshot_prompt_completion_reference_source_and_machine_scores(
     run_with_rollouts: Run, rubric: Rubric, alice: User, annotators: list[User]
 ) -> None:
-    task = task_create_from_run(run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 5, "seed": 4})
+    task = task_create_from_run(
+        run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 5, "seed": 4}
+    )
     item = task.items.first()
     assert item is not None
     rollout = Rollout.objects.get(pk=item.source_rollout_id)
     assert (item.prompt, item.completion, item.reference_answer) == (rollout.prompt, rollout.completion, "4")
-    assert (item.source_run_id, item.source_step, item.reward) == (run_with_rollouts.pk, rollout.step, rollout.reward)
+    assert (item.source_run_id, item.source_step, item.reward) == (
+        run_with_rollouts.pk,
+        rollout.step,
+        rollout.reward,
+    )
     assert set(item.machine_scores) == {"has_answer", "clarity"}  # the people-only criterion has none
     assert item.machine_scores["clarity"]["scorer"] == "judge"
     assert item.machine_scores["clarity"]["score"] == 1 + (rollout.group + rollout.sample_index) % 5
@@ -50,7 +56,10 @@ def test_only_the_named_annotators_are_assigned(
     task = task_create_from_run(
         run=run_with_rollouts, rubric=rubric, actor=alice, sampling={"n": 4}, annotators=["dana", "erin"]
     )
-    assert set(Assignment.objects.filter(item__task=task).values_list("annotator__username", flat=True)) == {"dana", "erin"}
+    assert set(Assignment.objects.filter(item__task=task).values_list("annotator__username", flat=True)) == {
+        "dana",
+        "erin",
+    }
 
 
 def test_viewers_are_never_assigned_and_cannot_be_named(

@@ -26,8 +26,14 @@ def eval_run(project: Project, experiment: Experiment, alice: User, settings: An
     from webapp.benchmarks.services import benchmark_create, eval_finish, eval_launch
 
     settings.RLVR_ENQUEUE = False
-    benchmark = benchmark_create(project=project, actor=alice, name="addition", source="builtin",
-                                 builtin="builtin:addition", config=dict(SMALL_BENCHMARK))
+    benchmark = benchmark_create(
+        project=project,
+        actor=alice,
+        name="addition",
+        source="builtin",
+        builtin="builtin:addition",
+        config=dict(SMALL_BENCHMARK),
+    )
     row = eval_launch(benchmark=benchmark, actor=alice, experiments=[experiment])[0]
     eval_record_problems(eval_run_id=row.pk, problems=[problem_result(f"p{i}", index=i) for i in range(3)])
     return eval_finish(eval_run_id=row.pk, status="succeeded", metrics={"avg@4": 0.5}, ci={}, timings={})
@@ -36,8 +42,9 @@ def eval_run(project: Project, experiment: Experiment, alice: User, settings: An
 def test_items_snapshot_the_problem_the_sample_and_where_it_came_from(
     eval_run: EvalRun, rubric: Rubric, alice: User, annotators: list[User]
 ) -> None:
-    task = task_create_from_eval(eval_run=eval_run, rubric=rubric, actor=alice, sampling={"n": 5, "seed": 3},
-                                 annotators_per_item=2)
+    task = task_create_from_eval(
+        eval_run=eval_run, rubric=rubric, actor=alice, sampling={"n": 5, "seed": 3}, annotators_per_item=2
+    )
     items = list(task.items.all())
     assert task.source_kind == SourceKind.BENCHMARK and task.sampling["eval_run"] == eval_run.pk
     assert task.name == f"addition on {eval_run.label}: helpfulness"
@@ -50,12 +57,26 @@ def test_items_snapshot_the_problem_the_sample_and_where_it_came_from(
         assert item.reward == (1.0 if item.correct else 0.0)
 
 
-def test_the_sampling_rule_applies_to_benchmark_samples(eval_run: EvalRun, rubric: Rubric, alice: User) -> None:
-    task = task_create_from_eval(eval_run=eval_run, rubric=rubric, actor=alice, annotators_per_item=1,
-                                 sampling={"n": 100, "only_incorrect": True})
-    assert task.items.count() == 6 and not task.items.filter(correct=True).exists()  # 2 wrong of 4, 3 problems
-    again = task_create_from_eval(eval_run=eval_run, rubric=rubric, actor=alice, annotators_per_item=1,
-                                  sampling={"n": 4, "strategy": "stratified", "strata": 2, "seed": 1})
+def test_the_sampling_rule_applies_to_benchmark_samples(
+    eval_run: EvalRun, rubric: Rubric, alice: User
+) -> None:
+    task = task_create_from_eval(
+        eval_run=eval_run,
+        rubric=rubric,
+        actor=alice,
+        annotators_per_item=1,
+        sampling={"n": 100, "only_incorrect": True},
+    )
+    assert (
+        task.items.count() == 6 and not task.items.filter(correct=True).exists()
+    )  # 2 wrong of 4, 3 problems
+    again = task_create_from_eval(
+        eval_run=eval_run,
+        rubric=rubric,
+        actor=alice,
+        annotators_per_item=1,
+        sampling={"n": 4, "strategy": "stratified", "strata": 2, "seed": 1},
+    )
     assert sorted(again.items.values_list("correct", flat=True)) == [False, False, True, True]
 
 
@@ -64,8 +85,11 @@ def test_the_api_takes_an_evaluation_or_a_run_not_both(
 ) -> None:
     client = api(alice)
     url = f"/api/projects/{project.pk}/annotation-tasks/"
-    made = client.post(url, {"eval_run": eval_run.pk, "rubric": rubric.pk, "annotators_per_item": 1,
-                             "sampling": {"n": 3}}, format="json")
+    made = client.post(
+        url,
+        {"eval_run": eval_run.pk, "rubric": rubric.pk, "annotators_per_item": 1, "sampling": {"n": 3}},
+        format="json",
+    )
     assert made.status_code == 201, made.json()
     assert AnnotationTask.objects.get(pk=made.json()["id"]).source_kind == SourceKind.BENCHMARK
     for body in ({"rubric": rubric.pk}, {"rubric": rubric.pk, "eval_run": eval_run.pk, "run": 1}):
@@ -91,7 +115,9 @@ def test_admins_create_a_task_from_the_evaluation_page(
     assert AnnotationItem.objects.filter(task=task).count() == 4
 
 
-@pytest.mark.parametrize(("role", "status"), [("admin", 200), ("annotator", 403), ("viewer", 403), ("outsider", 404)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("admin", 200), ("annotator", 403), ("viewer", 403), ("outsider", 404)]
+)
 def test_the_new_task_page_needs_an_admin(
     role: str, status: int, eval_run: EvalRun, browser_as: Callable[[str | None], Client]
 ) -> None:

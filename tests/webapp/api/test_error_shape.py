@@ -28,9 +28,13 @@ def test_an_invalid_config_is_a_400_naming_the_field_path(api: Api, project: Pro
 
 def test_several_config_errors_are_all_reported(api: Api, project: Project, alice: User) -> None:
     config = {"training": {"learning_rate": 0, "max_steps": 0}, "rollout": {"temperature": "hot"}}
-    response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "bad", "config": config}, format="json")
+    response = api(alice).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "bad", "config": config}, format="json"
+    )
     assert set(response.json()["extra"]["fields"]) == {
-        "config.training.learning_rate", "config.training.max_steps", "config.rollout.temperature"
+        "config.training.learning_rate",
+        "config.training.max_steps",
+        "config.rollout.temperature",
     }
     assert "(and 2 more)" in response.json()["message"]
 
@@ -51,7 +55,9 @@ def test_a_bad_query_parameter_is_named(api: Api, run: Run, alice: User) -> None
 
 
 def test_malformed_json_is_a_400_in_the_same_shape(api: Api, project: Project, alice: User) -> None:
-    response = api(alice).post(f"/api/projects/{project.pk}/experiments/", "{oops", content_type="application/json")
+    response = api(alice).post(
+        f"/api/projects/{project.pk}/experiments/", "{oops", content_type="application/json"
+    )
     assert response.status_code == 400
     assert response.json()["message"].startswith("JSON parse error")
     assert response.json()["extra"] == {}
@@ -68,7 +74,9 @@ def test_a_missing_object_is_a_404_in_the_same_shape(api: Api, alice: User) -> N
     assert api(alice).get("/api/runs/999999/").json() == {"message": "Not found.", "extra": {}}
 
 
-def test_a_forbidden_action_says_which_role_it_needs(api: Api, experiment: Experiment, join: Callable[[User, str | None], User], bob: User) -> None:
+def test_a_forbidden_action_says_which_role_it_needs(
+    api: Api, experiment: Experiment, join: Callable[[User, str | None], User], bob: User
+) -> None:
     join(bob, "viewer")
     response = api(bob).post(f"/api/experiments/{experiment.pk}/runs/")
     assert response.status_code == 403

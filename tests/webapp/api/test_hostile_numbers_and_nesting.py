@@ -33,13 +33,21 @@ def json_routes(project: Project) -> list[tuple[str, str, str]]:
     """(method, url, body with ``HUGE`` in it) for every listed JSON entry point."""
     pid = project.pk
     return [
-        ("POST", "/api/ingest/batches/", '{"project": ' + str(pid) + ', "run_key": "k", "step": ' + HUGE + "}"),
+        (
+            "POST",
+            "/api/ingest/batches/",
+            '{"project": ' + str(pid) + ', "run_key": "k", "step": ' + HUGE + "}",
+        ),
         ("POST", f"/api/projects/{pid}/experiments/", '{"name": "x", "config": {"seed": ' + HUGE + "}}"),
         ("POST", "/api/configs/yaml/", '{"config": {"seed": ' + HUGE + "}}"),
         ("POST", "/api/configs/parse/", '{"text": ' + HUGE + "}"),
         ("POST", f"/api/projects/{pid}/run-views/", '{"name": "v", "spec": {"columns": [' + HUGE + "]}}"),
         ("PUT", f"/api/projects/{pid}/chart-layout/", '{"spec": {"smoothing": ' + HUGE + "}}"),
-        ("POST", f"/api/projects/{pid}/benchmarks/", '{"name": "b", "source": "builtin", "config": {"k": ' + HUGE + "}}"),
+        (
+            "POST",
+            f"/api/projects/{pid}/benchmarks/",
+            '{"name": "b", "source": "builtin", "config": {"k": ' + HUGE + "}}",
+        ),
         ("POST", f"/api/projects/{pid}/rubrics/", '{"name": "r", "criteria": [{"weight": ' + HUGE + "}]}"),
     ]
 
@@ -74,13 +82,20 @@ def test_a_float_that_overflows_is_a_400(api: Api, project: Project, alice: User
     ids=["decimal", "hexadecimal", "base-60", "in-a-list"],
 )
 def test_a_huge_integer_in_pasted_yaml_is_a_400_with_its_line(api: Api, alice: User, text: str) -> None:
-    payload = error_shaped(api(alice).post("/api/configs/parse/", {"text": "name: x\n" + text}, format="json"))
+    payload = error_shaped(
+        api(alice).post("/api/configs/parse/", {"text": "name: x\n" + text}, format="json")
+    )
     assert "more than 300 digits" in payload["message"] and payload["extra"]["line"] == 2
 
 
 @pytest.mark.parametrize(
     "text",
-    ["[" * 40_000, "{a: " * 10_000, "a: " + "[" * 20_000 + "]" * 20_000, "".join(" " * i + "- \n" for i in range(200))],
+    [
+        "[" * 40_000,
+        "{a: " * 10_000,
+        "a: " + "[" * 20_000 + "]" * 20_000,
+        "".join(" " * i + "- \n" for i in range(200)),
+    ],
     ids=["flow-sequences", "flow-mappings", "closed-sequences", "block-sequences"],
 )
 def test_nested_yaml_of_40_kb_is_refused_quickly(api: Api, alice: User, text: str) -> None:
@@ -88,10 +103,14 @@ def test_nested_yaml_of_40_kb_is_refused_quickly(api: Api, alice: User, text: st
     payload = error_shaped(api(alice).post("/api/configs/parse/", {"text": text}, format="json"))
     spent = time.process_time() - started
     assert "nests more than 64 levels" in payload["message"]
-    assert spent < 5, f"{spent:.1f} s of CPU"  # a loose guard; benchmarks/nested_input_refusal.py has the figures
+    assert spent < 5, (
+        f"{spent:.1f} s of CPU"
+    )  # a loose guard; benchmarks/nested_input_refusal.py has the figures
 
 
-def test_a_form_encoded_null_config_is_a_400_naming_the_field(api: Api, project: Project, alice: User) -> None:
+def test_a_form_encoded_null_config_is_a_400_naming_the_field(
+    api: Api, project: Project, alice: User
+) -> None:
     response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "x", "config": "null"})
     assert error_shaped(response)["extra"]["fields"] == {"config": ["This field may not be null."]}
 
@@ -106,7 +125,9 @@ def test_a_form_encoded_config_is_read_like_a_json_one(api: Api, project: Projec
 
 
 @pytest.mark.parametrize(
-    "text", ["[" * 100_000, '{"seed": ' + HUGE + "}", '{"lr": 1e999}', "NaN"], ids=["deep", "huge", "overflow", "nan"]
+    "text",
+    ["[" * 100_000, '{"seed": ' + HUGE + "}", '{"lr": 1e999}', "NaN"],
+    ids=["deep", "huge", "overflow", "nan"],
 )
 def test_hostile_json_in_a_form_field_is_a_400(api: Api, project: Project, alice: User, text: str) -> None:
     response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "x", "config": text})
@@ -122,7 +143,9 @@ def test_a_runs_table_metrics_parameter_over_its_bound_is_a_400_naming_it(
 
 
 @pytest.mark.parametrize("name", ["metrics", "search"])
-def test_a_70_kb_query_string_is_a_414_in_the_error_shape(api: Api, project: Project, alice: User, name: str) -> None:
+def test_a_70_kb_query_string_is_a_414_in_the_error_shape(
+    api: Api, project: Project, alice: User, name: str
+) -> None:
     url = f"/api/projects/{project.pk}/runs/table/" if name == "metrics" else "/api/runs/1/rollouts/"
     response = api(alice).get(url, {name: "x" * 70_000})
     assert response.status_code == 414

@@ -60,7 +60,9 @@ def test_a_nul_or_lone_surrogate_in_a_config_string_is_a_400_with_its_path(
 
 
 def test_a_nul_in_an_object_key_is_refused(api: Api, project: Project, alice: User) -> None:
-    status, payload = post_raw(api(alice), experiments_url(project), '{"name": "x", "config": {"a\\u0000": 1}}')
+    status, payload = post_raw(
+        api(alice), experiments_url(project), '{"name": "x", "config": {"a\\u0000": 1}}'
+    )
     assert status == 400
     assert "NUL" in str(payload["message"])
 
@@ -73,7 +75,9 @@ def test_a_non_finite_learning_rate_is_a_400(api: Api, project: Project, alice: 
     assert "finite" in str(payload["message"])
 
 
-def test_the_string_inf_as_a_learning_rate_is_a_400_naming_the_field(api: Api, project: Project, alice: User) -> None:
+def test_the_string_inf_as_a_learning_rate_is_a_400_naming_the_field(
+    api: Api, project: Project, alice: User
+) -> None:
     config = {"training": {"learning_rate": "inf"}}
     response = api(alice).post(experiments_url(project), {"name": "x", "config": config}, format="json")
     assert response.status_code == 400
@@ -99,7 +103,9 @@ def test_a_body_over_the_limit_is_a_413_in_the_one_shape(api: Api, project: Proj
     status, payload = post_raw(api(alice), experiments_url(project), body)
     assert status == 413
     assert set(payload) == {"message", "extra"}
-    assert str(payload["message"]).startswith("Request body is 3.1 MB; the limit is 2.5 MB (RLVR_MAX_BODY_KB)")
+    assert str(payload["message"]).startswith(
+        "Request body is 3.1 MB; the limit is 2.5 MB (RLVR_MAX_BODY_KB)"
+    )
     assert payload["extra"]["limit_bytes"] == 2560 * 1024
 
 
@@ -144,8 +150,9 @@ def test_a_nul_in_a_query_parameter_is_a_400(api: Api, experiment: Experiment, a
 
 
 def test_a_nul_in_a_form_field_is_a_400(api: Api, project: Project, alice: User) -> None:
-    response = api(alice).post(experiments_url(project), "name=a%00b&config=%7B%7D",
-                               content_type="application/x-www-form-urlencoded")
+    response = api(alice).post(
+        experiments_url(project), "name=a%00b&config=%7B%7D", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 400
     assert list(response.json()["extra"]["fields"]) == ["name"]
 
@@ -162,7 +169,9 @@ def test_an_oversized_page_post_gets_a_readable_page(alice: User, project: Proje
 def test_an_upload_may_be_larger_than_the_body_limit(api: Api, project: Project, alice: User) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    rows = "".join(json.dumps({"prompt": f"{i}+{i}=" + " " * 40, "answer": str(2 * i)}) + "\n" for i in range(40_000))
+    rows = "".join(
+        json.dumps({"prompt": f"{i}+{i}=" + " " * 40, "answer": str(2 * i)}) + "\n" for i in range(40_000)
+    )
     assert len(rows) > 2560 * 1024
     upload = SimpleUploadedFile("big.jsonl", rows.encode(), content_type="application/jsonl")
     response = api(alice).post(f"/api/projects/{project.pk}/datasets/", {"file": upload}, format="multipart")
@@ -182,13 +191,20 @@ def test_an_upload_over_the_upload_limit_is_refused_before_it_is_read(
     assert "RLVR_MAX_UPLOAD_MB" in response.json()["message"]
 
 
-def test_deeply_nested_json_in_a_page_form_field_is_a_form_error_not_a_500(alice: User, project: Project) -> None:
+def test_deeply_nested_json_in_a_page_form_field_is_a_form_error_not_a_500(
+    alice: User, project: Project
+) -> None:
     client = Client()
     client.force_login(alice)
     deep = "[" * 100_000 + "]" * 100_000
     response = client.post(
         f"/projects/{project.pk}/benchmarks/",
-        {"name": "deep", "source": "reasoning_gym", "task": "chain_sum", "task_config": '{"x": ' + deep + "}"},
+        {
+            "name": "deep",
+            "source": "reasoning_gym",
+            "task": "chain_sum",
+            "task_config": '{"x": ' + deep + "}",
+        },
     )
     assert response.status_code == 200
     assert b"nests more than 64 levels" in response.content

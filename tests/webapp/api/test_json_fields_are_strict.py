@@ -31,6 +31,10 @@ def test_no_api_serializer_reads_json_with_rest_framework_s_own_field() -> None:
         except Exception:  # a serializer that needs context to build its fields
             fields = getattr(cls, "_declared_fields", {})
         for name, field in fields.items():
-            if isinstance(field, serializers.JSONField) and not field.read_only and not isinstance(field, StrictJSONField):
+            if (
+                isinstance(field, serializers.JSONField)
+                and not field.read_only
+                and not isinstance(field, StrictJSONField)
+            ):
                 loose.append(f"{cls.__module__}.{cls.__name__}.{name}")
     assert not loose, f"use webapp.api.fields.StrictJSONField for: {loose}"

@@ -58,8 +58,12 @@ def ids(project: Project, experiment: Experiment, alice: User) -> dict[str, int]
     rollout = Rollout.objects.filter(run=failed).first()
     assert rollout is not None
     return {
-        "project": project.pk, "experiment": experiment.pk, "spare": spare.pk,
-        "failed": failed.pk, "queued": queued.pk, "rollout": rollout.pk,
+        "project": project.pk,
+        "experiment": experiment.pk,
+        "spare": spare.pk,
+        "failed": failed.pk,
+        "queued": queued.pk,
+        "rollout": rollout.pk,
     }
 
 
@@ -74,7 +78,9 @@ def send(client: APIClient, method: str, path: str, body: Any, ids: dict[str, in
 
 
 @pytest.mark.parametrize("role", ROLES)
-@pytest.mark.parametrize(("method", "path", "body", "minimum", "ok"), ENDPOINTS, ids=[f"{e[0]} {e[1]}" for e in ENDPOINTS])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "minimum", "ok"), ENDPOINTS, ids=[f"{e[0]} {e[1]}" for e in ENDPOINTS]
+)
 def test_each_role_gets_what_it_is_allowed(
     api: Callable[[User | None], APIClient],
     join: Callable[[User, str | None], User],

@@ -74,19 +74,31 @@ def _objects(owner: User, project: Project) -> dict[str, Any]:
     run = run_launch(experiment=experiment, actor=owner)
     record_steps(run, range(1, 3))
     upload = SimpleUploadedFile("addition.jsonl", (DATA / "addition.jsonl").read_bytes())
-    dataset = dataset_upload(project=project, actor=owner, file=upload, filename="addition.jsonl", size=upload.size or 0)
+    dataset = dataset_upload(
+        project=project, actor=owner, file=upload, filename="addition.jsonl", size=upload.size or 0
+    )
     bob = User.objects.create_user(username="bob", password="pw-bob-123")
     Membership.objects.create(project=project, user=bob, role="annotator")
-    benchmark = benchmark_create(project=project, actor=owner, name="add", source="builtin", config={},
-                                 builtin="builtin:addition")
+    benchmark = benchmark_create(
+        project=project, actor=owner, name="add", source="builtin", config={}, builtin="builtin:addition"
+    )
     eval_run = eval_launch(benchmark=benchmark, actor=owner, experiments=[experiment])[0]
     rubric = Rubric.objects.create(project=project, name="has-digit", created_by=owner)
-    Criterion.objects.create(rubric=rubric, position=0, name="digit", scale="binary", min_value=0, max_value=1,
-                             scorer="rule", rule={"type": "regex", "params": {"pattern": r"\d"}})
+    Criterion.objects.create(
+        rubric=rubric,
+        position=0,
+        name="digit",
+        scale="binary",
+        min_value=0,
+        max_value=1,
+        scorer="rule",
+        rule={"type": "regex", "params": {"pattern": r"\d"}},
+    )
     task = task_create_from_run(run=run, rubric=rubric, actor=owner, annotators_per_item=1)
     definition = verifier_definition_create(project=project, actor=owner, name="exact", verifier="exact")
-    case = verifier_test_case_create(definition=definition, actor=owner, completion="4", reference="4",
-                                     expected_correct=True)
+    case = verifier_test_case_create(
+        definition=definition, actor=owner, completion="4", reference="4", expected_correct=True
+    )
     return {
         "project_id": project.pk, "experiment_id": experiment.pk, "run_id": run.pk, "dataset_id": dataset.pk,
         "username": bob.username, "benchmark_id": benchmark.pk, "eval_run_id": eval_run.pk,
@@ -168,7 +180,9 @@ def _raw_requests(operation: Any) -> list[tuple[str, str, dict[str, str]]]:
             if media == "application/json":
                 requests += [(media, '{"' + name + '": ' + value + "}", {}) for value in RAW_JSON]
             else:
-                requests += [("application/x-www-form-urlencoded", urlencode({name: value}), {}) for value in RAW_FORM]
+                requests += [
+                    ("application/x-www-form-urlencoded", urlencode({name: value}), {}) for value in RAW_FORM
+                ]
     if content.get("application/json"):
         requests.append(("application/json", "[" * 100_000 + "]" * 100_000, {}))
     for parameter in operation.query:
@@ -185,7 +199,9 @@ def _send_raw(operation: Any, objects: dict[str, Any], token: str) -> list[str]:
     errors = []
     for content_type, body, query in _raw_requests(operation):
         url = f"{path}?{urlencode(query)}" if query else path
-        response = client.generic(operation.method.upper(), url, body.encode(), content_type=content_type or "text/plain")
+        response = client.generic(
+            operation.method.upper(), url, body.encode(), content_type=content_type or "text/plain"
+        )
         if response.status_code >= 500:
             errors.append(f"{response.status_code} for {operation.method.upper()} {url[:200]} {body[:200]!r}")
     return errors
@@ -197,7 +213,9 @@ def _known(operation: Any, objects: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("operation", OPERATIONS, ids=lambda op: f"{op.method.upper()} {op.path}")
-def test_no_generated_request_gets_a_server_error(operation: Any, alice: User, project: Project, wsgi_app: Any) -> None:
+def test_no_generated_request_gets_a_server_error(
+    operation: Any, alice: User, project: Project, wsgi_app: Any
+) -> None:
     from webapp.accounts.tokens import issue_token
 
     objects = _objects(alice, project)

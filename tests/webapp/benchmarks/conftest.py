@@ -16,8 +16,14 @@ from webapp.teams.models import Project
 def benchmark(project: Project, alice: User) -> Benchmark:
     from webapp.benchmarks.services import benchmark_create
 
-    return benchmark_create(project=project, actor=alice, name="addition", source="builtin",
-                            builtin="builtin:addition", config=dict(SMALL_BENCHMARK))
+    return benchmark_create(
+        project=project,
+        actor=alice,
+        name="addition",
+        source="builtin",
+        builtin="builtin:addition",
+        config=dict(SMALL_BENCHMARK),
+    )
 
 
 @pytest.fixture

@@ -33,10 +33,17 @@ def test_a_viewer_sees_the_list_without_the_form_and_an_outsider_gets_404(
 
 
 def test_the_form_creates_a_builtin_benchmark(project: Project, alice: User) -> None:
-    response = client_for(alice).post(f"/projects/{project.pk}/benchmarks/", {
-        "name": "add8", "source": "builtin", "builtin": "builtin:addition", "n_samples": "8", "pass_k": "1,2,8",
-        "max_problems": "5",
-    })
+    response = client_for(alice).post(
+        f"/projects/{project.pk}/benchmarks/",
+        {
+            "name": "add8",
+            "source": "builtin",
+            "builtin": "builtin:addition",
+            "n_samples": "8",
+            "pass_k": "1,2,8",
+            "max_problems": "5",
+        },
+    )
     benchmark = Benchmark.objects.get(name="add8")
     assert response.status_code == 302 and response["Location"] == f"/benchmarks/{benchmark.pk}/"
     assert benchmark.config["pass_k"] == [1, 2, 8] and benchmark.config["max_problems"] == 5
@@ -46,9 +53,16 @@ def test_the_form_shows_the_bad_rows_of_an_upload(project: Project, alice: User)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     bad = SimpleUploadedFile("b.csv", b"problem,answer\n1+1=,2\n2+2=,\n,4\n")
-    page = client_for(alice).post(f"/projects/{project.pk}/benchmarks/", {
-        "name": "csv", "source": "file", "file": bad, "problem_field": "problem", "answer_field": "answer",
-    })
+    page = client_for(alice).post(
+        f"/projects/{project.pk}/benchmarks/",
+        {
+            "name": "csv",
+            "source": "file",
+            "file": bad,
+            "problem_field": "problem",
+            "answer_field": "answer",
+        },
+    )
     assert page.status_code == 200 and not Benchmark.objects.filter(name="csv").exists()
     text = page.content.decode()
     assert "row 2 (line 3)" in text and "row 3 (line 4)" in text
@@ -68,8 +82,14 @@ def test_the_evaluation_page_embeds_model_text_as_escaped_json(
     assert b"<script>alert(1)" not in page.content and b"\\u003C/script\\u003E" in page.content
 
 
-def test_project_and_benchmark_pages_link_to_each_other(project: Project, benchmark: Benchmark, alice: User) -> None:
+def test_project_and_benchmark_pages_link_to_each_other(
+    project: Project, benchmark: Benchmark, alice: User
+) -> None:
     c = client_for(alice)
     assert f'href="/projects/{project.pk}/benchmarks/"'.encode() in c.get(f"/projects/{project.pk}/").content
     detail = c.get(f"/benchmarks/{benchmark.pk}/")
-    assert detail.status_code == 200 and b"evaluate-form" in detail.content and b"plotly.min.js" in detail.content
+    assert (
+        detail.status_code == 200
+        and b"evaluate-form" in detail.content
+        and b"plotly.min.js" in detail.content
+    )

@@ -27,10 +27,23 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 @pytest.fixture
 def file_benchmark(project: Project, alice: User) -> Benchmark:
     path = DATA / "gsm8k_sample.jsonl"
-    dataset = benchmark_file_upload(project=project, actor=alice, file=BytesIO(path.read_bytes()), filename=path.name,
-                                    size=path.stat().st_size, problem_field="question", answer_field="answer")
-    return benchmark_create(project=project, actor=alice, name="gsm8k", source="file", dataset=dataset,
-                            config={"n_samples": 2, "verifiers": [{"name": "math"}]})
+    dataset = benchmark_file_upload(
+        project=project,
+        actor=alice,
+        file=BytesIO(path.read_bytes()),
+        filename=path.name,
+        size=path.stat().st_size,
+        problem_field="question",
+        answer_field="answer",
+    )
+    return benchmark_create(
+        project=project,
+        actor=alice,
+        name="gsm8k",
+        source="file",
+        dataset=dataset,
+        config={"n_samples": 2, "verifiers": [{"name": "math"}]},
+    )
 
 
 def test_the_eval_worker_reads_the_benchmarks_own_file(
@@ -47,7 +60,9 @@ def test_the_eval_worker_refuses_a_data_path_changed_behind_the_checks(
     file_benchmark: Benchmark, experiment: Experiment, alice: User, no_enqueue: None
 ) -> None:
     (row,) = eval_launch(benchmark=file_benchmark, actor=alice, experiments=[experiment])
-    EvalRun.objects.filter(pk=row.pk).update(config={**row.config, "data": {**row.config["data"], "path": "/etc/passwd"}})
+    EvalRun.objects.filter(pk=row.pk).update(
+        config={**row.config, "data": {**row.config["data"], "path": "/etc/passwd"}}
+    )
     row.refresh_from_db()
     with pytest.raises(ConfigError, match="is not an uploaded data file of this project"):
         eval_inputs_for_worker(eval_run=row)
@@ -57,7 +72,10 @@ def test_the_benchmarks_api_never_returns_the_server_path_of_its_file(
     api: Any, file_benchmark: Benchmark, alice: User
 ) -> None:
     stored = Dataset.objects.get(benchmarks=file_benchmark).path
-    for url in (f"/api/benchmarks/{file_benchmark.pk}/", f"/api/projects/{file_benchmark.project_id}/benchmarks/"):
+    for url in (
+        f"/api/benchmarks/{file_benchmark.pk}/",
+        f"/api/projects/{file_benchmark.project_id}/benchmarks/",
+    ):
         body = api(alice).get(url).json()
         assert stored not in json.dumps(body) and f"dataset:{file_benchmark.dataset_id}" in json.dumps(body)
 
@@ -85,15 +103,26 @@ def test_a_checkpoint_target_is_named_by_id_and_resolved_by_the_worker(
 
 
 def test_a_checkpoint_of_another_project_written_into_an_evaluation_is_refused_by_the_worker(
-    benchmark: Benchmark, experiment: Experiment, alice: User, bob: User, settings: Settings, tmp_path: Path,
+    benchmark: Benchmark,
+    experiment: Experiment,
+    alice: User,
+    bob: User,
+    settings: Settings,
+    tmp_path: Path,
     no_enqueue: None,
 ) -> None:
     from webapp.experiments.services import experiment_create, run_launch
     from webapp.teams.services import project_create
 
-    theirs = experiment_create(project=project_create(name="Bob's", owner=bob), actor=bob, name="b",
-                               config={"data": {"source": "demo"}})
-    checkpoint = Checkpoint.objects.create(run=run_launch(experiment=theirs, actor=bob), step=1, path=str(tmp_path))
+    theirs = experiment_create(
+        project=project_create(name="Bob's", owner=bob),
+        actor=bob,
+        name="b",
+        config={"data": {"source": "demo"}},
+    )
+    checkpoint = Checkpoint.objects.create(
+        run=run_launch(experiment=theirs, actor=bob), step=1, path=str(tmp_path)
+    )
     (row,) = eval_launch(benchmark=benchmark, actor=alice, experiments=[experiment])
     EvalRun.objects.filter(pk=row.pk).update(model_path=f"checkpoint:{checkpoint.pk}")
     row.refresh_from_db()

@@ -34,11 +34,16 @@ def test_the_evaluate_form_marks_deleted_checkpoints(
 
 
 def test_evaluating_a_deleted_checkpoint_is_refused_in_the_api_error_shape(
-    api: Api, alice: User, benchmark: Benchmark, kept_and_deleted: tuple[Checkpoint, Checkpoint], no_enqueue: None
+    api: Api,
+    alice: User,
+    benchmark: Benchmark,
+    kept_and_deleted: tuple[Checkpoint, Checkpoint],
+    no_enqueue: None,
 ) -> None:
     kept, deleted = kept_and_deleted
-    response = api(alice).post(f"/api/benchmarks/{benchmark.pk}/evals/",
-                               {"checkpoints": [kept.pk, deleted.pk]}, format="json")
+    response = api(alice).post(
+        f"/api/benchmarks/{benchmark.pk}/evals/", {"checkpoints": [kept.pk, deleted.pk]}, format="json"
+    )
     assert response.status_code == 400
     body = response.json()
     assert set(body) == {"message", "extra"}

@@ -44,8 +44,14 @@ def eval_run(alice: Any) -> EvalRun:
 
     project = make_project(alice)
     experiment = experiment_create(project=project, actor=alice, name="e", config={})
-    benchmark = benchmark_create(project=project, actor=alice, name="addition", source="builtin",
-                                 builtin="builtin:addition", config=dict(SMALL_BENCHMARK))
+    benchmark = benchmark_create(
+        project=project,
+        actor=alice,
+        name="addition",
+        source="builtin",
+        builtin="builtin:addition",
+        config=dict(SMALL_BENCHMARK),
+    )
     return eval_launch(benchmark=benchmark, actor=alice, experiments=[experiment])[0]
 
 

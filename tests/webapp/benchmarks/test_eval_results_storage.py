@@ -36,15 +36,24 @@ def test_a_batch_of_problems_is_stored_with_a_constant_number_of_queries(
     assert row.problems_done == 11 and EvalSample.objects.filter(problem__eval_run=row).count() == 44
 
 
-def test_a_problem_stored_twice_is_kept_once(benchmark: Benchmark, experiment: Experiment, alice: User, no_enqueue: None) -> None:
+def test_a_problem_stored_twice_is_kept_once(
+    benchmark: Benchmark, experiment: Experiment, alice: User, no_enqueue: None
+) -> None:
     row = launch(benchmark, experiment, alice)
     assert eval_record_problems(eval_run_id=row.pk, problems=[problem_result("row-1")]) == 1
-    assert eval_record_problems(eval_run_id=row.pk, problems=[problem_result("row-1"), problem_result("row-2", index=1)]) == 1
+    assert (
+        eval_record_problems(
+            eval_run_id=row.pk, problems=[problem_result("row-1"), problem_result("row-2", index=1)]
+        )
+        == 1
+    )
     row.refresh_from_db()
     assert row.problems_done == 2 and EvalProblem.objects.filter(eval_run=row).count() == 2
 
 
-def test_counts_and_token_arrays_survive_the_round_trip(benchmark: Benchmark, experiment: Experiment, alice: User, no_enqueue: None) -> None:
+def test_counts_and_token_arrays_survive_the_round_trip(
+    benchmark: Benchmark, experiment: Experiment, alice: User, no_enqueue: None
+) -> None:
     row = launch(benchmark, experiment, alice)
     original = problem_result("row-1", correct=[False, True, True, True])
     eval_record_problems(eval_run_id=row.pk, problems=[original])
@@ -68,4 +77,7 @@ def test_stored_problems_rebuild_the_engines_results_for_resuming(
     assert (got.problem_id, got.index, got.seed, got.n, got.c, got.answer) == ("row-2", 1, 0, 4, 2, "4")
     assert [s.token_ids for s in got.samples] == [s.token_ids for s in original.samples]
     assert [s.extracted_answer for s in got.samples] == ["4", "4", "5", "5"]
-    assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in zip(got.samples[3].logprobs, original.samples[3].logprobs, strict=True))
+    assert all(
+        math.isclose(a, b, rel_tol=1e-6)
+        for a, b in zip(got.samples[3].logprobs, original.samples[3].logprobs, strict=True)
+    )

@@ -15,12 +15,26 @@ def table() -> ResultsTable:
         return Cell(value=v, ci=[v - 0.05, v + 0.05], eval_run_id=1, best=best)
 
     return ResultsTable(
-        columns=[{"benchmark": "gsm_8k & co", "metric": "pass@1 (n=8)"}, {"benchmark": "gsm_8k & co", "metric": "response_len_mean"}],
+        columns=[
+            {"benchmark": "gsm_8k & co", "metric": "pass@1 (n=8)"},
+            {"benchmark": "gsm_8k & co", "metric": "response_len_mean"},
+        ],
         rows=[
-            {"label": "base_model 50% $x$", "kind": "base", "step": None,
-             "cells": {"gsm_8k & co\tpass@1 (n=8)": cell(0.25, False), "gsm_8k & co\tresponse_len_mean": cell(12.0, False)}},
-            {"label": "run #3 step {10}", "kind": "checkpoint", "step": 10,
-             "cells": {"gsm_8k & co\tpass@1 (n=8)": cell(0.625, True)}},
+            {
+                "label": "base_model 50% $x$",
+                "kind": "base",
+                "step": None,
+                "cells": {
+                    "gsm_8k & co\tpass@1 (n=8)": cell(0.25, False),
+                    "gsm_8k & co\tresponse_len_mean": cell(12.0, False),
+                },
+            },
+            {
+                "label": "run #3 step {10}",
+                "kind": "checkpoint",
+                "step": 10,
+                "cells": {"gsm_8k & co\tpass@1 (n=8)": cell(0.625, True)},
+            },
         ],
     )
 

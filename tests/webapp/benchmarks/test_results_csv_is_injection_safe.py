@@ -24,8 +24,14 @@ def test_a_benchmark_named_like_a_formula_is_exported_as_text(
 ) -> None:
     from webapp.benchmarks.services import benchmark_create
 
-    benchmark = benchmark_create(project=project, actor=alice, name="@SUM(1+1)", source="builtin",
-                                 builtin="builtin:addition", config=dict(SMALL_BENCHMARK))
+    benchmark = benchmark_create(
+        project=project,
+        actor=alice,
+        name="@SUM(1+1)",
+        source="builtin",
+        builtin="builtin:addition",
+        config=dict(SMALL_BENCHMARK),
+    )
     EvalRun.objects.create(
         benchmark=benchmark, target_kind="base", experiment=experiment, model_path="m",
         label='=HYPERLINK("http://x")', config=benchmark.config, status="succeeded",
@@ -35,4 +41,4 @@ def test_a_benchmark_named_like_a_formula_is_exported_as_text(
     assert response.status_code == 200
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0][3:] == ["'@SUM(1+1) pass@1", "'@SUM(1+1) pass@1 ci_low", "'@SUM(1+1) pass@1 ci_high"]
-    assert rows[1] == ["'=HYPERLINK(\"http://x\")", "base", "", "0.5", "0.4", "0.6"]
+    assert rows[1] == ['\'=HYPERLINK("http://x")', "base", "", "0.5", "0.4", "0.6"]

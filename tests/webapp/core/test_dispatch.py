@@ -31,7 +31,9 @@ def test_the_task_is_sent_after_commit_and_not_on_rollback() -> None:
     assert sent == ["a"]
 
 
-def test_a_refused_send_is_recorded_then_raised_as_queue_unavailable(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_send_is_recorded_then_raised_as_queue_unavailable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     failures: list[Exception] = []
     record: Callable[[Exception], None] = failures.append
     with pytest.raises(QueueUnavailable) as raised, transaction.atomic():

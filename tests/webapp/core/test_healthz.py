@@ -29,7 +29,9 @@ def test_healthz_answers_503_naming_redis_when_redis_is_down(settings: Settings)
 
 def test_a_separate_channel_layer_redis_that_is_down_is_named_too(settings: Settings) -> None:
     dead = f"redis://127.0.0.1:{free_port()}/0"
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [dead]}}
+    }
     response = Client().get("/healthz")
     assert response.status_code == 503
     body = response.json()

@@ -120,11 +120,16 @@ def test_an_evaluation_launched_while_redis_is_down_answers_503_and_is_marked_fa
     benchmark = benchmark_create(project=project, actor=alice, name="addition", source="builtin",
                                  builtin="builtin:addition", config=dict(SMALL_BENCHMARK))  # fmt: skip
     dead = broker(False)
-    response = api(alice).post(f"/api/benchmarks/{benchmark.pk}/evals/", {"experiments": [experiment.pk]}, format="json")
+    response = api(alice).post(
+        f"/api/benchmarks/{benchmark.pk}/evals/", {"experiments": [experiment.pk]}, format="json"
+    )
 
     assert response.status_code == 503, response.content
     body = response.json()
-    assert set(body) == {"message", "extra"} and f"The task queue (Redis at {dead}) is unreachable" in body["message"]
+    assert (
+        set(body) == {"message", "extra"}
+        and f"The task queue (Redis at {dead}) is unreachable" in body["message"]
+    )
     row = EvalRun.objects.get(benchmark=benchmark)
     assert body["extra"]["unsent"] == [f"evaluation {row.pk}"]
     assert row.status == "failed" and "launch it again" in row.error_message
@@ -136,7 +141,9 @@ def test_a_verification_job_started_while_redis_is_down_answers_503_and_is_marke
     from webapp.verification.models import VerificationJob
     from webapp.verification.services import verifier_definition_create
 
-    definition = verifier_definition_create(project=project, actor=alice, name="answer", verifier="exact", params={})
+    definition = verifier_definition_create(
+        project=project, actor=alice, name="answer", verifier="exact", params={}
+    )
     version = definition.versions.get(number=1)
     broker(False)
     response = api(alice).post(f"/api/verifier-versions/{version.pk}/audit/", {}, format="json")
@@ -153,7 +160,9 @@ def test_the_run_page_offers_queue_again_only_for_a_not_queued_run(alice: User, 
     client = Client()
     client.force_login(alice)
     assert 'id="queue-again"' not in client.get(f"/runs/{run.pk}/").content.decode()
-    Run.objects.filter(pk=run.pk).update(status="not_queued", error_message="Could not send the run to a worker")
+    Run.objects.filter(pk=run.pk).update(
+        status="not_queued", error_message="Could not send the run to a worker"
+    )
     page = client.get(f"/runs/{run.pk}/").content.decode()
     assert 'id="queue-again"' in page and "Could not send the run to a worker" in page
     assert 'name="csrfmiddlewaretoken"' in page  # the button's POST carries it

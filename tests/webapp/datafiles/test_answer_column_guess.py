@@ -22,7 +22,9 @@ Api = Callable[[User | None], APIClient]
 def preview(client: APIClient, project: Project, rows: list[dict[str, Any]], **fields: str) -> Any:
     content = "".join(json.dumps(row) + "\n" for row in rows).encode()
     file = SimpleUploadedFile("data.jsonl", content)
-    response = client.post(f"/api/projects/{project.pk}/datasets/preview/", {"file": file, **fields}, format="multipart")
+    response = client.post(
+        f"/api/projects/{project.pk}/datasets/preview/", {"file": file, **fields}, format="multipart"
+    )
     assert response.status_code == 200, response.json()
     return response.json()
 
@@ -41,15 +43,24 @@ def test_common_answer_names_are_guessed_whatever_their_case(columns: list[str],
 
 
 def test_every_candidate_is_offered_the_likeliest_first_and_never_the_prompt() -> None:
-    assert answer_candidates(["id", "answer_text", "question", "target", "answer"], "answer") == ("target", "answer_text")
+    assert answer_candidates(["id", "answer_text", "question", "target", "answer"], "answer") == (
+        "target",
+        "answer_text",
+    )
 
 
 def test_a_guessed_answer_column_is_marked_guessed_and_its_empty_rows_are_flagged(
     api: Api, project: Project, alice: User
 ) -> None:
-    body = preview(api(alice), project, [{"question": "1+1=", "final_answer": "2"}, {"question": "2+2=", "final_answer": ""}])
+    body = preview(
+        api(alice),
+        project,
+        [{"question": "1+1=", "final_answer": "2"}, {"question": "2+2=", "final_answer": ""}],
+    )
     assert (body["answer_field"], body["answer_guess"], body["answer_candidates"]) == (
-        "final_answer", "guessed", ["final_answer"]
+        "final_answer",
+        "guessed",
+        ["final_answer"],
     )
     assert body["problem_count"] == 1
     assert (body["problems"][0]["row"], body["problems"][0]["column"]) == (2, "final_answer")
@@ -62,7 +73,13 @@ def test_a_file_with_no_answer_like_column_is_label_free_and_says_none_was_found
     assert (body["answer_field"], body["answer_guess"], body["answer_candidates"]) == (None, "none_found", [])
 
 
-def test_label_free_chosen_by_the_user_is_kept_even_with_a_candidate(api: Api, project: Project, alice: User) -> None:
+def test_label_free_chosen_by_the_user_is_kept_even_with_a_candidate(
+    api: Api, project: Project, alice: User
+) -> None:
     body = preview(api(alice), project, [{"question": "1+1=", "final_answer": ""}], answer_field="")
-    assert (body["answer_field"], body["answer_guess"], body["answer_candidates"]) == (None, "chosen", ["final_answer"])
+    assert (body["answer_field"], body["answer_guess"], body["answer_candidates"]) == (
+        None,
+        "chosen",
+        ["final_answer"],
+    )
     assert body["problem_count"] == 0

@@ -28,16 +28,26 @@ def stored_files(settings: Settings) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
 
 
-def test_a_good_jsonl_file_is_stored_with_its_row_count(api: Api, project: Project, alice: User, settings: Settings) -> None:
+def test_a_good_jsonl_file_is_stored_with_its_row_count(
+    api: Api, project: Project, alice: User, settings: Settings
+) -> None:
     response = upload(api(alice), project, DATA / "addition.jsonl")
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert (body["name"], body["format"], body["rows"], body["fields"]) == ("addition", "jsonl", 4, ["prompt", "answer", "difficulty"])
+    assert (body["name"], body["format"], body["rows"], body["fields"]) == (
+        "addition",
+        "jsonl",
+        4,
+        ["prompt", "answer", "difficulty"],
+    )
     stored = Path(Dataset.objects.get(pk=body["id"]).path)
     assert stored.read_bytes() == (DATA / "addition.jsonl").read_bytes()
     assert stored.parent == Path(settings.RLVR_DATASETS_DIR) / str(project.pk)
     assert body["config_data"] == {
-        "source": "file", "path": f"dataset:{body['id']}", "format": "jsonl", "prompt_field": "prompt",
+        "source": "file",
+        "path": f"dataset:{body['id']}",
+        "format": "jsonl",
+        "prompt_field": "prompt",
         "answer_field": "answer",
     }
 
@@ -86,7 +96,9 @@ def test_dataset_names_are_unique_in_a_project(api: Api, project: Project, alice
     assert "name" in response.json()["extra"]["fields"]
 
 
-def test_a_file_over_the_size_limit_is_rejected(api: Api, project: Project, alice: User, settings: Settings) -> None:
+def test_a_file_over_the_size_limit_is_rejected(
+    api: Api, project: Project, alice: User, settings: Settings
+) -> None:
     settings.RLVR_MAX_UPLOAD_MB = 0
     response = upload(api(alice), project, DATA / "addition.jsonl")
     assert response.status_code == 400

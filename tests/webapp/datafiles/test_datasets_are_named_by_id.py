@@ -35,7 +35,9 @@ def upload(api: Api, user: User, project: Project) -> dict[str, Any]:
 
 def create(api: Api, user: User, project: Project, data: dict[str, Any]) -> Any:
     config = {**SMALL_CONFIG, "data": data}
-    return api(user).post(f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json")
+    return api(user).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json"
+    )
 
 
 @pytest.fixture
@@ -74,7 +76,9 @@ def test_another_projects_dataset_by_id_is_refused(
     response = create(api, alice, project, {"source": "file", "path": f"dataset:{bobs_dataset.pk}"})
     assert response.status_code == 400
     message = response.json()["extra"]["fields"][FIELD][0]
-    assert message.startswith(f"data.path 'dataset:{bobs_dataset.pk}' is not an uploaded data file of this project")
+    assert message.startswith(
+        f"data.path 'dataset:{bobs_dataset.pk}' is not an uploaded data file of this project"
+    )
     assert f"GET /api/projects/{project.pk}/datasets/" in message
 
 
@@ -86,13 +90,17 @@ def test_another_projects_dataset_by_its_server_path_is_refused(
     assert "is not an uploaded data file of this project" in response.json()["extra"]["fields"][FIELD][0]
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "tests/data/addition.jsonl", "dataset:", "dataset:1/../2", "dataset:x"])
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "tests/data/addition.jsonl", "dataset:", "dataset:1/../2", "dataset:x"]
+)
 def test_a_path_that_is_not_an_uploaded_dataset_of_the_project_is_refused(
     api: Api, alice: User, project: Project, path: str
 ) -> None:
     response = create(api, alice, project, {"source": "file", "path": path})
     assert response.status_code == 400
-    assert response.json()["message"].startswith(f"data.path {path!r} is not an uploaded data file of this project")
+    assert response.json()["message"].startswith(
+        f"data.path {path!r} is not an uploaded data file of this project"
+    )
 
 
 def test_a_0600_key_file_as_data_is_refused_and_its_text_never_shown(
@@ -126,7 +134,9 @@ def test_an_inline_benchmark_of_periodic_evaluation_is_held_to_the_same_rule(
     config = {**SMALL_CONFIG, "evaluation": {"eval_every": 5, "benchmarks": [
         "builtin:addition", {"name": "theirs", "data": {"source": "file", "path": f"dataset:{bobs_dataset.pk}"}},
     ]}}  # fmt: skip
-    response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json")
+    response = api(alice).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json"
+    )
     assert response.status_code == 400
     assert "config.evaluation.benchmarks.1.data.path" in response.json()["extra"]["fields"]
 
@@ -134,10 +144,18 @@ def test_an_inline_benchmark_of_periodic_evaluation_is_held_to_the_same_rule(
 def test_a_benchmark_file_on_the_server_cannot_be_named_for_periodic_evaluation(
     api: Api, alice: User, project: Project
 ) -> None:
-    config = {**SMALL_CONFIG, "evaluation": {"eval_every": 5, "benchmarks": ["tests/data/math500_style.yaml"]}}
-    response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json")
+    config = {
+        **SMALL_CONFIG,
+        "evaluation": {"eval_every": 5, "benchmarks": ["tests/data/math500_style.yaml"]},
+    }
+    response = api(alice).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json"
+    )
     assert response.status_code == 400
-    assert "is not a built-in benchmark" in response.json()["extra"]["fields"]["config.evaluation.benchmarks.0"][0]
+    assert (
+        "is not a built-in benchmark"
+        in response.json()["extra"]["fields"]["config.evaluation.benchmarks.0"][0]
+    )
 
 
 def test_the_experiment_form_lists_the_projects_data_files_by_id_and_no_path(
@@ -154,12 +172,25 @@ def test_the_experiment_form_lists_the_projects_data_files_by_id_and_no_path(
     assert mine.path not in html
 
 
-def test_built_in_data_and_benchmarks_name_no_file_and_keep_working(api: Api, alice: User, project: Project) -> None:
-    config = {**SMALL_CONFIG, "data": {"source": "reasoning_gym", "task": "chain_sum"},
-              "evaluation": {"eval_every": 5, "benchmarks": ["builtin:addition", {"name": "mine", "data": {"source": "demo"}}]}}
-    response = api(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json")
+def test_built_in_data_and_benchmarks_name_no_file_and_keep_working(
+    api: Api, alice: User, project: Project
+) -> None:
+    config = {
+        **SMALL_CONFIG,
+        "data": {"source": "reasoning_gym", "task": "chain_sum"},
+        "evaluation": {
+            "eval_every": 5,
+            "benchmarks": ["builtin:addition", {"name": "mine", "data": {"source": "demo"}}],
+        },
+    }
+    response = api(alice).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "e", "config": config}, format="json"
+    )
     assert response.status_code == 201, response.json()
     launched = api(alice).post(f"/api/experiments/{response.json()['id']}/runs/")
     assert launched.status_code == 201, launched.json()
     resolved = run_config_for_worker(run=Run.objects.get(pk=launched.json()["id"]))
-    assert resolved["data"]["task"] == "chain_sum" and resolved["evaluation"]["benchmarks"][0] == "builtin:addition"
+    assert (
+        resolved["data"]["task"] == "chain_sum"
+        and resolved["evaluation"]["benchmarks"][0] == "builtin:addition"
+    )

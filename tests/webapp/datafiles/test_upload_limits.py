@@ -15,7 +15,9 @@ from webapp.teams.models import Project
 Api = Callable[[User | None], APIClient]
 
 
-def upload(client: APIClient, url: str, filename: str, content: bytes, **fields: str) -> tuple[int, dict[str, object]]:
+def upload(
+    client: APIClient, url: str, filename: str, content: bytes, **fields: str
+) -> tuple[int, dict[str, object]]:
     response = client.post(url, {"file": SimpleUploadedFile(filename, content), **fields}, format="multipart")
     return response.status_code, response.json()
 
@@ -25,8 +27,12 @@ def million_column_csv() -> bytes:
     return (header + "\n" + ",".join(["1+1=", "2"] + ["x"] * 999_998) + "\n").encode()
 
 
-def test_a_million_column_csv_upload_is_a_short_400_naming_the_column_cap(api: Api, project: Project, alice: User) -> None:
-    status, body = upload(api(alice), f"/api/projects/{project.pk}/datasets/", "wide.csv", million_column_csv())
+def test_a_million_column_csv_upload_is_a_short_400_naming_the_column_cap(
+    api: Api, project: Project, alice: User
+) -> None:
+    status, body = upload(
+        api(alice), f"/api/projects/{project.pk}/datasets/", "wide.csv", million_column_csv()
+    )
     assert status == 400
     assert set(body) == {"message", "extra"}
     assert "more than 256 columns" in str(body["message"])
@@ -49,7 +55,12 @@ def test_a_benchmark_file_with_thousands_of_bad_rows_lists_a_hundred_and_counts_
 
 
 def test_a_nul_in_an_upload_form_field_is_a_400_naming_it(api: Api, project: Project, alice: User) -> None:
-    status, body = upload(api(alice), f"/api/projects/{project.pk}/datasets/", "a.jsonl",
-                          b'{"prompt": "1+1=", "answer": "2"}\n', name="bad\x00name")
+    status, body = upload(
+        api(alice),
+        f"/api/projects/{project.pk}/datasets/",
+        "a.jsonl",
+        b'{"prompt": "1+1=", "answer": "2"}\n',
+        name="bad\x00name",
+    )
     assert status == 400
     assert body["extra"] == {"fields": {"name": [str(body["message"]).removeprefix("name: ")]}}

@@ -30,7 +30,9 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while not port_open("127.0.0.1", port):
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"moto_server did not start: {Path(log_path).read_text(errors='replace')[-2000:]}")
+                pytest.fail(
+                    f"moto_server did not start: {Path(log_path).read_text(errors='replace')[-2000:]}"
+                )
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -71,7 +73,9 @@ def lease_redis(settings: Settings) -> Iterator[Any]:
     try:
         client.ping()
     except redis.RedisError:
-        (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(f"needs Redis at {settings.REDIS_URL}")
+        (pytest.fail if os.environ.get("RLVR_REQUIRE_SERVICES") else pytest.skip)(
+            f"needs Redis at {settings.REDIS_URL}"
+        )
     settings.REDIS_URL = f"redis://{url.get('host', '127.0.0.1')}:{url.get('port', 6379)}/{LEASE_REDIS_DB}"
     yield client
     keys = list(client.scan_iter(match="rlvr:run-lease:*"))

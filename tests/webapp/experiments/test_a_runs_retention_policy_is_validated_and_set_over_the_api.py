@@ -26,7 +26,10 @@ def test_a_policy_is_stored_with_its_defaults_filled_in() -> None:
     assert parse_retention({"keep": "every_n_steps", "every_n_steps": 10}) == {
         "keep": "every_n_steps", "every_n_steps": 10, "recent_steps": 10,
     }  # fmt: skip
-    assert parse_retention({"keep": "sample_per_step", "sample_per_step": 4, "recent_steps": 0})["recent_steps"] == 0
+    assert (
+        parse_retention({"keep": "sample_per_step", "sample_per_step": 4, "recent_steps": 0})["recent_steps"]
+        == 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -34,13 +37,33 @@ def test_a_policy_is_stored_with_its_defaults_filled_in() -> None:
     [
         ({"keep": "some"}, "retention.keep", "'all', 'every_n_steps' or 'sample_per_step'"),
         ({"keep": "every_n_steps"}, "retention.every_n_steps", "needs every_n_steps"),
-        ({"keep": "every_n_steps", "every_n_steps": 0}, "retention.every_n_steps", "greater than or equal to 1"),
-        ({"keep": "every_n_steps", "every_n_steps": 10**6}, "retention.every_n_steps", "less than or equal to 100000"),
+        (
+            {"keep": "every_n_steps", "every_n_steps": 0},
+            "retention.every_n_steps",
+            "greater than or equal to 1",
+        ),
+        (
+            {"keep": "every_n_steps", "every_n_steps": 10**6},
+            "retention.every_n_steps",
+            "less than or equal to 100000",
+        ),
         ({"keep": "every_n_steps", "every_n_steps": "10"}, "retention.every_n_steps", "valid integer"),
         ({"keep": "every_n_steps", "every_n_steps": 2.0}, "retention.every_n_steps", "valid integer"),
-        ({"keep": "sample_per_step", "sample_per_step": 5000}, "retention.sample_per_step", "less than or equal to 4096"),
-        ({"keep": "sample_per_step", "sample_per_step": 4, "recent_steps": -1}, "retention.recent_steps", "greater than"),
-        ({"keep": "sample_per_step", "sample_per_step": 4, "every_n_steps": 2}, "retention.every_n_steps", "only read with"),
+        (
+            {"keep": "sample_per_step", "sample_per_step": 5000},
+            "retention.sample_per_step",
+            "less than or equal to 4096",
+        ),
+        (
+            {"keep": "sample_per_step", "sample_per_step": 4, "recent_steps": -1},
+            "retention.recent_steps",
+            "greater than",
+        ),
+        (
+            {"keep": "sample_per_step", "sample_per_step": 4, "every_n_steps": 2},
+            "retention.every_n_steps",
+            "only read with",
+        ),
         ({"keep": "all", "recent_steps": 5}, "retention.recent_steps", "leave it out"),
         ({"keep": "all", "keep_forever": True}, "retention.keep_forever", "Extra inputs"),
         (["all"], "retention", "must be an object"),
@@ -62,7 +85,11 @@ def test_the_default_comes_from_the_setting_and_a_bad_one_says_so(settings: Sett
 
 def test_a_run_is_launched_with_the_policy_it_is_given(api: Api, experiment: Experiment, alice: User) -> None:
     policy = {"keep": "sample_per_step", "sample_per_step": 8, "recent_steps": 20}
-    body = api(alice).post("/api/runs/", {"experiment": experiment.pk, "retention": policy}, format="json").json()
+    body = (
+        api(alice)
+        .post("/api/runs/", {"experiment": experiment.pk, "retention": policy}, format="json")
+        .json()
+    )
     assert body["retention"] == policy and Run.objects.get(pk=body["id"]).retention == policy
 
 
@@ -78,7 +105,9 @@ def test_a_launch_with_a_wrong_policy_is_a_400_in_the_one_error_shape(
     api: Api, experiment: Experiment, alice: User
 ) -> None:
     response = api(alice).post(
-        "/api/runs/", {"experiment": experiment.pk, "retention": {"keep": "every_n_steps", "every_n_steps": -3}}, format="json"
+        "/api/runs/",
+        {"experiment": experiment.pk, "retention": {"keep": "every_n_steps", "every_n_steps": -3}},
+        format="json",
     )
     assert response.status_code == 400
     body = response.json()
@@ -103,14 +132,18 @@ def test_an_admin_changes_a_runs_policy_and_what_it_lets_go_is_deleted(
 
 
 def test_a_wrong_policy_in_a_patch_is_a_400_and_changes_nothing(api: Api, run: Run, alice: User) -> None:
-    response = api(alice).patch(f"/api/runs/{run.pk}/retention/", {"retention": {"keep": "sample_per_step"}}, format="json")
+    response = api(alice).patch(
+        f"/api/runs/{run.pk}/retention/", {"retention": {"keep": "sample_per_step"}}, format="json"
+    )
     assert response.status_code == 400
     assert list(response.json()["extra"]["fields"]) == ["retention.sample_per_step"]
     run.refresh_from_db()
     assert run.retention == {"keep": "all"}
 
 
-@pytest.mark.parametrize(("role", "status"), [("viewer", 403), ("annotator", 403), ("admin", 200), (None, 404)])
+@pytest.mark.parametrize(
+    ("role", "status"), [("viewer", 403), ("annotator", 403), ("admin", 200), (None, 404)]
+)
 def test_only_admins_and_owners_change_a_policy(
     api: Api, run: Run, bob: User, join: Callable[[User, str | None], User], role: str | None, status: int
 ) -> None:

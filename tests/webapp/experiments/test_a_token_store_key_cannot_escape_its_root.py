@@ -22,7 +22,8 @@ def test_keys_are_built_from_integers_only() -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["../outside.z", "run-1/../../outside.z", "/etc/passwd", "run-1/step-1-0123456789abcdef.z/..", "run-1/x"]
+    "key",
+    ["../outside.z", "run-1/../../outside.z", "/etc/passwd", "run-1/step-1-0123456789abcdef.z/..", "run-1/x"],
 )
 def test_a_key_that_is_not_one_of_ours_is_refused(tmp_path: Path, key: str) -> None:
     store = LocalTokenStore(tmp_path / "store")

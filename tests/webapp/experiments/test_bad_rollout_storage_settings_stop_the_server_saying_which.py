@@ -22,7 +22,11 @@ def manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]
 def test_a_relative_or_unknown_token_store_is_refused(tmp_path: Path) -> None:
     for value in ("rollout-tokens", "gs://bucket/x", "s3://"):
         result = manage_check(tmp_path, RLVR_TOKEN_STORE=value)
-        assert result.returncode != 0 and "RLVR_TOKEN_STORE" in result.stderr and "s3://bucket/prefix" in result.stderr
+        assert (
+            result.returncode != 0
+            and "RLVR_TOKEN_STORE" in result.stderr
+            and "s3://bucket/prefix" in result.stderr
+        )
 
 
 def test_a_retention_setting_that_is_not_json_is_refused(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ from webapp.experiments.models import Run, RunEvent
 from webapp.experiments.services import run_cancel, run_mark_started, run_resume
 
 
-def test_cancelling_a_running_run_that_no_worker_holds_cancels_it_at_once(run: Run, alice: User, lease_redis: Any) -> None:
+def test_cancelling_a_running_run_that_no_worker_holds_cancels_it_at_once(
+    run: Run, alice: User, lease_redis: Any
+) -> None:
     run_mark_started(run_id=run.pk, worker="gpu-gone")  # and nobody holds its lease
 
     run = run_cancel(run=run, actor=alice)
@@ -22,7 +24,9 @@ def test_cancelling_a_running_run_that_no_worker_holds_cancels_it_at_once(run: R
     assert "no worker holds the run" in event.message
 
 
-def test_a_run_cancelled_without_a_worker_can_be_resumed(run: Run, alice: User, lease_redis: Any, enqueued: list[int]) -> None:
+def test_a_run_cancelled_without_a_worker_can_be_resumed(
+    run: Run, alice: User, lease_redis: Any, enqueued: list[int]
+) -> None:
     run_mark_started(run_id=run.pk, worker="gpu-gone")
     run_cancel(run=run, actor=alice)
 

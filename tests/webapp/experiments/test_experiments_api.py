@@ -32,7 +32,9 @@ def test_experiments_are_listed_per_project(api: Api, experiment: Experiment, al
 
 def test_an_experiment_is_edited_with_patch(api: Api, experiment: Experiment, alice: User) -> None:
     config = {**SMALL_CONFIG, "training": {**SMALL_CONFIG["training"], "max_steps": 99}}
-    response = api(alice).patch(f"/api/experiments/{experiment.pk}/", {"description": "v2", "config": config}, format="json")
+    response = api(alice).patch(
+        f"/api/experiments/{experiment.pk}/", {"description": "v2", "config": config}, format="json"
+    )
     assert response.status_code == 200
     assert (response.json()["description"], response.json()["config"]["training"]["max_steps"]) == ("v2", 99)
 

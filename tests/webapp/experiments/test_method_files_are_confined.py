@@ -27,7 +27,9 @@ def sampler(prior_file: str) -> dict[str, Any]:
 
 def create(api: Api, user: User, project: Project, prior_file: str) -> Any:
     config = {**SMALL_CONFIG, "budget": sampler(prior_file)}
-    return api(user).post(f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json")
+    return api(user).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json"
+    )
 
 
 @pytest.mark.django_db
@@ -49,12 +51,18 @@ def test_an_upload_of_another_project_is_refused_and_one_of_this_project_resolve
     other = project_create(name="other", owner=alice)
     prior = tmp_path / "prior.json"
     prior.write_text('{"p0": 0.5}')
-    theirs = Dataset.objects.create(project=other, name="p", path=str(prior), format="json", rows=1, prompt_field="prompt")
+    theirs = Dataset.objects.create(
+        project=other, name="p", path=str(prior), format="json", rows=1, prompt_field="prompt"
+    )
     assert create(api, alice, project, f"dataset:{theirs.pk}").status_code == 400
-    ours = Dataset.objects.create(project=project, name="p", path=str(prior), format="json", rows=1, prompt_field="prompt")
+    ours = Dataset.objects.create(
+        project=project, name="p", path=str(prior), format="json", rows=1, prompt_field="prompt"
+    )
     response = create(api, alice, project, f"dataset:{ours.pk}")
     assert response.status_code == 201, response.json()
     stored = response.json()["config"]
-    assert stored["budget"]["prompt_sampler"]["params"]["prior_file"] == f"dataset:{ours.pk}"  # the id, not the path
+    assert (
+        stored["budget"]["prompt_sampler"]["params"]["prior_file"] == f"dataset:{ours.pk}"
+    )  # the id, not the path
     resolved = confine_experiment_config(stored, project=project, resolve=True)
     assert resolved["budget"]["prompt_sampler"]["params"]["prior_file"] == str(prior)

@@ -40,7 +40,9 @@ def roots(settings: Settings, tmp_path: Path) -> Path:
 
 def create(api: Api, user: User, project: Project, **sections: Any) -> Any:
     config = {**SMALL_CONFIG, **sections}
-    return api(user).post(f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json")
+    return api(user).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json"
+    )
 
 
 def refusal(response: Any, field: str = FIELD) -> str:
@@ -70,21 +72,31 @@ def test_a_0600_key_file_is_refused_and_nothing_of_it_is_shown(
 
 
 @pytest.mark.parametrize("name", ["../secret", "org/../../secret", "org/model/../../../secret"])
-def test_dot_dot_cannot_lead_out_of_a_root(api: Api, alice: User, project: Project, roots: Path, name: str) -> None:
-    assert "outside the allowed model folders" in refusal(create(api, alice, project, model={"name_or_path": name}))
+def test_dot_dot_cannot_lead_out_of_a_root(
+    api: Api, alice: User, project: Project, roots: Path, name: str
+) -> None:
+    assert "outside the allowed model folders" in refusal(
+        create(api, alice, project, model={"name_or_path": name})
+    )
 
 
 def test_an_absolute_path_through_a_root_and_dot_dot_is_refused(
     api: Api, alice: User, project: Project, roots: Path
 ) -> None:
     sneaky = f"{roots}/org/../../secret"
-    assert "outside the allowed model folders" in refusal(create(api, alice, project, model={"name_or_path": sneaky}))
+    assert "outside the allowed model folders" in refusal(
+        create(api, alice, project, model={"name_or_path": sneaky})
+    )
 
 
-def test_a_symlink_inside_a_root_cannot_lead_out_of_it(api: Api, alice: User, project: Project, roots: Path) -> None:
+def test_a_symlink_inside_a_root_cannot_lead_out_of_it(
+    api: Api, alice: User, project: Project, roots: Path
+) -> None:
     (roots / "link").symlink_to(roots.parent / "secret", target_is_directory=True)
     for name in ("link", str(roots / "link")):
-        assert "outside the allowed model folders" in refusal(create(api, alice, project, model={"name_or_path": name}))
+        assert "outside the allowed model folders" in refusal(
+            create(api, alice, project, model={"name_or_path": name})
+        )
 
 
 def test_the_run_and_upload_folders_are_not_model_folders_even_inside_a_root(
@@ -100,25 +112,37 @@ def test_the_run_and_upload_folders_are_not_model_folders_even_inside_a_root(
 def test_a_hub_style_name_is_a_folder_under_a_root_and_the_worker_gets_its_real_path(
     alice: User, project: Project, roots: Path
 ) -> None:
-    experiment = experiment_create(project=project, actor=alice, name="exp",
-                                   config={**SMALL_CONFIG, "model": {"name_or_path": "org/model"}})
+    experiment = experiment_create(
+        project=project,
+        actor=alice,
+        name="exp",
+        config={**SMALL_CONFIG, "model": {"name_or_path": "org/model"}},
+    )
     run = run_launch(experiment=experiment, actor=alice)
     assert run.config["model"]["name_or_path"] == "org/model"  # what the user sees keeps the name
     assert run_config_for_worker(run=run)["model"]["name_or_path"] == str((roots / "org" / "model").resolve())
 
 
-def test_a_folder_not_there_yet_may_be_saved_but_not_launched(alice: User, project: Project, roots: Path) -> None:
+def test_a_folder_not_there_yet_may_be_saved_but_not_launched(
+    alice: User, project: Project, roots: Path
+) -> None:
     from webapp.core.errors import InvalidInput
 
-    experiment = experiment_create(project=project, actor=alice, name="exp",
-                                   config={**SMALL_CONFIG, "model": {"name_or_path": "org/later"}})
+    experiment = experiment_create(
+        project=project,
+        actor=alice,
+        name="exp",
+        config={**SMALL_CONFIG, "model": {"name_or_path": "org/later"}},
+    )
     with pytest.raises(InvalidInput) as err:
         run_launch(experiment=experiment, actor=alice)
     assert "is not a folder under the allowed model folders" in err.value.message
     assert FIELD in err.value.fields
 
 
-def test_teacher_and_judge_models_are_confined_too(api: Api, alice: User, project: Project, roots: Path) -> None:
+def test_teacher_and_judge_models_are_confined_too(
+    api: Api, alice: User, project: Project, roots: Path
+) -> None:
     teacher = create(api, alice, project, teacher={"name_or_path": "/etc", "fusion": "puu"})
     assert "outside the allowed model folders" in refusal(teacher, "config.teacher.name_or_path")
     rubric = {"criteria": [{"name": "c", "scorer": "judge"}], "judge_model": {"name_or_path": "/etc"}}
@@ -127,7 +151,9 @@ def test_teacher_and_judge_models_are_confined_too(api: Api, alice: User, projec
 
 
 def checkpoint_in(project: Project, user: User, path: Path) -> Checkpoint:
-    experiment = experiment_create(project=project, actor=user, name=f"trained-{project.pk}", config=SMALL_CONFIG)
+    experiment = experiment_create(
+        project=project, actor=user, name=f"trained-{project.pk}", config=SMALL_CONFIG
+    )
     run = run_launch(experiment=experiment, actor=user)
     path.mkdir(parents=True)
     return Checkpoint.objects.create(run=run, step=10, path=str(path))
@@ -138,15 +164,21 @@ def test_a_checkpoint_of_a_run_in_another_project_is_refused(
 ) -> None:
     theirs = checkpoint_in(project_create(name="Bob's", owner=bob), bob, tmp_path / "bob-ckpt")
     message = refusal(create(api, alice, project, model={"name_or_path": f"checkpoint:{theirs.pk}"}))
-    assert message.startswith(f"model.name_or_path 'checkpoint:{theirs.pk}' is not a checkpoint of a run in this project")
+    assert message.startswith(
+        f"model.name_or_path 'checkpoint:{theirs.pk}' is not a checkpoint of a run in this project"
+    )
 
 
 def test_a_checkpoint_of_a_run_in_the_same_project_trains_as_the_model(
     alice: User, project: Project, tmp_path: Path
 ) -> None:
     mine = checkpoint_in(project, alice, tmp_path / "ckpt")
-    experiment = experiment_create(project=project, actor=alice, name="continue",
-                                   config={**SMALL_CONFIG, "model": {"name_or_path": f"checkpoint:{mine.pk}"}})
+    experiment = experiment_create(
+        project=project,
+        actor=alice,
+        name="continue",
+        config={**SMALL_CONFIG, "model": {"name_or_path": f"checkpoint:{mine.pk}"}},
+    )
     run = run_launch(experiment=experiment, actor=alice)
     assert run_config_for_worker(run=run)["model"]["name_or_path"] == mine.path
 
@@ -155,7 +187,9 @@ def test_the_worker_refuses_a_config_changed_behind_the_checks(alice: User, expe
     from trainer.errors import ConfigError
 
     run = run_launch(experiment=experiment, actor=alice)
-    Run.objects.filter(pk=run.pk).update(config={**run.config, "model": {**run.config["model"], "name_or_path": "/etc"}})
+    Run.objects.filter(pk=run.pk).update(
+        config={**run.config, "model": {**run.config["model"], "name_or_path": "/etc"}}
+    )
     run.refresh_from_db()
     with pytest.raises(ConfigError, match="outside the allowed model folders"):
         run_config_for_worker(run=run)
@@ -165,13 +199,18 @@ def test_the_worker_writes_into_the_runs_own_folder_whatever_the_config_says(
     alice: User, experiment: Experiment, settings: Settings
 ) -> None:
     run = run_launch(experiment=experiment, actor=alice)
-    Run.objects.filter(pk=run.pk).update(config={**run.config, "checkpoint": {**run.config["checkpoint"],
-                                                                              "output_dir": "/etc/cron.d"}})
+    Run.objects.filter(pk=run.pk).update(
+        config={**run.config, "checkpoint": {**run.config["checkpoint"], "output_dir": "/etc/cron.d"}}
+    )
     run.refresh_from_db()
-    assert run_config_for_worker(run=run)["checkpoint"]["output_dir"] == str(Path(settings.RLVR_RUNS_DIR) / f"run-{run.pk}")
+    assert run_config_for_worker(run=run)["checkpoint"]["output_dir"] == str(
+        Path(settings.RLVR_RUNS_DIR) / f"run-{run.pk}"
+    )
 
 
-def test_tiny_models_need_no_root(api: Api, alice: User, project: Project, settings: Settings, tmp_path: Path) -> None:
+def test_tiny_models_need_no_root(
+    api: Api, alice: User, project: Project, settings: Settings, tmp_path: Path
+) -> None:
     settings.RLVR_MODEL_ROOTS = [tmp_path / "empty"]
     response = create(api, alice, project, model={"name_or_path": "tiny:addition"})
     assert response.status_code == 201, response.json()

@@ -43,7 +43,12 @@ def committing(django_capture_on_commit_callbacks: Any) -> Any:
 
 
 def test_every_n_steps_keeps_every_nth_step_and_the_recent_ones(run: Run, committing: Any) -> None:
-    record_steps(with_policy(run, keep="every_n_steps", every_n_steps=3, recent_steps=2), range(1, 11), groups=2, samples=2)
+    record_steps(
+        with_policy(run, keep="every_n_steps", every_n_steps=3, recent_steps=2),
+        range(1, 11),
+        groups=2,
+        samples=2,
+    )
     with committing():
         deleted = prune_run(run_id=run.pk)
     assert deleted == 4 * 6  # steps 1, 2, 4, 5, 7, 8 go; 3, 6 are kept by the policy, 9 and 10 are recent
@@ -53,7 +58,12 @@ def test_every_n_steps_keeps_every_nth_step_and_the_recent_ones(run: Run, commit
 
 
 def test_sample_per_step_keeps_the_same_k_rollouts_of_each_step_whatever_the_write_order(run: Run) -> None:
-    record_steps(with_policy(run, keep="sample_per_step", sample_per_step=3, recent_steps=1), range(1, 4), groups=4, samples=4)
+    record_steps(
+        with_policy(run, keep="sample_per_step", sample_per_step=3, recent_steps=1),
+        range(1, 4),
+        groups=4,
+        samples=4,
+    )
     prune_run(run_id=run.pk)
     assert steps_kept(run) == {1: 3, 2: 3, 3: 16}
     first = set(Rollout.objects.filter(run=run, step__lte=2).values_list("step", "group", "sample_index"))
@@ -66,13 +76,21 @@ def test_sample_per_step_keeps_the_same_k_rollouts_of_each_step_whatever_the_wri
         records = [rollout_record(step, g, s) for g in reversed(range(4)) for s in reversed(range(4))]
         run_record_step(run_id=run.pk, step=step, max_steps=20, metrics={}, rollouts=records)
     prune_run(run_id=run.pk)
-    assert set(Rollout.objects.filter(run=run, step__lte=2).values_list("step", "group", "sample_index")) == first
+    assert (
+        set(Rollout.objects.filter(run=run, step__lte=2).values_list("step", "group", "sample_index"))
+        == first
+    )
 
 
 def test_kept_rollouts_of_a_thinned_step_are_rewritten_into_a_small_object_and_stay_readable(
     run: Run, committing: Any
 ) -> None:
-    record_steps(with_policy(run, keep="sample_per_step", sample_per_step=2, recent_steps=0), range(1, 3), groups=4, samples=4)
+    record_steps(
+        with_policy(run, keep="sample_per_step", sample_per_step=2, recent_steps=0),
+        range(1, 3),
+        groups=4,
+        samples=4,
+    )
     whole_step = token_store().total_bytes(run_prefix(run.pk)) / 2
     with committing():
         prune_run(run_id=run.pk)
@@ -82,7 +100,9 @@ def test_kept_rollouts_of_a_thinned_step_are_rewritten_into_a_small_object_and_s
         assert rollout_detail(run=run, rollout_id=row.pk).token_ids == [100, 101, 102, 103]
 
 
-def test_an_annotated_rollout_is_never_pruned(run: Run, project: Project, alice: User, committing: Any) -> None:
+def test_an_annotated_rollout_is_never_pruned(
+    run: Run, project: Project, alice: User, committing: Any
+) -> None:
     record_steps(with_policy(run, keep="every_n_steps", every_n_steps=100, recent_steps=1), range(1, 4))
     annotated = Rollout.objects.get(run=run, step=1, group=1, sample_index=0)
     task = AnnotationTask.objects.create(project=project, run=run, name="look", created_by=alice)
@@ -95,7 +115,9 @@ def test_an_annotated_rollout_is_never_pruned(run: Run, project: Project, alice:
 
 
 def rescore(run: Run, project: Project, alice: User, status: str, rows: list[int]) -> VerificationJob:
-    definition = verifier_definition_create(project=project, actor=alice, name=f"v{status}", verifier="exact", params={})
+    definition = verifier_definition_create(
+        project=project, actor=alice, name=f"v{status}", verifier="exact", params={}
+    )
     return VerificationJob.objects.create(
         kind=JobKind.RESCORE, version=definition.versions.get(number=1), run=run, status=status,
         result={"rows": [{"rollout": i, "step": 1} for i in rows]},
@@ -111,7 +133,9 @@ def test_a_rollout_a_rescore_listed_is_never_pruned(run: Run, project: Project, 
     assert list(Rollout.objects.filter(run=run, step__lt=3).values_list("pk", flat=True)) == [listed.pk]
 
 
-def test_nothing_is_pruned_while_a_rescore_of_the_run_is_running(run: Run, project: Project, alice: User) -> None:
+def test_nothing_is_pruned_while_a_rescore_of_the_run_is_running(
+    run: Run, project: Project, alice: User
+) -> None:
     record_steps(with_policy(run, keep="every_n_steps", every_n_steps=100, recent_steps=1), range(1, 4))
     job = rescore(run, project, alice, JobStatus.RUNNING, [])
     assert prune_run(run_id=run.pk) == 0
@@ -135,8 +159,13 @@ def test_the_step_writer_s_pruner_handles_only_the_steps_that_left_the_window(
     with_policy(run, keep="every_n_steps", every_n_steps=5, recent_steps=3)
     pruner = Pruner(run.pk)
     for step in range(1, 13):
-        run_record_step(run_id=run.pk, step=step, max_steps=20, metrics={},
-                        rollouts=[rollout_record(step, g, 0) for g in range(64)])
+        run_record_step(
+            run_id=run.pk,
+            step=step,
+            max_steps=20,
+            metrics={},
+            rollouts=[rollout_record(step, g, 0) for g in range(64)],
+        )
         with django_assert_max_num_queries(12):  # one step's worth, however long the run
             pruner.after_step(step)
     assert sorted(steps_kept(run)) == [5, 10, 11, 12]  # 9 (step 12 - 3) and older thinned to every 5th

@@ -19,13 +19,22 @@ FIELD = "config.rollout.vllm_server_url"
 
 
 def create(api: Api, user: User, project: Project, url: str) -> Any:
-    rollout = {**SMALL_CONFIG.get("rollout", {}), "engine": "vllm", "vllm_mode": "server", "vllm_server_url": url}
+    rollout = {
+        **SMALL_CONFIG.get("rollout", {}),
+        "engine": "vllm",
+        "vllm_mode": "server",
+        "vllm_server_url": url,
+    }
     config = {**SMALL_CONFIG, "rollout": rollout}
-    return api(user).post(f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json")
+    return api(user).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "exp", "config": config}, format="json"
+    )
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest", "http://127.0.0.1:5432", "http://rollout:8100"])
+@pytest.mark.parametrize(
+    "url", ["http://169.254.169.254/latest", "http://127.0.0.1:5432", "http://rollout:8100"]
+)
 def test_an_unlisted_rollout_server_is_refused(api: Api, alice: User, project: Project, url: str) -> None:
     response = create(api, alice, project, url)
     assert response.status_code == 400, response.json()

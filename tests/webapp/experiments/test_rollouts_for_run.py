@@ -14,10 +14,17 @@ from webapp.experiments.services import run_record_step
 
 @pytest.fixture
 def stored(run: Run) -> Run:
-    record_steps(run, range(1, 4), groups=2, samples=2)  # 3 steps x 4 rollouts; even samples correct, reward 1
+    record_steps(
+        run, range(1, 4), groups=2, samples=2
+    )  # 3 steps x 4 rollouts; even samples correct, reward 1
     run_record_step(
-        run_id=run.pk, step=4, max_steps=20, metrics={},
-        rollouts=[rollout_record(4, 0, 0, completion="the answer is 42", finish_reason="length", reward=0.25)],
+        run_id=run.pk,
+        step=4,
+        max_steps=20,
+        metrics={},
+        rollouts=[
+            rollout_record(4, 0, 0, completion="the answer is 42", finish_reason="length", reward=0.25)
+        ],
     )
     return run
 
@@ -59,7 +66,10 @@ def test_a_rollout_detail_round_trips_the_packed_token_arrays(run: Run) -> None:
             continue
         got = detail.channels[channel]
         assert got is not None
-        assert all(math.isclose(a or 0.0, b, rel_tol=1e-6) for a, b in zip(got, original.token_values[channel], strict=True))
+        assert all(
+            math.isclose(a or 0.0, b, rel_tol=1e-6)
+            for a, b in zip(got, original.token_values[channel], strict=True)
+        )
 
 
 def test_a_rollout_of_another_run_is_not_found(run: Run, experiment: object) -> None:

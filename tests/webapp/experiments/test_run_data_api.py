@@ -82,7 +82,10 @@ def test_checkpoints_are_listed_by_step_with_the_reference_a_config_uses_and_no_
     run_record_checkpoint(run_id=run.pk, step=20, path="/c/20")
     run_record_checkpoint(run_id=run.pk, step=10, path="/c/10")
     body = api(alice).get(f"/api/runs/{run.pk}/checkpoints/").json()
-    assert [(c["step"], c["ref"]) for c in body] == [(10, f"checkpoint:{body[0]['id']}"), (20, f"checkpoint:{body[1]['id']}")]
+    assert [(c["step"], c["ref"]) for c in body] == [
+        (10, f"checkpoint:{body[0]['id']}"),
+        (20, f"checkpoint:{body[1]['id']}"),
+    ]
     assert all("path" not in c for c in body)
 
 

@@ -28,7 +28,9 @@ Join = Callable[[User, str | None], User]
 Capture = Any  # pytest-django's django_capture_on_commit_callbacks
 
 
-def test_launching_snapshots_the_config_and_queues_the_run(experiment: Experiment, alice: User, settings: Settings) -> None:
+def test_launching_snapshots_the_config_and_queues_the_run(
+    experiment: Experiment, alice: User, settings: Settings
+) -> None:
     run = run_launch(experiment=experiment, actor=alice)
     assert run.status == "queued"
     assert run.max_steps == 20
@@ -47,7 +49,10 @@ def test_a_run_is_sent_to_the_training_queue_only_after_commit(
 
 
 def test_a_broker_that_cannot_be_reached_leaves_the_run_not_queued_with_a_hint(
-    experiment: Experiment, alice: User, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Capture
+    experiment: Experiment,
+    alice: User,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Capture,
 ) -> None:
     def broken(run_id: int) -> None:
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6379")
@@ -61,7 +66,9 @@ def test_a_broker_that_cannot_be_reached_leaves_the_run_not_queued_with_a_hint(
 
 
 @pytest.mark.parametrize("role", ["viewer", "annotator"])
-def test_viewers_and_annotators_cannot_launch(experiment: Experiment, join: Join, charlie: User, role: str) -> None:
+def test_viewers_and_annotators_cannot_launch(
+    experiment: Experiment, join: Join, charlie: User, role: str
+) -> None:
     join(charlie, role)
     with pytest.raises(PermissionDenied):
         run_launch(experiment=experiment, actor=charlie)
@@ -78,7 +85,9 @@ def test_cancelling_a_queued_run_cancels_it_at_once(run: Run, alice: User) -> No
     assert run.finished_at is not None
 
 
-def test_cancelling_a_running_run_asks_it_to_stop_at_the_next_step(run: Run, alice: User, lease_redis: Any) -> None:
+def test_cancelling_a_running_run_asks_it_to_stop_at_the_next_step(
+    run: Run, alice: User, lease_redis: Any
+) -> None:
     run_mark_started(run_id=run.pk, worker="gpu-1")
     lease_redis.set(lease_key(run.pk), "gpu-1/token", ex=20)  # its worker is alive
     run = run_cancel(run=run, actor=alice)
@@ -134,7 +143,11 @@ def test_only_failed_or_cancelled_runs_can_be_resumed(run: Run, alice: User, sta
 def test_every_transition_leaves_an_event(run: Run, alice: User) -> None:
     run_cancel(run=run, actor=alice)
     run_resume(run=run, actor=alice)
-    assert list(RunEvent.objects.filter(run=run).values_list("kind", flat=True)) == ["launched", "cancelled", "resumed"]
+    assert list(RunEvent.objects.filter(run=run).values_list("kind", flat=True)) == [
+        "launched",
+        "cancelled",
+        "resumed",
+    ]
 
 
 def test_checkpoints_are_recorded_once_per_step(run: Run) -> None:

@@ -20,10 +20,18 @@ Capture = Any
 LABEL = "Building the built-in model tiny:addition (warm-start SFT, once)"
 
 
-def building(run: Run, done: int, total: int = 1200, subject: str = "tiny:addition", elapsed_s: float = 10.0) -> None:
+def building(
+    run: Run, done: int, total: int = 1200, subject: str = "tiny:addition", elapsed_s: float = 10.0
+) -> None:
     run_record_phase(
-        run_id=run.pk, name="building_model", label=LABEL if subject == "tiny:addition" else f"Building {subject}",
-        subject=subject, done=done, total=total, elapsed_s=elapsed_s, eta_s=(total - done) * elapsed_s / done,
+        run_id=run.pk,
+        name="building_model",
+        label=LABEL if subject == "tiny:addition" else f"Building {subject}",
+        subject=subject,
+        done=done,
+        total=total,
+        elapsed_s=elapsed_s,
+        eta_s=(total - done) * elapsed_s / done,
     )
 
 
@@ -36,7 +44,12 @@ def test_a_phase_report_is_stored_on_the_run(run: Run) -> None:
     run.refresh_from_db()
     assert run.phase == "building_model"
     progress = run.phase_progress
-    assert (progress["label"], progress["done"], progress["total"], progress["eta_s"]) == (LABEL, 120, 1200, 90.0)
+    assert (progress["label"], progress["done"], progress["total"], progress["eta_s"]) == (
+        LABEL,
+        120,
+        1200,
+        90.0,
+    )
     assert progress["updated_at"]
 
 
@@ -50,9 +63,16 @@ def test_a_phase_report_is_published_after_commit(
     async_to_sync(layer.group_add)(run_group(run.pk), channel)
     with django_capture_on_commit_callbacks(execute=True):
         building(run, 600)
-    messages = [async_to_sync(layer.receive)(channel) for _ in range(2)]  # the start's run.log, then run.phase
+    messages = [
+        async_to_sync(layer.receive)(channel) for _ in range(2)
+    ]  # the start's run.log, then run.phase
     phase = next(m for m in messages if m["event"] == "run.phase")["payload"]["phase"]
-    assert (phase["name"], phase["label"], phase["done"], phase["total"]) == ("building_model", LABEL, 600, 1200)
+    assert (phase["name"], phase["label"], phase["done"], phase["total"]) == (
+        "building_model",
+        LABEL,
+        600,
+        1200,
+    )
     assert phase["eta_s"] == 10.0
 
 
@@ -62,7 +82,10 @@ def test_the_start_and_the_end_of_a_build_each_log_one_event(run: Run) -> None:
         building(run, done, elapsed_s=95.0 * done / 1200)
     building(run, 1200, elapsed_s=95.0)  # a repeated last report logs nothing more
     messages = list(RunEvent.objects.filter(run=run, kind__startswith="phase").values_list("kind", "message"))
-    assert messages == [("phase_started", f"{LABEL}: 1200 steps."), ("phase_finished", "Built tiny:addition in 95 s.")]
+    assert messages == [
+        ("phase_started", f"{LABEL}: 1200 steps."),
+        ("phase_finished", "Built tiny:addition in 95 s."),
+    ]
 
 
 def test_a_teacher_build_after_its_student_logs_each_model(run: Run) -> None:

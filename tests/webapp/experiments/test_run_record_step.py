@@ -33,7 +33,8 @@ def test_a_step_stores_its_metrics_and_rollouts_and_moves_the_run_on(run: Run) -
     run.refresh_from_db()
     assert run.step == 1
     assert dict(MetricPoint.objects.filter(run=run).values_list("key", "value")) == {
-        "rollout/reward_mean": 0.5, "actor/pg_loss": -0.1
+        "rollout/reward_mean": 0.5,
+        "actor/pg_loss": -0.1,
     }
     assert Rollout.objects.filter(run=run, step=1).count() == 4
 
@@ -41,7 +42,9 @@ def test_a_step_stores_its_metrics_and_rollouts_and_moves_the_run_on(run: Run) -
 def test_recording_the_same_step_again_replaces_it(run: Run) -> None:
     record(run, 1, reward=0.1, n_rollouts=4)
     record(run, 1, reward=0.9, n_rollouts=2)
-    assert list(MetricPoint.objects.filter(run=run, key="rollout/reward_mean").values_list("value", flat=True)) == [0.9]
+    assert list(
+        MetricPoint.objects.filter(run=run, key="rollout/reward_mean").values_list("value", flat=True)
+    ) == [0.9]
     assert Rollout.objects.filter(run=run, step=1).count() == 2
 
 
@@ -49,7 +52,9 @@ def test_a_step_is_all_or_nothing(run: Run) -> None:
     record(run, 1)
     duplicate_slot = [rollout_record(2, 0, 0), rollout_record(2, 0, 0)]
     with pytest.raises(IntegrityError):
-        run_record_step(run_id=run.pk, step=2, max_steps=20, metrics={"rollout/reward_mean": 1.0}, rollouts=duplicate_slot)
+        run_record_step(
+            run_id=run.pk, step=2, max_steps=20, metrics={"rollout/reward_mean": 1.0}, rollouts=duplicate_slot
+        )
     run.refresh_from_db()
     assert run.step == 1
     assert not MetricPoint.objects.filter(run=run, step=2).exists()
@@ -64,12 +69,20 @@ def test_a_big_step_takes_a_constant_number_of_queries(run: Run, django_assert_m
 
 
 def test_nan_metrics_are_stored_as_null(run: Run) -> None:
-    run_record_step(run_id=run.pk, step=1, max_steps=20, metrics={"actor/kl": float("nan"), "x": float("inf")}, rollouts=[])
+    run_record_step(
+        run_id=run.pk,
+        step=1,
+        max_steps=20,
+        metrics={"actor/kl": float("nan"), "x": float("inf")},
+        rollouts=[],
+    )
     assert set(MetricPoint.objects.filter(run=run).values_list("value", flat=True)) == {None}
 
 
 def test_text_with_nul_characters_and_nan_details_is_stored(run: Run) -> None:
-    odd = rollout_record(1, completion="a\x00b", tokens=["a", "\x00", "b", "c"], details={"exact": {"score": float("nan")}})
+    odd = rollout_record(
+        1, completion="a\x00b", tokens=["a", "\x00", "b", "c"], details={"exact": {"score": float("nan")}}
+    )
     run_record_step(run_id=run.pk, step=1, max_steps=20, metrics={}, rollouts=[odd])
     stored = Rollout.objects.get(run=run)
     assert stored.completion == "a\ufffdb"

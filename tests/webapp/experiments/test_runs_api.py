@@ -14,14 +14,21 @@ Capture = Any
 
 
 def test_posting_to_runs_launches_the_experiment(
-    api: Api, experiment: Experiment, alice: User, enqueued: list[int], django_capture_on_commit_callbacks: Capture
+    api: Api,
+    experiment: Experiment,
+    alice: User,
+    enqueued: list[int],
+    django_capture_on_commit_callbacks: Capture,
 ) -> None:
     with django_capture_on_commit_callbacks(execute=True):
         response = api(alice).post("/api/runs/", {"experiment": experiment.pk}, format="json")
     assert response.status_code == 201
     body = response.json()
     assert (body["status"], body["experiment"], body["experiment_name"], body["max_steps"]) == (
-        "queued", experiment.pk, "addition", 20
+        "queued",
+        experiment.pk,
+        "addition",
+        20,
     )
     assert enqueued == [body["id"]]
 

@@ -11,13 +11,21 @@ from webapp.experiments.rollout_writes import store_rollouts
 from webapp.experiments.token_store import run_prefix, token_store
 
 
-def test_re_recording_a_step_leaves_exactly_the_new_rollouts(run: Run, django_capture_on_commit_callbacks: Any) -> None:
-    store_rollouts(run_id=run.pk, step=1, records=[rollout_record(1, g, s) for g in range(2) for s in range(2)],
-                   replace_step=True)
+def test_re_recording_a_step_leaves_exactly_the_new_rollouts(
+    run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
+    store_rollouts(
+        run_id=run.pk,
+        step=1,
+        records=[rollout_record(1, g, s) for g in range(2) for s in range(2)],
+        replace_step=True,
+    )
     kept_id = Rollout.objects.get(run=run, group=0, sample_index=0).pk
     old_key = Rollout.objects.get(run=run, group=0, sample_index=0).token_key
     with django_capture_on_commit_callbacks(execute=True):  # the test's transaction never commits
-        store_rollouts(run_id=run.pk, step=1, records=[rollout_record(1, 0, 0, n_tokens=9)], replace_step=True)
+        store_rollouts(
+            run_id=run.pk, step=1, records=[rollout_record(1, 0, 0, n_tokens=9)], replace_step=True
+        )
 
     rows = list(Rollout.objects.filter(run=run))
     assert [(r.pk, r.group, r.sample_index, r.length) for r in rows] == [(kept_id, 0, 0, 9)]
@@ -25,7 +33,9 @@ def test_re_recording_a_step_leaves_exactly_the_new_rollouts(run: Run, django_ca
     assert token_store().total_bytes(run_prefix(run.pk)) == rows[0].token_size  # the old object is gone
 
 
-def test_recording_a_step_with_no_rollouts_empties_it(run: Run, django_capture_on_commit_callbacks: Any) -> None:
+def test_recording_a_step_with_no_rollouts_empties_it(
+    run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
     store_rollouts(run_id=run.pk, step=1, records=[rollout_record(1)], replace_step=True)
     store_rollouts(run_id=run.pk, step=2, records=[rollout_record(2)], replace_step=True)
     with django_capture_on_commit_callbacks(execute=True):

@@ -17,8 +17,11 @@ def batch(group: int, reward: float = 1.0) -> list[Any]:
 
 
 def snapshot(run: Run) -> list[tuple[Any, ...]]:
-    return list(Rollout.objects.filter(run=run).order_by("group", "sample_index").values_list(
-        "id", "group", "sample_index", "reward", "completion", "length"))
+    return list(
+        Rollout.objects.filter(run=run)
+        .order_by("group", "sample_index")
+        .values_list("id", "group", "sample_index", "reward", "completion", "length")
+    )
 
 
 def test_resending_a_batch_gives_the_same_rows_and_no_duplicate(run: Run) -> None:
@@ -33,7 +36,9 @@ def test_resending_a_batch_gives_the_same_rows_and_no_duplicate(run: Run) -> Non
         assert rollout_detail(run=run, rollout_id=row_id).token_ids == list(range(100, 108))
 
 
-def test_a_resend_leaves_no_unreferenced_object_behind(run: Run, django_capture_on_commit_callbacks: Any) -> None:
+def test_a_resend_leaves_no_unreferenced_object_behind(
+    run: Run, django_capture_on_commit_callbacks: Any
+) -> None:
     store_rollouts(run_id=run.pk, step=2, records=batch(0), replace_step=False)
     once = token_store().total_bytes(run_prefix(run.pk))
     for _ in range(3):
@@ -50,8 +55,12 @@ def test_a_later_batch_replaces_its_slots_and_keeps_the_step_s_other_rollouts(ru
     changed = [rollout_record(2, 1, 0, n_tokens=3, reward=0.0, completion="changed")]
     store_rollouts(run_id=run.pk, step=2, records=changed, replace_step=False)
 
-    rows = {(g, s): (reward, completion, key) for g, s, reward, completion, key in
-            Rollout.objects.filter(run=run).values_list("group", "sample_index", "reward", "completion", "token_key")}
+    rows = {
+        (g, s): (reward, completion, key)
+        for g, s, reward, completion, key in Rollout.objects.filter(run=run).values_list(
+            "group", "sample_index", "reward", "completion", "token_key"
+        )
+    }
     assert len(rows) == 8
     assert rows[(1, 0)][:2] == (0.0, "changed")
     assert rows[(0, 0)][2] == first_object  # untouched slots still read the first object, which stays
@@ -66,6 +75,11 @@ def test_two_records_for_one_slot_are_refused_before_anything_is_written(run: Ru
     from django.db import IntegrityError
 
     with pytest.raises(IntegrityError, match="same slot"):
-        store_rollouts(run_id=run.pk, step=2, records=[rollout_record(2, 0, 0), rollout_record(2, 0, 0)], replace_step=False)
+        store_rollouts(
+            run_id=run.pk,
+            step=2,
+            records=[rollout_record(2, 0, 0), rollout_record(2, 0, 0)],
+            replace_step=False,
+        )
     assert not Rollout.objects.filter(run=run).exists()
     assert token_store().total_bytes(run_prefix(run.pk)) == 0

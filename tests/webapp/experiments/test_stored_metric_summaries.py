@@ -17,7 +17,9 @@ KEY, OTHER = "rollout/reward_mean", "actor/kl"
 
 def finished_run(experiment: Experiment, alice: User, values: list[float], step: int | None = None) -> Run:
     run = run_launch(experiment=experiment, actor=alice)
-    MetricPoint.objects.bulk_create(MetricPoint(run=run, step=s, key=KEY, value=v) for s, v in enumerate(values, 1))
+    MetricPoint.objects.bulk_create(
+        MetricPoint(run=run, step=s, key=KEY, value=v) for s, v in enumerate(values, 1)
+    )
     Run.objects.filter(pk=run.pk).update(status=RunStatus.SUCCEEDED, step=step or len(values))
     return run
 
@@ -39,7 +41,9 @@ def test_a_finished_runs_figures_are_stored_once_then_read_without_its_points(
     stored = {r.key: r.points for r in StoredMetricSummary.objects.filter(run=run)}
     assert stored == {KEY: 3, OTHER: 0}  # "no value" is kept too, so it is not recomputed
     assert not reads_points(lambda: metric_summaries(runs=runs, keys=[KEY, OTHER]))
-    assert reads_points(lambda: metric_summaries(runs=runs, keys=[KEY, "actor/entropy"]))  # a new key: computed
+    assert reads_points(
+        lambda: metric_summaries(runs=runs, keys=[KEY, "actor/entropy"])
+    )  # a new key: computed
     again = metric_summaries(runs=runs, keys=[KEY, OTHER])
     assert again[run.pk][KEY].as_dict() == first[run.pk][KEY].as_dict() and OTHER not in again[run.pk]
 

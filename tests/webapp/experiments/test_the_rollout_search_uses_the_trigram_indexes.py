@@ -11,7 +11,9 @@ from webapp.experiments.models import Rollout, Run
 from webapp.experiments.selectors import rollouts_for_run
 from webapp.experiments.services import run_record_step
 
-pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="trigram indexes exist on PostgreSQL only")
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="trigram indexes exist on PostgreSQL only"
+)
 
 
 def test_the_indexes_exist_on_exactly_the_expressions_icontains_compiles_to(db: None) -> None:
@@ -40,13 +42,20 @@ def filler(run: Run, n: int) -> None:
 
 def test_the_search_query_uses_the_trigram_indexes(run: Run) -> None:
     filler(run, 5000)
-    run_record_step(run_id=run.pk, step=100, max_steps=200, metrics={},
-                    rollouts=[rollout_record(100, 0, 0, completion="the answer is 42")])
+    run_record_step(
+        run_id=run.pk,
+        step=100,
+        max_steps=200,
+        metrics={},
+        rollouts=[rollout_record(100, 0, 0, completion="the answer is 42")],
+    )
     search = rollouts_for_run(run=run, search="answer is")
     with connection.cursor() as cursor:
         # Rows just inserted wait in each GIN index's pending list, which the planner prices high;
         # (auto)vacuum merges it on a real server, this does the same inside the test's transaction.
-        cursor.execute("SELECT gin_clean_pending_list('rollout_completion_trgm'), gin_clean_pending_list('rollout_prompt_trgm')")
+        cursor.execute(
+            "SELECT gin_clean_pending_list('rollout_completion_trgm'), gin_clean_pending_list('rollout_prompt_trgm')"
+        )
         cursor.execute("ANALYZE experiments_rollout")
         cursor.execute("SET LOCAL enable_seqscan = off")  # no sequential scan of a test-sized table
     plan = search.explain()

@@ -34,7 +34,11 @@ def exercise(store: TokenStore) -> None:
     store.put(other, b"xyz!")
     assert store.read_range(first, 3, 4) == b"3456"
     assert store.read_range(second, 0, 3) == b"abc"
-    assert (store.total_bytes(run_prefix(7)), store.total_bytes(run_prefix(8)), store.total_bytes()) == (13, 4, 17)
+    assert (store.total_bytes(run_prefix(7)), store.total_bytes(run_prefix(8)), store.total_bytes()) == (
+        13,
+        4,
+        17,
+    )
     store.delete([second, step_object_key(7, 9)])  # a missing key is no error
     with pytest.raises(TokenDataMissing):
         store.read_range(second, 0, 3)
@@ -76,7 +80,10 @@ def test_a_stored_step_reads_back_through_the_rollout_detail(
             if channel != "ref_logprob":
                 got = detail.channels[channel]
                 assert got is not None
-                assert all(math.isclose(a or 0.0, b, rel_tol=1e-6) for a, b in zip(got, original.token_values[channel], strict=True))
+                assert all(
+                    math.isclose(a or 0.0, b, rel_tol=1e-6)
+                    for a, b in zip(got, original.token_values[channel], strict=True)
+                )
 
 
 def test_a_rollout_whose_object_is_gone_answers_410_saying_what_to_check(run: Run, alice: User) -> None:

@@ -17,7 +17,9 @@ def stored_bytes(run: Run) -> int:
     return token_store().total_bytes(run_prefix(run.pk))
 
 
-def test_truncating_deletes_the_objects_of_the_steps_it_removes(run: Run, django_capture_on_commit_callbacks: object) -> None:
+def test_truncating_deletes_the_objects_of_the_steps_it_removes(
+    run: Run, django_capture_on_commit_callbacks: object
+) -> None:
     record_steps(run, range(1, 6))
     with django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
         run_truncate_after(run_id=run.pk, step=3)

@@ -45,7 +45,9 @@ def test_a_run_should_stop_once_a_cancel_is_requested(run: Run, alice: User) -> 
 
 def test_finishing_records_the_status_and_final_metrics(run: Run) -> None:
     run_mark_started(run_id=run.pk, worker="a")
-    run_finish(run_id=run.pk, status="succeeded", final_metrics={"rollout/accuracy": 0.9, "actor/kl": float("nan")})
+    run_finish(
+        run_id=run.pk, status="succeeded", final_metrics={"rollout/accuracy": 0.9, "actor/kl": float("nan")}
+    )
     run.refresh_from_db()
     assert (run.status, run.final_metrics) == ("succeeded", {"rollout/accuracy": 0.9, "actor/kl": None})
     assert run.finished_at is not None

@@ -18,12 +18,19 @@ from webapp.teams.models import Project
 pytestmark = pytest.mark.django_db
 
 
-def test_the_first_batch_makes_a_running_outside_run_in_its_own_experiment(alice: User, project: Project) -> None:
+def test_the_first_batch_makes_a_running_outside_run_in_its_own_experiment(
+    alice: User, project: Project
+) -> None:
     response = post(token_client(alice), batch(project.slug))
 
     assert response.status_code == 201, response.json()
     run = Run.objects.get(pk=response.json()["run_id"])
-    assert (run.source, run.status, run.max_steps, run.external_key) == (RunSource.TRL, RunStatus.RUNNING, 10, "run-a")
+    assert (run.source, run.status, run.max_steps, run.external_key) == (
+        RunSource.TRL,
+        RunStatus.RUNNING,
+        10,
+        "run-a",
+    )
     assert run.experiment.name == "trl-grpo" and run.experiment.project == project
     assert run.source_info["version"] == "1.16.0" and run.worker == "gpu-3"
     assert "TRL 1.16.0 on gpu-3" in run.events.get(kind="started").message
@@ -33,7 +40,10 @@ def test_resending_a_batch_stores_nothing_twice(alice: User, project: Project) -
     client = token_client(alice)
     body = batch(
         project.slug,
-        metrics=[{"step": 1, "values": {"rollout/reward_mean": 0.5}}, {"step": 2, "values": {"rollout/reward_mean": 0.7}}],
+        metrics=[
+            {"step": 1, "values": {"rollout/reward_mean": 0.5}},
+            {"step": 2, "values": {"rollout/reward_mean": 0.7}},
+        ],
         rollouts=[rollout(1, 0, 0), rollout(1, 0, 1), rollout(2, 0, 0)],
         checkpoints=[{"step": 2, "uri": "s3://bucket/ckpt-2"}],
     )
@@ -48,7 +58,9 @@ def test_resending_a_batch_stores_nothing_twice(alice: User, project: Project) -
     assert run.step == 2
 
 
-def test_a_resent_slot_replaces_the_rollout_and_keeps_the_others_of_its_step(alice: User, project: Project) -> None:
+def test_a_resent_slot_replaces_the_rollout_and_keeps_the_others_of_its_step(
+    alice: User, project: Project
+) -> None:
     client = token_client(alice)
     post(client, batch(project.slug, rollouts=[rollout(1, 0, 0), rollout(1, 0, 1)]))
     post(client, batch(project.slug, rollouts=[rollout(1, 0, 1, completion="changed", reward=0.0)]))
@@ -81,7 +93,9 @@ def test_finish_sets_the_outcome_once(alice: User, project: Project) -> None:
 
 
 def test_a_gzipped_batch_is_read(alice: User, project: Project) -> None:
-    response = post(token_client(alice), batch(project.slug, metrics=[{"step": 3, "values": {"a": 1.0}}]), gzipped=True)
+    response = post(
+        token_client(alice), batch(project.slug, metrics=[{"step": 3, "values": {"a": 1.0}}]), gzipped=True
+    )
     assert response.status_code == 201
     assert MetricPoint.objects.get().step == 3
 
@@ -115,7 +129,9 @@ def test_a_bad_batch_is_refused_naming_the_field_and_stores_nothing(
 
 def test_nan_is_not_json_and_is_refused(alice: User, project: Project) -> None:
     raw = b'{"version": 1, "run": {"project": "lab", "key": "k", "name": "n"}, "metrics": [{"step": 1, "values": {"a": NaN}}]}'
-    response = token_client(alice).generic("POST", "/api/ingest/batches/", raw, content_type="application/json")
+    response = token_client(alice).generic(
+        "POST", "/api/ingest/batches/", raw, content_type="application/json"
+    )
     assert response.status_code == 400 and "message" in response.json()
 
 
@@ -124,8 +140,9 @@ def test_a_gzip_bomb_is_refused_once_it_inflates_past_the_limit(
 ) -> None:
     settings.RLVR_MAX_INGEST_MB = 1
     bomb = gzip.compress(b" " * (3 * 2**20))  # 3 MB of spaces: ~3 KB on the wire
-    response = token_client(alice).generic("POST", "/api/ingest/batches/", bomb, content_type="application/json",
-                                           HTTP_CONTENT_ENCODING="gzip")
+    response = token_client(alice).generic(
+        "POST", "/api/ingest/batches/", bomb, content_type="application/json", HTTP_CONTENT_ENCODING="gzip"
+    )
     assert response.status_code == 413
     assert "RLVR_MAX_INGEST_MB" in response.json()["message"]
 
@@ -140,7 +157,9 @@ def test_a_batch_over_the_normal_body_limit_is_taken_up_to_the_ingest_limit(
     assert Rollout.objects.count() == 8
 
 
-@pytest.mark.parametrize(("role", "status"), [(None, 404), ("viewer", 403), ("annotator", 403), ("admin", 201)])
+@pytest.mark.parametrize(
+    ("role", "status"), [(None, 404), ("viewer", 403), ("annotator", 403), ("admin", 201)]
+)
 def test_only_members_who_operate_runs_may_send_runs(
     bob: User, project: Project, join: Callable[[User, str | None], User], role: str | None, status: int
 ) -> None:
@@ -150,9 +169,7 @@ def test_only_members_who_operate_runs_may_send_runs(
     assert ("run_id" in response.json()) if status == 201 else (set(response.json()) == {"message", "extra"})
 
 
-def test_a_key_names_a_run_within_its_project_only(
-    alice: User, project: Project, bob: User
-) -> None:
+def test_a_key_names_a_run_within_its_project_only(alice: User, project: Project, bob: User) -> None:
     from webapp.teams.services import project_create
 
     other = project_create(name="Other", owner=bob)
@@ -189,7 +206,10 @@ def test_a_batch_over_djangos_own_body_limit_is_read_up_to_the_ingest_limit(
         (lambda b: b["rollouts"][0].update(sample_index=1.0), "rollouts.0.sample_index"),
         (lambda b: b["rollouts"][0].update(reward="0.5"), "rollouts.0.reward"),
         (lambda b: b["rollouts"][0].update(correct=1), "rollouts.0.correct"),
-        (lambda b: b["rollouts"][0]["token_values"].update(logprob=["-0.1"] * 3), "rollouts.0.token_values.logprob.0"),
+        (
+            lambda b: b["rollouts"][0]["token_values"].update(logprob=["-0.1"] * 3),
+            "rollouts.0.token_values.logprob.0",
+        ),
         (lambda b: b["rollouts"][0].update(token_ids=[1, 2, 3.5]), "rollouts.0.token_ids.2"),
         (lambda b: b["run"].update(max_steps="10"), "run.max_steps"),
         (lambda b: b.update(metrics=[{"step": "1", "values": {"a": 1.0}}]), "metrics.0.step"),
@@ -226,7 +246,9 @@ def test_nan_in_a_float_field_is_refused_by_the_schema_itself() -> None:
     assert "rollouts.0.reward" in refused.value.extra["fields"]
 
 
-def test_the_count_of_dropped_rollouts_is_kept_and_a_resent_count_adds_nothing(alice: User, project: Project) -> None:
+def test_the_count_of_dropped_rollouts_is_kept_and_a_resent_count_adds_nothing(
+    alice: User, project: Project
+) -> None:
     client = token_client(alice)
     post(client, batch(project.slug, rollouts_dropped=2))
     post(client, batch(project.slug, rollouts_dropped=2))
@@ -238,7 +260,9 @@ def test_the_count_of_dropped_rollouts_is_kept_and_a_resent_count_adds_nothing(a
     assert client.get(f"/api/runs/{run.pk}/").json()["rollouts_dropped"] == 2
 
 
-def test_a_success_with_dropped_rollouts_ends_with_a_warning_that_counts_them(alice: User, project: Project) -> None:
+def test_a_success_with_dropped_rollouts_ends_with_a_warning_that_counts_them(
+    alice: User, project: Project
+) -> None:
     post(token_client(alice), batch(project.slug, rollouts_dropped=1, finish={"status": "succeeded"}))
 
     run = Run.objects.get()
@@ -247,7 +271,9 @@ def test_a_success_with_dropped_rollouts_ends_with_a_warning_that_counts_them(al
     assert ended.level == "warning" and "1 rollout could not be delivered" in ended.message
 
 
-def test_a_secret_in_the_reported_command_is_redacted_before_it_is_stored(alice: User, project: Project) -> None:
+def test_a_secret_in_the_reported_command_is_redacted_before_it_is_stored(
+    alice: User, project: Project
+) -> None:
     body = batch(project.slug)
     body["run"]["source_info"]["command"] = "train.py --hub_token hf_secret_value --api-key=abc"
     post(token_client(alice), body)

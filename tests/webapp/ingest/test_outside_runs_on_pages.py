@@ -19,15 +19,21 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def outside_run(alice: User, project: Project) -> Run:
-    body = batch(project.slug, rollouts=[rollout(1, 0, 0), rollout(1, 0, 1, correct=True)],
-                 metrics=[{"step": 1, "values": {"rollout/reward_mean": 0.5}}],
-                 checkpoints=[{"step": 1, "uri": "/etc"}], finish={"status": "failed", "error_message": "OOM"})
+    body = batch(
+        project.slug,
+        rollouts=[rollout(1, 0, 0), rollout(1, 0, 1, correct=True)],
+        metrics=[{"step": 1, "values": {"rollout/reward_mean": 0.5}}],
+        checkpoints=[{"step": 1, "uri": "/etc"}],
+        finish={"status": "failed", "error_message": "OOM"},
+    )
     body["run"]["source_info"]["command"] = "python train_grpo.py --lr 1e-6"
     assert post(token_client(alice), body).status_code == 201
     return Run.objects.get()
 
 
-def test_the_run_page_says_where_the_run_came_from_and_offers_no_resume(alice: User, outside_run: Run) -> None:
+def test_the_run_page_says_where_the_run_came_from_and_offers_no_resume(
+    alice: User, outside_run: Run
+) -> None:
     client = Client()
     client.force_login(alice)
     html = client.get(f"/runs/{outside_run.pk}/").content.decode()
@@ -41,9 +47,13 @@ def test_the_pages_of_an_outside_run_and_its_experiment_open(alice: User, outsid
     client = Client()
     client.force_login(alice)
     project = outside_run.experiment.project
-    for url in (f"/runs/{outside_run.pk}/rollouts/", f"/runs/{outside_run.pk}/rollouts/rows/",
-                f"/experiments/{outside_run.experiment_id}/", f"/projects/{project.pk}/compare/?runs={outside_run.pk}",
-                f"/projects/{project.pk}/"):
+    for url in (
+        f"/runs/{outside_run.pk}/rollouts/",
+        f"/runs/{outside_run.pk}/rollouts/rows/",
+        f"/experiments/{outside_run.experiment_id}/",
+        f"/projects/{project.pk}/compare/?runs={outside_run.pk}",
+        f"/projects/{project.pk}/",
+    ):
         response = client.get(url)
         assert response.status_code == 200, url
     compare = client.get(f"/projects/{project.pk}/compare/?runs={outside_run.pk}").content.decode()
@@ -64,7 +74,9 @@ def test_resume_and_cancel_say_the_outside_trainer_drives_the_run(alice: User, o
         run_cancel(run=outside_run, actor=alice)
 
 
-def test_an_outside_checkpoint_is_loaded_only_from_the_model_folders(outside_run: Run, project: Project) -> None:
+def test_an_outside_checkpoint_is_loaded_only_from_the_model_folders(
+    outside_run: Run, project: Project
+) -> None:
     from webapp.core.errors import InvalidInput
 
     checkpoint = Checkpoint.objects.get(run=outside_run)
@@ -82,7 +94,9 @@ def test_the_run_page_shows_how_many_rollouts_could_not_be_delivered(alice: User
     assert '<span id="run-dropped-count">3</span> rollout(s) of this run could not be delivered' in html
 
 
-def test_the_run_page_of_a_complete_run_hides_the_missing_rollouts_notice(alice: User, outside_run: Run) -> None:
+def test_the_run_page_of_a_complete_run_hides_the_missing_rollouts_notice(
+    alice: User, outside_run: Run
+) -> None:
     client = Client()
     client.force_login(alice)
     html = client.get(f"/runs/{outside_run.pk}/").content.decode()

@@ -41,7 +41,10 @@ def test_it_diffs_the_configs_of_the_chosen_runs(
     record_steps(run, range(1, 4))
     response = browser_as("viewer").get(f"/projects/{project.pk}/compare/?runs={run.pk},{second.pk}")
     html = response.content.decode()
-    assert '<tr class="differs" data-path="training.learning_rate"><th scope="row" class="mono diff-field">' in html
+    assert (
+        '<tr class="differs" data-path="training.learning_rate"><th scope="row" class="mono diff-field">'
+        in html
+    )
     assert 'class="table diff diff-only"' in html  # the differing fields only, until "Show all fields"
     assert response.context["differing"] == sum(row.differs for row in response.context["diff"]) >= 1
     assert response.context["page_data"]["keys"] == ["actor/pg_loss", "rollout/reward_mean"]
@@ -63,8 +66,9 @@ def test_a_trl_run_is_diffed_on_the_native_paths_with_one_row_for_beta(
     browser_as: Callable[[str | None], Client], project: Project, alice: User
 ) -> None:
     config = {**SMALL_CONFIG, "algorithm": {"beta": 0.04}}
-    native = run_launch(experiment=experiment_create(project=project, actor=alice, name="native", config=config),
-                        actor=alice)
+    native = run_launch(
+        experiment=experiment_create(project=project, actor=alice, name="native", config=config), actor=alice
+    )
     trl_config = {"beta": 0.04, "learning_rate": 1e-4, "num_generations": 8, "output_dir": "/scratch/trl-out"}
     assert post(token_client(alice), batch(project.slug, run={"config": trl_config})).status_code == 201
     trl = Run.objects.get(source="trl")
@@ -75,7 +79,10 @@ def test_a_trl_run_is_diffed_on_the_native_paths_with_one_row_for_beta(
     assert rows["algorithm.beta"].values == ("0.04", "0.04") and not rows["algorithm.beta"].differs
     assert rows["algorithm.beta"].cells[1].outside_name == "beta"  # the TRL name is still shown in its cell
     assert rows["rollout.temperature"].unreported and not rows["rollout.temperature"].differs
-    assert {path for path, row in rows.items() if row.differs} == {"checkpoint.output_dir", "rollout.num_generations"}
+    assert {path for path, row in rows.items() if row.differs} == {
+        "checkpoint.output_dir",
+        "rollout.num_generations",
+    }
     html = response.content.decode()
     assert '<tr class="same" data-path="algorithm.beta">' in html
     assert "2 of " in html and "not reported by the outside run" in html

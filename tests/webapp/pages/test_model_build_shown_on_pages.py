@@ -18,8 +18,16 @@ LABEL = "Building the built-in model tiny:addition (warm-start SFT, once)"
 
 def building(run: Run, done: int = 300, total: int = 1200) -> Run:
     run_mark_started(run_id=run.pk, worker="w1")
-    run_record_phase(run_id=run.pk, name="building_model", label=LABEL, subject="tiny:addition", done=done,
-                     total=total, elapsed_s=60.0, eta_s=180.0)
+    run_record_phase(
+        run_id=run.pk,
+        name="building_model",
+        label=LABEL,
+        subject="tiny:addition",
+        done=done,
+        total=total,
+        elapsed_s=60.0,
+        eta_s=180.0,
+    )
     run.refresh_from_db()
     return run
 
@@ -30,16 +38,22 @@ def visible(html: str, element_id: str) -> bool:
     return "display: none" not in tag.group(0)
 
 
-def test_the_run_page_shows_the_build_in_place_of_step_zero(run: Run, browser_as: Callable[[str | None], Client]) -> None:
+def test_the_run_page_shows_the_build_in_place_of_step_zero(
+    run: Run, browser_as: Callable[[str | None], Client]
+) -> None:
     building(run)
     html = browser_as("owner").get(f"/runs/{run.pk}/").content.decode()
     assert LABEL in html and "300 / 1200 steps" in html
     assert re.search(r"about (3m 0s|2m 5\ds) left", html)
     assert 'id="phase-bar" style="width: 25.0%"' in html
-    assert visible(html, "run-phase") and not visible(html, "step-progress") and not visible(html, "step-text")
+    assert (
+        visible(html, "run-phase") and not visible(html, "step-progress") and not visible(html, "step-text")
+    )
 
 
-def test_the_run_page_shows_steps_again_after_the_first_one(run: Run, browser_as: Callable[[str | None], Client]) -> None:
+def test_the_run_page_shows_steps_again_after_the_first_one(
+    run: Run, browser_as: Callable[[str | None], Client]
+) -> None:
     building(run, done=1200)
     run_record_step(run_id=run.pk, step=1, max_steps=20, metrics={}, rollouts=[])
     html = browser_as("owner").get(f"/runs/{run.pk}/").content.decode()

@@ -69,7 +69,10 @@ def test_clone_creates_a_copy_named_copy(
     response = browser_as("admin").post(f"/experiments/{experiment.pk}/clone/")
     copy = Experiment.objects.get(name="addition (copy)")
     assert response["Location"] == f"/experiments/{copy.pk}/"
-    assert copy.config == {**experiment.config, "name": "addition (copy)"}  # the experiment's name is the config's
+    assert copy.config == {
+        **experiment.config,
+        "name": "addition (copy)",
+    }  # the experiment's name is the config's
 
 
 def test_a_viewer_cannot_clone(browser_as: Callable[[str | None], Client], experiment: Experiment) -> None:

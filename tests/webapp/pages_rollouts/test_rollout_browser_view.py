@@ -27,8 +27,12 @@ def store_xss_rollout(run: Run) -> None:
     from webapp.experiments.services import run_record_step
 
     record = rollout_record(
-        1, completion=XSS_COMPLETION, prompt=XSS_PROMPT,
-        details={"regex": {"extracted": "<script>alert(1)</script>", "reason": "<img src=x onerror=alert(1)>"}},
+        1,
+        completion=XSS_COMPLETION,
+        prompt=XSS_PROMPT,
+        details={
+            "regex": {"extracted": "<script>alert(1)</script>", "reason": "<img src=x onerror=alert(1)>"}
+        },
     )
     run_record_step(run_id=run.pk, step=1, max_steps=run.max_steps, metrics={}, rollouts=[record])
 
@@ -132,7 +136,11 @@ def test_the_order_of_groups_comes_from_whole_groups_even_when_a_filter_hides_so
     run: Run, alice: User
 ) -> None:
     store_groups(run, 1, [[(1.0, 0.1), (0.9, -0.1)], [(1.0, 0.8), (0.0, -0.8)]])
-    rows = client_for(alice).get(f"/runs/{run.pk}/rollouts/rows/", {"step": 1, "reward_min": 0.95}).json()["results"]
+    rows = (
+        client_for(alice)
+        .get(f"/runs/{run.pk}/rollouts/rows/", {"step": 1, "reward_min": 0.95})
+        .json()["results"]
+    )
     assert [(r["group"], r["sample_index"]) for r in rows] == [(1, 0), (0, 0)]
 
 

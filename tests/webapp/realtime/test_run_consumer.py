@@ -99,7 +99,11 @@ def test_a_viewer_hears_the_run_s_status_and_last_stored_step_first(run: Run) ->
     assert connected and closed_with(received) is None
     hello = received[0]
     assert hello["type"] == "websocket.send"
-    assert '"type": "run.hello"' in hello["text"] and '"step": 7' in hello["text"] and '"status": "running"' in hello["text"]
+    assert (
+        '"type": "run.hello"' in hello["text"]
+        and '"step": 7' in hello["text"]
+        and '"status": "running"' in hello["text"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -115,7 +119,10 @@ def test_a_client_that_reconnects_after_the_run_ended_hears_its_final_status_and
 ) -> None:
     token = token_for(alice)
     _, before = connect(f"/ws/runs/{run.pk}/?token={token}")  # connected while the run was queued
-    assert [json.loads(m["text"])["type"] for m in before if m["type"] == "websocket.send"] == ["run.hello", "run.status"]
+    assert [json.loads(m["text"])["type"] for m in before if m["type"] == "websocket.send"] == [
+        "run.hello",
+        "run.status",
+    ]
     # The run ends while the client is away: the final run.status goes to nobody.
     Run.objects.filter(pk=run.pk).update(status=status, step=10, error_message=message)
     publish_run_event(run_id=run.pk, event="run.status", payload={"status": status})
@@ -138,7 +145,9 @@ def test_events_of_the_run_reach_a_connected_member(run: Run, alice: Any) -> Non
         hello = await communicator.receive_json_from()
         await communicator.receive_json_from()  # the current run.status
         publish = sync_to_async(publish_run_event)
-        await publish(run_id=run.pk, event="run.step", payload={"step": 1, "metrics": {"rollout/reward_mean": 0.5}})
+        await publish(
+            run_id=run.pk, event="run.step", payload={"step": 1, "metrics": {"rollout/reward_mean": 0.5}}
+        )
         await publish(run_id=run.pk + 1, event="run.step", payload={"step": 9, "metrics": {}})  # another run
         step = await communicator.receive_json_from()
         quiet = await communicator.receive_nothing(timeout=0.2)

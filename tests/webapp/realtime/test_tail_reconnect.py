@@ -57,12 +57,18 @@ def first_messages(run_id: int, token: str) -> list[dict[str, Any]]:
 
 
 def tail_of(run_id: int, token: str, out: StringIO) -> Tail:
-    return Tail(Api("http://testserver", token, transport=httpx.WSGITransport(app=get_wsgi_application())), run_id, out)
+    return Tail(
+        Api("http://testserver", token, transport=httpx.WSGITransport(app=get_wsgi_application())),
+        run_id,
+        out,
+    )
 
 
 def test_tail_reconnecting_after_the_run_failed_prints_the_failure_and_its_message(owner: Any) -> None:
     run = launch_run(owner, make_project(owner), {"training": {"max_steps": 10}})
-    Run.objects.filter(pk=run.pk).update(status="failed", step=3, error_message="Training diverged: the loss became nan")
+    Run.objects.filter(pk=run.pk).update(
+        status="failed", step=3, error_message="Training diverged: the loss became nan"
+    )
     token = issue_token(owner).token
     out = StringIO()
     tail = tail_of(run.pk, token, out)
@@ -71,7 +77,10 @@ def test_tail_reconnecting_after_the_run_failed_prints_the_failure_and_its_messa
 
     assert ended[0] and tail.status == "failed"
     assert tail.finish() == 1
-    assert out.getvalue().splitlines()[-1] == f"run {run.pk} failed at step 3: Training diverged: the loss became nan"
+    assert (
+        out.getvalue().splitlines()[-1]
+        == f"run {run.pk} failed at step 3: Training diverged: the loss became nan"
+    )
 
 
 def never(seconds: float) -> None:

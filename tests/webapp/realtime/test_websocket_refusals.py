@@ -45,7 +45,10 @@ def redis_down(settings: Settings) -> Iterator[None]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    layer = {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [f"redis://127.0.0.1:{port}/0"]}}
+    layer = {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [f"redis://127.0.0.1:{port}/0"]},
+    }
     yield from _layers(settings, layer)
 
 
@@ -75,7 +78,9 @@ def talk(path: str, messages: tuple[str, ...] = (), until: str = "websocket.clos
         while True:
             output = await communicator.receive_output(timeout=20)
             received.append(output)
-            kind = json.loads(output["text"])["type"] if output["type"] == "websocket.send" else output["type"]
+            kind = (
+                json.loads(output["text"])["type"] if output["type"] == "websocket.send" else output["type"]
+            )
             if kind == until:
                 break
         await communicator.disconnect()
@@ -98,16 +103,22 @@ def test_an_unknown_path_is_closed_with_4404(path: str, memory_layer: None, db: 
 
 
 @pytest.mark.parametrize("run_id", ["abc", "-1", "1e3", "%00"])
-def test_a_non_numeric_run_id_is_closed_with_4404(run_id: str, memory_layer: None, run: Run, alice: Any) -> None:
+def test_a_non_numeric_run_id_is_closed_with_4404(
+    run_id: str, memory_layer: None, run: Run, alice: Any
+) -> None:
     assert closed_with(talk(f"/ws/runs/{run_id}/?token={issue_token(alice).token}")) == CLOSE_NOT_FOUND
 
 
 @pytest.mark.parametrize("digits", [20, 5000])
-def test_a_run_id_past_the_largest_key_is_closed_with_4404(digits: int, memory_layer: None, alice: Any) -> None:
+def test_a_run_id_past_the_largest_key_is_closed_with_4404(
+    digits: int, memory_layer: None, alice: Any
+) -> None:
     assert closed_with(talk(f"/ws/runs/{'9' * digits}/?token={issue_token(alice).token}")) == CLOSE_NOT_FOUND
 
 
-def test_with_redis_down_a_member_hears_live_updates_are_paused_then_4503(redis_down: None, run: Run, alice: Any) -> None:
+def test_with_redis_down_a_member_hears_live_updates_are_paused_then_4503(
+    redis_down: None, run: Run, alice: Any
+) -> None:
     received = talk(f"/ws/runs/{run.pk}/?token={issue_token(alice).token}")
     assert [m["type"] for m in sent(received)] == ["live.paused"]
     assert "Live updates are paused" in sent(received)[0]["message"]
@@ -136,7 +147,9 @@ def test_with_redis_down_an_unknown_path_is_still_closed_with_4404(redis_down: N
 def test_a_client_message_that_is_not_small_json_is_answered_and_the_socket_stays_open(
     message: str, memory_layer: None, run: Run, alice: Any
 ) -> None:
-    received = talk(f"/ws/runs/{run.pk}/?token={issue_token(alice).token}", (message, '{"type": "ping"}'), "pong")
+    received = talk(
+        f"/ws/runs/{run.pk}/?token={issue_token(alice).token}", (message, '{"type": "ping"}'), "pong"
+    )
     kinds = [m["type"] for m in sent(received)]
     assert kinds == ["run.hello", "run.status", "error", "pong"], kinds
     assert closed_with(received) is None

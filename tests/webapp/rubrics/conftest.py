@@ -13,9 +13,21 @@ RUBRIC: dict[str, Any] = {
     "aggregation": "rank",
     "criteria": [
         {"name": "correct", "scorer": "rule", "rule": {"type": "verifier", "params": {"name": "exact"}}},
-        {"name": "boxed", "scorer": "rule", "weight": 0.5, "rule": {"type": "format", "params": {"kind": "boxed"}}},
-        {"name": "clarity", "scale": "likert5", "scorer": "judge",
-         "judge": {"prompt_template": "Rate {completion} from {min} to {max}. Score:", "parse_pattern": r"(\d)"}},
+        {
+            "name": "boxed",
+            "scorer": "rule",
+            "weight": 0.5,
+            "rule": {"type": "format", "params": {"kind": "boxed"}},
+        },
+        {
+            "name": "clarity",
+            "scale": "likert5",
+            "scorer": "judge",
+            "judge": {
+                "prompt_template": "Rate {completion} from {min} to {max}. Score:",
+                "parse_pattern": r"(\d)",
+            },
+        },
         {"name": "tone", "scale": "likert5", "scorer": "human", "description": "Friendly?"},
     ],
 }

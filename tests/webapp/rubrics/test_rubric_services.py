@@ -53,11 +53,23 @@ def test_an_update_replaces_and_reorders_the_criteria(
 @pytest.mark.parametrize(
     ("criterion", "field", "message"),
     [
-        ({"name": "r", "scorer": "rule", "rule": {"type": "regex", "params": {"pattern": "("}}}, "rule", "not a valid regular expression"),
+        (
+            {"name": "r", "scorer": "rule", "rule": {"type": "regex", "params": {"pattern": "("}}},
+            "rule",
+            "not a valid regular expression",
+        ),
         ({"name": "r", "scorer": "rule", "rule": {"type": "nope"}}, "rule", "valid names are"),
         ({"name": "r", "scorer": "rule", "rule": None}, "rule", "Choose a rule type"),
-        ({"name": "j", "scorer": "judge", "judge": {"prompt_template": "{prompt}"}}, "judge", "must contain {completion}"),
-        ({"name": "x", "scorer": "human", "scale": "range", "min_value": 5, "max_value": 1}, "max_value", "must be greater"),
+        (
+            {"name": "j", "scorer": "judge", "judge": {"prompt_template": "{prompt}"}},
+            "judge",
+            "must contain {completion}",
+        ),
+        (
+            {"name": "x", "scorer": "human", "scale": "range", "min_value": 5, "max_value": 1},
+            "max_value",
+            "must be greater",
+        ),
         ({"name": "x", "scorer": "human", "weight": -1}, "weight", "greater than or equal to 0"),
         ({"name": "", "scorer": "human"}, "name", "at least 1 character"),
     ],
@@ -66,7 +78,9 @@ def test_a_bad_criterion_is_reported_at_its_field(
     project: Project, alice: User, criterion: dict[str, Any], field: str, message: str
 ) -> None:
     with pytest.raises(InvalidInput) as err:
-        rubric_create(project=project, actor=alice, name="r", criteria=[{"name": "ok", "scorer": "human"}, criterion])
+        rubric_create(
+            project=project, actor=alice, name="r", criteria=[{"name": "ok", "scorer": "human"}, criterion]
+        )
     messages = err.value.fields[f"criteria.1.{field}"]
     assert any(message in m for m in messages), messages
 

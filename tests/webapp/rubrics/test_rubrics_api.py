@@ -38,7 +38,9 @@ def test_the_owner_creates_a_rubric_and_gets_its_trainer_config(
     assert body["created_by"] == "alice"
 
 
-def test_validation_errors_come_back_per_field(project: Project, alice: User, rubric_payload: dict[str, Any]) -> None:
+def test_validation_errors_come_back_per_field(
+    project: Project, alice: User, rubric_payload: dict[str, Any]
+) -> None:
     rubric_payload["criteria"][1]["rule"]["params"] = {"kind": "tags"}
     rubric_payload["criteria"][0]["scale"] = "stars"
     resp = client_for(alice).post(f"/api/projects/{project.pk}/rubrics/", rubric_payload, format="json")
@@ -51,7 +53,9 @@ def test_validation_errors_come_back_per_field(project: Project, alice: User, ru
 
 
 @pytest.mark.parametrize("role", ["viewer", "annotator", "admin", "owner"])
-def test_every_member_reads_rubrics(rubric: Rubric, project: Project, bob: User, join: Join, role: str) -> None:
+def test_every_member_reads_rubrics(
+    rubric: Rubric, project: Project, bob: User, join: Join, role: str
+) -> None:
     join(bob, role)
     client = client_for(bob)
     listed = client.get(f"/api/projects/{project.pk}/rubrics/")
@@ -60,13 +64,23 @@ def test_every_member_reads_rubrics(rubric: Rubric, project: Project, bob: User,
     assert client.get(f"/api/rubrics/{rubric.pk}/").json()["criteria"][2]["scorer"] == "judge"
 
 
-@pytest.mark.parametrize(("role", "allowed"), [("viewer", False), ("annotator", False), ("admin", True), ("owner", True)])
+@pytest.mark.parametrize(
+    ("role", "allowed"), [("viewer", False), ("annotator", False), ("admin", True), ("owner", True)]
+)
 def test_only_admins_and_owners_edit(
-    rubric: Rubric, project: Project, bob: User, join: Join, rubric_payload: dict[str, Any], role: str, allowed: bool
+    rubric: Rubric,
+    project: Project,
+    bob: User,
+    join: Join,
+    rubric_payload: dict[str, Any],
+    role: str,
+    allowed: bool,
 ) -> None:
     join(bob, role)
     client = client_for(bob)
-    created = client.post(f"/api/projects/{project.pk}/rubrics/", {**rubric_payload, "name": "other"}, format="json")
+    created = client.post(
+        f"/api/projects/{project.pk}/rubrics/", {**rubric_payload, "name": "other"}, format="json"
+    )
     replaced = client.put(f"/api/rubrics/{rubric.pk}/", {**rubric_payload, "name": "renamed"}, format="json")
     assert (created.status_code, replaced.status_code) == ((201, 200) if allowed else (403, 403))
     deleted = client.delete(f"/api/rubrics/{rubric.pk}/")
@@ -74,10 +88,14 @@ def test_only_admins_and_owners_edit(
     assert Rubric.objects.filter(pk=rubric.pk).exists() is not allowed
 
 
-def test_outsiders_get_404_for_everything(rubric: Rubric, project: Project, charlie: User, rubric_payload: dict[str, Any]) -> None:
+def test_outsiders_get_404_for_everything(
+    rubric: Rubric, project: Project, charlie: User, rubric_payload: dict[str, Any]
+) -> None:
     client = client_for(charlie)
     assert client.get(f"/api/projects/{project.pk}/rubrics/").status_code == 404
-    assert client.post(f"/api/projects/{project.pk}/rubrics/", rubric_payload, format="json").status_code == 404
+    assert (
+        client.post(f"/api/projects/{project.pk}/rubrics/", rubric_payload, format="json").status_code == 404
+    )
     assert client.get(f"/api/rubrics/{rubric.pk}/").status_code == 404
     assert client.put(f"/api/rubrics/{rubric.pk}/", rubric_payload, format="json").status_code == 404
     assert client.delete(f"/api/rubrics/{rubric.pk}/").status_code == 404
@@ -94,10 +112,14 @@ def test_a_put_reorders_criteria(rubric: Rubric, alice: User, rubric_payload: di
     assert [c["position"] for c in resp.json()["criteria"]] == [0, 1, 2, 3]
 
 
-def test_an_experiment_with_the_rubric_section_validates(rubric: Rubric, project: Project, alice: User) -> None:
+def test_an_experiment_with_the_rubric_section_validates(
+    rubric: Rubric, project: Project, alice: User
+) -> None:
     from tests.webapp.helpers import SMALL_CONFIG
 
     config = {**SMALL_CONFIG, "rubric": client_for(alice).get(f"/api/rubrics/{rubric.pk}/").json()["config"]}
-    resp = client_for(alice).post(f"/api/projects/{project.pk}/experiments/", {"name": "with rubric", "config": config}, format="json")
+    resp = client_for(alice).post(
+        f"/api/projects/{project.pk}/experiments/", {"name": "with rubric", "config": config}, format="json"
+    )
     assert resp.status_code == 201, resp.json()
     assert resp.json()["config"]["rubric"]["criteria"][0]["rule"]["type"] == "verifier"

@@ -35,13 +35,17 @@ def test_an_owner_can_make_another_owner(project: Project, alice: User, charlie:
 
 
 @pytest.mark.parametrize("role", ["viewer", "annotator"])
-def test_viewers_and_annotators_cannot_add_members(project: Project, join: Join, bob: User, charlie: User, role: str) -> None:
+def test_viewers_and_annotators_cannot_add_members(
+    project: Project, join: Join, bob: User, charlie: User, role: str
+) -> None:
     join(bob, role)
     with pytest.raises(PermissionDenied):
         membership_add(project=project, actor=bob, username="charlie", role="viewer")
 
 
-def test_an_outsider_adding_members_is_told_the_project_does_not_exist(project: Project, bob: User, charlie: User) -> None:
+def test_an_outsider_adding_members_is_told_the_project_does_not_exist(
+    project: Project, bob: User, charlie: User
+) -> None:
     with pytest.raises(Http404):
         membership_add(project=project, actor=bob, username="charlie", role="viewer")
 
@@ -64,7 +68,9 @@ def test_an_unknown_role_is_refused(project: Project, alice: User, bob: User) ->
     assert "role" in err.value.fields
 
 
-def test_an_admin_changes_a_viewer_into_an_annotator(project: Project, join: Join, bob: User, charlie: User) -> None:
+def test_an_admin_changes_a_viewer_into_an_annotator(
+    project: Project, join: Join, bob: User, charlie: User
+) -> None:
     join(bob, "admin")
     join(charlie, "viewer")
     changed = membership_change_role(membership=membership(project, charlie), actor=bob, role="annotator")
@@ -82,9 +88,14 @@ def test_the_last_owner_cannot_step_down(project: Project, alice: User) -> None:
         membership_change_role(membership=membership(project, alice), actor=alice, role="admin")
 
 
-def test_an_owner_can_step_down_once_there_is_another(project: Project, join: Join, alice: User, bob: User) -> None:
+def test_an_owner_can_step_down_once_there_is_another(
+    project: Project, join: Join, alice: User, bob: User
+) -> None:
     join(bob, "owner")
-    assert membership_change_role(membership=membership(project, alice), actor=alice, role="admin").role == "admin"
+    assert (
+        membership_change_role(membership=membership(project, alice), actor=alice, role="admin").role
+        == "admin"
+    )
 
 
 def test_the_last_owner_cannot_be_removed(project: Project, alice: User) -> None:
@@ -93,7 +104,9 @@ def test_the_last_owner_cannot_be_removed(project: Project, alice: User) -> None
     assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
 
 
-def test_an_admin_cannot_remove_an_owner(project: Project, join: Join, alice: User, bob: User, charlie: User) -> None:
+def test_an_admin_cannot_remove_an_owner(
+    project: Project, join: Join, alice: User, bob: User, charlie: User
+) -> None:
     join(bob, "admin")
     join(charlie, "owner")
     with pytest.raises(PermissionDenied):

@@ -28,7 +28,9 @@ SLOW_TEXT = "a" * 100_000
 
 
 def _version(project: Project, alice: User, verifier: str, params: dict[str, Any]) -> VerifierVersion:
-    definition = verifier_definition_create(project=project, actor=alice, name="v", verifier=verifier, params=params)
+    definition = verifier_definition_create(
+        project=project, actor=alice, name="v", verifier=verifier, params=params
+    )
     return definition.versions.get(number=1)
 
 
@@ -38,13 +40,17 @@ def test_a_viewer_gets_the_audit_pattern_verdict_at_once(
     version = _version(project, alice, "regex_format", {"pattern": r"(a+)+$"})
     join(bob, "viewer")
     started = time.monotonic()
-    resp = api(bob).post(f"/api/verifier-versions/{version.pk}/test/", {"completion": "a" * 27 + "b"}, format="json")
+    resp = api(bob).post(
+        f"/api/verifier-versions/{version.pk}/test/", {"completion": "a" * 27 + "b"}, format="json"
+    )
     assert time.monotonic() - started < 3  # worker start-up included; Python's re took ~12 s
     assert resp.status_code == 200, resp.json()
     assert resp.json()["correct"] is False and resp.json()["error"] is None
 
 
-def test_a_lookahead_pattern_is_refused_in_the_one_error_shape(api: Api, alice: User, project: Project) -> None:
+def test_a_lookahead_pattern_is_refused_in_the_one_error_shape(
+    api: Api, alice: User, project: Project
+) -> None:
     resp = api(alice).post(
         f"/api/projects/{project.pk}/verifiers/",
         {"name": "fmt", "verifier": "regex_format", "params": {"pattern": r"<answer>(?=\d)"}},
@@ -53,8 +59,9 @@ def test_a_lookahead_pattern_is_refused_in_the_one_error_shape(api: Api, alice: 
     assert resp.status_code == 400
     body = resp.json()
     assert set(body) == {"message", "extra"}
-    assert "lookahead (?=...) is not supported: patterns run in linear time (RE2 syntax); rewrite without it" in (
-        body["message"]
+    assert (
+        "lookahead (?=...) is not supported: patterns run in linear time (RE2 syntax); rewrite without it"
+        in (body["message"])
     )
 
 
@@ -66,7 +73,9 @@ def test_a_slow_verdict_comes_back_as_a_timeout_verdict_within_its_budget(
     api(alice).post(f"/api/verifier-versions/{version.pk}/test/", {"completion": "a"}, format="json")  # warm
     started = time.monotonic()
     resp = api(alice).post(
-        f"/api/verifier-versions/{version.pk}/test/", {"completion": SLOW_TEXT, "reference": "a"}, format="json"
+        f"/api/verifier-versions/{version.pk}/test/",
+        {"completion": SLOW_TEXT, "reference": "a"},
+        format="json",
     )
     assert time.monotonic() - started < 4
     verdict = resp.json()

@@ -31,7 +31,10 @@ BUDGET_S = 2
 
 @pytest.fixture
 def daphne_url(real_services: None, tmp_path: Path) -> Iterator[str]:  # noqa: F811
-    env = {**worker_env(tmp_path / "data"), "DJANGO_SETTINGS_MODULE": "tests.webapp.verification.bench_live_settings"}
+    env = {
+        **worker_env(tmp_path / "data"),
+        "DJANGO_SETTINGS_MODULE": "tests.webapp.verification.bench_live_settings",
+    }
     with serve_daphne(env, tmp_path / "daphne.log") as url:
         yield url
 
@@ -40,18 +43,26 @@ def daphne_url(real_services: None, tmp_path: Path) -> Iterator[str]:  # noqa: F
 def test_other_requests_are_answered_while_a_slow_bench_verdict_runs(daphne_url: str) -> None:
     alice = make_user("alice")
     project = project_create(name="Lab", owner=alice, description="")
-    definition = verifier_definition_create(project=project, actor=alice, name="v", verifier="exact", params=SLOW)
+    definition = verifier_definition_create(
+        project=project, actor=alice, name="v", verifier="exact", params=SLOW
+    )
     bench = f"{daphne_url}/api/verifier-versions/{definition.versions.get(number=1).pk}/test/"
-    token = httpx.post(f"{daphne_url}/api/auth/token/", json={"username": "alice", "password": "pw-alice-123"})
+    token = httpx.post(
+        f"{daphne_url}/api/auth/token/", json={"username": "alice", "password": "pw-alice-123"}
+    )
     assert token.status_code == 200, token.text
     headers = {"Authorization": f"Token {token.json()['token']}"}
-    assert httpx.post(bench, json={"completion": "a", "reference": "a"}, headers=headers, timeout=30).json()["correct"]
+    assert httpx.post(bench, json={"completion": "a", "reference": "a"}, headers=headers, timeout=30).json()[
+        "correct"
+    ]
 
     slow: dict[str, Any] = {}
 
     def run_slow() -> None:
         started = time.monotonic()
-        response = httpx.post(bench, json={"completion": SLOW_TEXT, "reference": "a"}, headers=headers, timeout=60)
+        response = httpx.post(
+            bench, json={"completion": SLOW_TEXT, "reference": "a"}, headers=headers, timeout=60
+        )
         slow.update(seconds=time.monotonic() - started, verdict=response.json())
 
     thread = threading.Thread(target=run_slow)

@@ -24,7 +24,9 @@ def launch_with(project: Project, alice: User, verifiers: list[dict[str, Any]]) 
 def test_the_pickers_config_entry_records_that_exact_version(
     project: Project, alice: User, definition: VerifierDefinition, version: VerifierVersion
 ) -> None:
-    v2 = verifier_version_create(definition=definition, actor=alice, verifier="exact", params={"extract": "full"})
+    v2 = verifier_version_create(
+        definition=definition, actor=alice, verifier="exact", params={"extract": "full"}
+    )
     run = launch_with(project, alice, [version.config_entry])
     assert list(run.verifier_versions.all()) == [version]
     assert v2 not in run.verifier_versions.all()
@@ -42,7 +44,9 @@ def test_different_params_record_nothing(project: Project, alice: User, version:
     assert run.verifier_versions.count() == 0
 
 
-def test_the_label_picks_between_identical_versions(project: Project, alice: User, version: VerifierVersion) -> None:
+def test_the_label_picks_between_identical_versions(
+    project: Project, alice: User, version: VerifierVersion
+) -> None:
     twin = verifier_definition_create(
         project=project, actor=alice, name="Answer twin", verifier="exact", params={"extract": "first_line"}
     ).versions.get()

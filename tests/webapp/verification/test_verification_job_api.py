@@ -27,7 +27,13 @@ def test_readers_start_an_audit_and_get_202_with_a_queued_job(
     resp = api(bob).post(f"/api/verifier-versions/{version.pk}/audit/", {}, format="json")
     assert resp.status_code == 202, resp.json()
     job = resp.json()
-    assert (job["kind"], job["status"], job["done"], job["progress"], job["result"]) == ("audit", "queued", 0, 0.0, {})
+    assert (job["kind"], job["status"], job["done"], job["progress"], job["result"]) == (
+        "audit",
+        "queued",
+        0,
+        0.0,
+        {},
+    )
     assert job["total"] > 200 and job["created_by"] == "bob"
     assert job["url"] == f"/api/verification-jobs/{job['id']}/"
     assert api(bob).get(job["url"]).json()["id"] == job["id"]
@@ -49,12 +55,17 @@ def test_outsiders_can_neither_start_nor_see_jobs(
     client = api(bob)
     assert client.post(f"/api/verifier-versions/{version.pk}/audit/", {}, format="json").status_code == 404
     rescore = {"run": run_with_rollouts.pk}
-    assert client.post(f"/api/verifier-versions/{version.pk}/rescore/", rescore, format="json").status_code == 404
+    assert (
+        client.post(f"/api/verifier-versions/{version.pk}/rescore/", rescore, format="json").status_code
+        == 404
+    )
     assert client.get(f"/api/verification-jobs/{job['id']}/").status_code == 404
     assert client.get(f"/api/verifier-versions/{version.pk}/jobs/").status_code == 404
 
 
-def test_a_finished_audit_returns_acceptance_per_answer_form(api: Api, alice: User, version: VerifierVersion) -> None:
+def test_a_finished_audit_returns_acceptance_per_answer_form(
+    api: Api, alice: User, version: VerifierVersion
+) -> None:
     job = api(alice).post(f"/api/verifier-versions/{version.pk}/audit/", {}, format="json").json()
     assert verification_job_execute(job_id=job["id"]) == "succeeded"
     body = api(alice).get(job["url"]).json()
@@ -72,7 +83,12 @@ def test_a_finished_rescore_lists_the_verdicts_that_change(
     assert (job["kind"], job["run"], job["limit"], job["total"]) == ("rescore", run_with_rollouts.pk, None, 4)
     verification_job_execute(job_id=job["id"])
     result = api(alice).get(job["url"]).json()["result"]
-    assert (result["scored"], result["changed"], result["newly_correct"], result["newly_incorrect"]) == (4, 2, 1, 1)
+    assert (result["scored"], result["changed"], result["newly_correct"], result["newly_incorrect"]) == (
+        4,
+        2,
+        1,
+        1,
+    )
     assert [(r["sample_index"], r["was_correct"], r["now_correct"]) for r in result["rows"]] == [
         (0, False, True), (2, True, False),
     ]  # fmt: skip
@@ -100,7 +116,9 @@ def test_rescoring_all_of_a_run_above_the_cap_asks_for_a_limit(
     assert newest.status_code == 202 and newest.json()["total"] == 3
 
 
-def test_rescoring_a_run_without_rollouts_is_refused(api: Api, alice: User, casefold: VerifierVersion, run: Run) -> None:
+def test_rescoring_a_run_without_rollouts_is_refused(
+    api: Api, alice: User, casefold: VerifierVersion, run: Run
+) -> None:
     resp = api(alice).post(f"/api/verifier-versions/{casefold.pk}/rescore/", {"run": run.pk}, format="json")
     assert resp.status_code == 400 and "no stored rollouts" in resp.json()["message"]
 
@@ -111,10 +129,14 @@ def test_rescoring_a_run_of_another_project_is_refused(
     from webapp.teams.services import project_create
 
     other = project_create(name="Other", owner=alice)
-    mine = api(alice).post(
-        f"/api/projects/{other.pk}/verifiers/", {"name": "v", "verifier": "exact"}, format="json"
-    ).json()["versions"][0]["id"]
-    resp = api(alice).post(f"/api/verifier-versions/{mine}/rescore/", {"run": run_with_rollouts.pk}, format="json")
+    mine = (
+        api(alice)
+        .post(f"/api/projects/{other.pk}/verifiers/", {"name": "v", "verifier": "exact"}, format="json")
+        .json()["versions"][0]["id"]
+    )
+    resp = api(alice).post(
+        f"/api/verifier-versions/{mine}/rescore/", {"run": run_with_rollouts.pk}, format="json"
+    )
     assert resp.status_code == 400 and "another project" in resp.json()["message"]
 
 
@@ -123,9 +145,11 @@ def test_a_versions_job_list_is_newest_first_without_results(
 ) -> None:
     audit = api(alice).post(f"/api/verifier-versions/{casefold.pk}/audit/", {}, format="json").json()
     verification_job_execute(job_id=audit["id"])
-    rescore = api(alice).post(
-        f"/api/verifier-versions/{casefold.pk}/rescore/", {"run": run_with_rollouts.pk}, format="json"
-    ).json()
+    rescore = (
+        api(alice)
+        .post(f"/api/verifier-versions/{casefold.pk}/rescore/", {"run": run_with_rollouts.pk}, format="json")
+        .json()
+    )
     jobs = api(alice).get(f"/api/verifier-versions/{casefold.pk}/jobs/").json()
     assert [(j["id"], j["status"]) for j in jobs] == [(rescore["id"], "queued"), (audit["id"], "succeeded")]
     assert all("result" not in j for j in jobs)

@@ -75,7 +75,10 @@ def test_a_running_audit_stops_at_the_next_chunk(
 
 
 def test_only_the_starter_or_an_admin_cancels(
-    alice: User, bob: User, version: VerifierVersion, join: Callable[[User, str | None], User],
+    alice: User,
+    bob: User,
+    version: VerifierVersion,
+    join: Callable[[User, str | None], User],
     api: Callable[[User | None], APIClient],
 ) -> None:
     join(bob, "viewer")

@@ -86,7 +86,9 @@ def test_an_error_meant_for_the_user_is_stored_as_it_is(
     assert job.error == "Unknown verifier 'mathh': pick one of exact, math."
 
 
-def test_a_redelivered_finished_job_is_skipped(alice: User, casefold: VerifierVersion, run_with_rollouts: Run) -> None:
+def test_a_redelivered_finished_job_is_skipped(
+    alice: User, casefold: VerifierVersion, run_with_rollouts: Run
+) -> None:
     job = verification_rescore_start(version=casefold, run=run_with_rollouts, actor=alice)
     assert verification_job_execute(job_id=job.pk) == "succeeded"
     assert verification_job_execute(job_id=job.pk) == "skipped"
@@ -117,7 +119,10 @@ def test_with_enqueue_off_a_started_job_stays_queued(
 
 
 def test_a_job_that_cannot_reach_the_broker_fails_with_how_to_fix_it(
-    alice: User, version: VerifierVersion, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+    alice: User,
+    version: VerifierVersion,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     def unreachable(job_id: int) -> str:
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6399")
@@ -129,7 +134,9 @@ def test_a_job_that_cannot_reach_the_broker_fails_with_how_to_fix_it(
     assert job.status == JobStatus.FAILED and "REDIS_URL" in job.error and "'default' queue" in job.error
 
 
-def test_an_audit_job_reports_progress_until_every_variant_is_scored(alice: User, version: VerifierVersion) -> None:
+def test_an_audit_job_reports_progress_until_every_variant_is_scored(
+    alice: User, version: VerifierVersion
+) -> None:
     job = verification_audit_start(version=version, actor=alice)
     assert verification_job_execute(job_id=job.pk) == "succeeded"
     job.refresh_from_db()

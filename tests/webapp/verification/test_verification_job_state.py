@@ -15,7 +15,9 @@ Api = Callable[[User | None], APIClient]
 
 
 def job(version: VerifierVersion, alice: User, status: str, **fields: object) -> VerificationJob:
-    return VerificationJob.objects.create(kind=JobKind.AUDIT, version=version, status=status, created_by=alice, **fields)
+    return VerificationJob.objects.create(
+        kind=JobKind.AUDIT, version=version, status=status, created_by=alice, **fields
+    )
 
 
 def test_a_queued_job_can_be_cancelled_and_has_no_start_or_finish_time(
@@ -33,7 +35,9 @@ def test_a_finished_job_cannot_be_cancelled(api: Api, alice: User, version: Veri
     assert body["started_at"] is not None and body["finished_at"] is not None
 
 
-def test_a_running_job_asked_to_stop_cannot_be_cancelled_again(api: Api, alice: User, version: VerifierVersion) -> None:
+def test_a_running_job_asked_to_stop_cannot_be_cancelled_again(
+    api: Api, alice: User, version: VerifierVersion
+) -> None:
     row = job(version, alice, JobStatus.RUNNING, started_at=timezone.now(), cancel_requested=True)
     assert api(alice).get(f"/api/verification-jobs/{row.pk}/").json()["can_cancel"] is False
 

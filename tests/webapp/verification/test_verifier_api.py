@@ -16,7 +16,9 @@ Api = Callable[[User | None], APIClient]
 Join = Callable[[User, str | None], User]
 
 
-def test_an_admin_defines_a_verifier_and_gets_version_1(api: Api, bob: User, join: Join, project: Project) -> None:
+def test_an_admin_defines_a_verifier_and_gets_version_1(
+    api: Api, bob: User, join: Join, project: Project
+) -> None:
     join(bob, "admin")
     resp = api(bob).post(
         f"/api/projects/{project.pk}/verifiers/",
@@ -26,12 +28,18 @@ def test_an_admin_defines_a_verifier_and_gets_version_1(api: Api, bob: User, joi
     assert resp.status_code == 201, resp.json()
     body = resp.json()
     assert body["versions"][0]["number"] == 1 and body["versions"][0]["params"]["rel_tol"] == 0.01
-    assert body["versions"][0]["config_entry"] == {"name": "numeric", "params": body["versions"][0]["params"], "label": "half"}
+    assert body["versions"][0]["config_entry"] == {
+        "name": "numeric",
+        "params": body["versions"][0]["params"],
+        "label": "half",
+    }
 
 
 def test_bad_params_come_back_in_the_one_error_shape(api: Api, alice: User, project: Project) -> None:
     resp = api(alice).post(
-        f"/api/projects/{project.pk}/verifiers/", {"name": "x", "verifier": "math", "params": {"nope": 1}}, format="json"
+        f"/api/projects/{project.pk}/verifiers/",
+        {"name": "x", "verifier": "math", "params": {"nope": 1}},
+        format="json",
     )
     assert resp.status_code == 400
     assert "nope" in resp.json()["message"] and "params" in resp.json()["extra"]["fields"]
@@ -45,14 +53,24 @@ def test_viewers_read_but_cannot_edit(
     client = api(bob)
     assert client.get(f"/api/verifiers/{definition.pk}/").status_code == 200
     assert client.get(f"/api/verifier-versions/{version.pk}/").status_code == 200
-    assert client.post(f"/api/verifiers/{definition.pk}/versions/", {"verifier": "exact"}, format="json").status_code == 403
+    assert (
+        client.post(
+            f"/api/verifiers/{definition.pk}/versions/", {"verifier": "exact"}, format="json"
+        ).status_code
+        == 403
+    )
     case = {"completion": "1", "reference": "1", "expected_correct": True}
     assert client.post(f"/api/verifiers/{definition.pk}/cases/", case, format="json").status_code == 403
     assert client.delete(f"/api/verifiers/{definition.pk}/").status_code == 403
 
 
 def test_outsiders_get_404_everywhere(
-    api: Api, bob: User, join: Join, project: Project, definition: VerifierDefinition, version: VerifierVersion
+    api: Api,
+    bob: User,
+    join: Join,
+    project: Project,
+    definition: VerifierDefinition,
+    version: VerifierVersion,
 ) -> None:
     join(bob, None)
     client = api(bob)
@@ -70,17 +88,23 @@ def test_the_bench_shows_verdict_extracted_answer_and_reason(
 ) -> None:
     join(bob, "viewer")
     resp = api(bob).post(
-        f"/api/verifier-versions/{version.pk}/test/", {"completion": "42\nbecause 6*7", "reference": "42"}, format="json"
+        f"/api/verifier-versions/{version.pk}/test/",
+        {"completion": "42\nbecause 6*7", "reference": "42"},
+        format="json",
     )
     assert resp.status_code == 200
     assert resp.json() | {"detail": None} == {
         "reward": 1.0, "correct": True, "extracted": "42", "reason": "match", "error": None, "detail": None,
     }  # fmt: skip
-    wrong = api(bob).post(f"/api/verifier-versions/{version.pk}/test/", {"completion": "41", "reference": "42"}, format="json")
+    wrong = api(bob).post(
+        f"/api/verifier-versions/{version.pk}/test/", {"completion": "41", "reference": "42"}, format="json"
+    )
     assert wrong.json()["correct"] is False and wrong.json()["reason"] == "mismatch"
 
 
-def test_the_bench_reports_a_missing_reference_as_an_error(api: Api, alice: User, version: VerifierVersion) -> None:
+def test_the_bench_reports_a_missing_reference_as_an_error(
+    api: Api, alice: User, version: VerifierVersion
+) -> None:
     resp = api(alice).post(f"/api/verifier-versions/{version.pk}/test/", {"completion": "42"}, format="json")
     assert resp.json()["correct"] is False and "no reference answer" in resp.json()["error"]
 

@@ -26,12 +26,21 @@ def client_for(user: User) -> Client:
 
 
 def page_urls(project: Project, definition: VerifierDefinition, version: VerifierVersion) -> list[str]:
-    return [f"/projects/{project.pk}/verifiers/", f"/verifiers/{definition.pk}/", f"/verifier-versions/{version.pk}/"]
+    return [
+        f"/projects/{project.pk}/verifiers/",
+        f"/verifiers/{definition.pk}/",
+        f"/verifier-versions/{version.pk}/",
+    ]
 
 
 @pytest.mark.parametrize("role", ["viewer", "annotator", "admin"])
 def test_members_see_every_read_page(
-    bob: User, join: Join, project: Project, definition: VerifierDefinition, version: VerifierVersion, role: str
+    bob: User,
+    join: Join,
+    project: Project,
+    definition: VerifierDefinition,
+    version: VerifierVersion,
+    role: str,
 ) -> None:
     join(bob, role)
     for url in page_urls(project, definition, version):
@@ -76,7 +85,8 @@ def test_invalid_json_params_keep_the_input_and_say_what_is_wrong(alice: User, p
 
 def test_the_edit_form_saves_a_new_version(alice: User, definition: VerifierDefinition) -> None:
     resp = client_for(alice).post(
-        f"/verifiers/{definition.pk}/edit/", {"verifier": "exact", "params": '{"extract": "full"}', "note": "whole text"}
+        f"/verifiers/{definition.pk}/edit/",
+        {"verifier": "exact", "params": '{"extract": "full"}', "note": "whole text"},
     )
     assert resp.status_code == 302
     assert definition.versions.get(number=2).note == "whole text"
@@ -94,8 +104,12 @@ def test_the_case_form_saves_a_case_and_rechecks(alice: User, definition: Verifi
 
 def test_untrusted_text_is_escaped(alice: User, project: Project) -> None:
     evil = '<img src=x onerror="alert(1)">'
-    definition = verifier_definition_create(project=project, actor=alice, name=evil, verifier="exact", description=evil)
-    verifier_test_case_create(definition=definition, actor=alice, name=evil, completion=evil, reference=evil, expected_correct=True)
+    definition = verifier_definition_create(
+        project=project, actor=alice, name=evil, verifier="exact", description=evil
+    )
+    verifier_test_case_create(
+        definition=definition, actor=alice, name=evil, completion=evil, reference=evil, expected_correct=True
+    )
     for url in (f"/projects/{project.pk}/verifiers/", f"/verifiers/{definition.pk}/"):
         html = client_for(alice).get(url).content.decode()
         assert evil not in html and "&lt;img src=x" in html, url

@@ -21,7 +21,9 @@ from webapp.verification.services import (
 )
 
 
-def test_creating_a_definition_stores_version_1_with_every_default_filled_in(version: VerifierVersion) -> None:
+def test_creating_a_definition_stores_version_1_with_every_default_filled_in(
+    version: VerifierVersion,
+) -> None:
     assert version.number == 1 and version.verifier == "exact"
     assert version.params["extract"] == "first_line"
     assert version.params["ignore_trailing_period"] is True  # a default, filled in by the trainer's schema
@@ -36,14 +38,20 @@ def test_an_unknown_verifier_is_refused_with_the_valid_names(project: Project, a
 
 def test_bad_params_are_refused_with_the_trainers_message(project: Project, alice: User) -> None:
     with pytest.raises(InvalidInput, match="unknown parameter; valid parameters are") as err:
-        verifier_definition_create(project=project, actor=alice, name="x", verifier="math", params={"tolerance": 1})
+        verifier_definition_create(
+            project=project, actor=alice, name="x", verifier="math", params={"tolerance": 1}
+        )
     assert "params" in err.value.fields
 
 
 def test_a_bad_regex_is_refused_when_saved(project: Project, alice: User) -> None:
     with pytest.raises(InvalidInput, match="not a valid regular expression"):
         verifier_definition_create(
-            project=project, actor=alice, name="x", verifier="exact", params={"extract": "regex", "pattern": "("}
+            project=project,
+            actor=alice,
+            name="x",
+            verifier="exact",
+            params={"extract": "regex", "pattern": "("},
         )
 
 
@@ -56,7 +64,11 @@ def test_editing_creates_version_2_and_leaves_version_1_unchanged(
     definition: VerifierDefinition, version: VerifierVersion, alice: User
 ) -> None:
     v2 = verifier_version_create(
-        definition=definition, actor=alice, verifier="exact", params={"case_sensitive": False}, note="ignore case"
+        definition=definition,
+        actor=alice,
+        verifier="exact",
+        params={"case_sensitive": False},
+        note="ignore case",
     )
     assert v2.number == 2 and v2.params["case_sensitive"] is False and v2.params["extract"] == "first_line"
     version.refresh_from_db()
@@ -73,18 +85,27 @@ def test_saved_cases_run_on_every_new_version_and_failures_mark_it(
     definition: VerifierDefinition, alice: User
 ) -> None:
     verifier_test_case_create(
-        definition=definition, actor=alice, name="casing", completion="YES", reference="yes", expected_correct=True
+        definition=definition,
+        actor=alice,
+        name="casing",
+        completion="YES",
+        reference="yes",
+        expected_correct=True,
     )
     v1 = definition.versions.get(number=1)
     assert v1.test_status == TestStatus.FAILING  # case-sensitive exact rejects YES vs yes
     assert v1.test_results[0]["passed"] is False and v1.test_results[0]["correct"] is False
-    v2 = verifier_version_create(definition=definition, actor=alice, verifier="exact", params={"case_sensitive": False})
+    v2 = verifier_version_create(
+        definition=definition, actor=alice, verifier="exact", params={"case_sensitive": False}
+    )
     assert v2.test_status == TestStatus.PASSING and v2.test_results[0]["passed"] is True
     v1.refresh_from_db()
     assert v1.test_status == TestStatus.FAILING  # old versions keep their result
 
 
-def test_an_expected_rejection_passes_when_the_verifier_rejects(definition: VerifierDefinition, alice: User) -> None:
+def test_an_expected_rejection_passes_when_the_verifier_rejects(
+    definition: VerifierDefinition, alice: User
+) -> None:
     case = verifier_test_case_create(
         definition=definition, actor=alice, completion="41", reference="42", expected_correct=False
     )
@@ -97,7 +118,9 @@ def test_an_expected_rejection_passes_when_the_verifier_rejects(definition: Veri
 
 def test_a_case_needs_a_completion(definition: VerifierDefinition, alice: User) -> None:
     with pytest.raises(InvalidInput, match="needs a completion"):
-        verifier_test_case_create(definition=definition, actor=alice, completion=" ", reference="1", expected_correct=True)
+        verifier_test_case_create(
+            definition=definition, actor=alice, completion=" ", reference="1", expected_correct=True
+        )
 
 
 @pytest.mark.parametrize("role", ["viewer", "annotator"])
@@ -108,12 +131,19 @@ def test_viewers_and_annotators_cannot_edit(
     with pytest.raises(PermissionDenied):
         verifier_version_create(definition=definition, actor=bob, verifier="exact")
     with pytest.raises(PermissionDenied):
-        verifier_test_case_create(definition=definition, actor=bob, completion="1", reference="1", expected_correct=True)
+        verifier_test_case_create(
+            definition=definition, actor=bob, completion="1", reference="1", expected_correct=True
+        )
 
 
-def test_an_admin_can_rename(definition: VerifierDefinition, bob: User, join: Callable[[User, str | None], User]) -> None:
+def test_an_admin_can_rename(
+    definition: VerifierDefinition, bob: User, join: Callable[[User, str | None], User]
+) -> None:
     join(bob, "admin")
-    assert verifier_definition_update(definition=definition, actor=bob, name="final answer").name == "final answer"
+    assert (
+        verifier_definition_update(definition=definition, actor=bob, name="final answer").name
+        == "final answer"
+    )
 
 
 def test_a_definition_used_by_a_run_cannot_be_deleted(

@@ -18,15 +18,22 @@ from webapp.experiments.services import experiment_create, run_launch
 from webapp.teams.models import Project
 
 Api = Callable[[User | None], APIClient]
-TRL_CONFIG = {"beta": 0.04, "learning_rate": 1e-4, "num_generations": 8, "output_dir": "/scratch/trl-out",
-              "run_name": "trl-grpo", "bf16": True}
+TRL_CONFIG = {
+    "beta": 0.04,
+    "learning_rate": 1e-4,
+    "num_generations": 8,
+    "output_dir": "/scratch/trl-out",
+    "run_name": "trl-grpo",
+    "bf16": True,
+}
 
 
 def native_and_trl_runs(project: Project, alice: User) -> tuple[Run, Run]:
     config = copy.deepcopy(SMALL_CONFIG)
     config["algorithm"] = {"beta": 0.04}  # SMALL_CONFIG's learning rate is 1e-4 too
-    native = run_launch(experiment=experiment_create(project=project, actor=alice, name="native", config=config),
-                        actor=alice)
+    native = run_launch(
+        experiment=experiment_create(project=project, actor=alice, name="native", config=config), actor=alice
+    )
     assert post(token_client(alice), batch(project.slug, run={"config": TRL_CONFIG})).status_code == 201
     return native, Run.objects.get(source="trl")
 
@@ -47,7 +54,9 @@ def test_only_fields_both_runs_report_and_that_differ_are_the_default_columns(
     native, trl = native_and_trl_runs(project, alice)
     body = api(alice).get(f"/api/projects/{project.pk}/runs/table/").json()
     assert "rollout.num_generations" in body["config_differing"]  # 8 against 4: a real difference
-    assert "rollout.temperature" not in body["config_differing"]  # TRL did not send it: unknown, not different
+    assert (
+        "rollout.temperature" not in body["config_differing"]
+    )  # TRL did not send it: unknown, not different
     assert not {"checkpoint.output_dir", "name"} & set(body["config_differing"])  # per run, whatever trained
     rows = {row["id"]: row["config"] for row in body["runs"]}
     assert rows[trl.pk]["checkpoint.output_dir"] == "/scratch/trl-out"

@@ -6,86 +6,218 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('experiments', '0001_initial'),
-        ('rubrics', '0001_initial'),
-        ('teams', '0001_initial'),
+        ("experiments", "0001_initial"),
+        ("rubrics", "0001_initial"),
+        ("teams", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AnnotationTask',
+            name="AnnotationTask",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('instructions', models.TextField(blank=True, default='')),
-                ('source_kind', models.CharField(choices=[('run', "A run's rollouts"), ('benchmark', "A benchmark's samples")], default='run', max_length=16)),
-                ('criteria', models.JSONField(default=list, help_text="The rubric's criteria at creation: name, description, scale, min, max, scorer.")),
-                ('sampling', models.JSONField(default=dict, help_text='The sampling rule (webapp/annotation/sampling.py).')),
-                ('annotators_per_item', models.PositiveIntegerField(default=2)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotation_tasks', to='teams.project')),
-                ('rubric', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='annotation_tasks', to='rubrics.rubric')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='annotation_tasks', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("instructions", models.TextField(blank=True, default="")),
+                (
+                    "source_kind",
+                    models.CharField(
+                        choices=[("run", "A run's rollouts"), ("benchmark", "A benchmark's samples")],
+                        default="run",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "criteria",
+                    models.JSONField(
+                        default=list,
+                        help_text="The rubric's criteria at creation: name, description, scale, min, max, scorer.",
+                    ),
+                ),
+                (
+                    "sampling",
+                    models.JSONField(
+                        default=dict, help_text="The sampling rule (webapp/annotation/sampling.py)."
+                    ),
+                ),
+                ("annotators_per_item", models.PositiveIntegerField(default=2)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotation_tasks",
+                        to="teams.project",
+                    ),
+                ),
+                (
+                    "rubric",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="annotation_tasks",
+                        to="rubrics.rubric",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="annotation_tasks",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at', '-id'),
+                "ordering": ("-created_at", "-id"),
             },
         ),
         migrations.CreateModel(
-            name='AnnotationItem',
+            name="AnnotationItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(help_text='Order within the task, from 0.')),
-                ('source_kind', models.CharField(choices=[('run', "A run's rollouts"), ('benchmark', "A benchmark's samples")], default='run', max_length=16)),
-                ('source_run_id', models.PositiveIntegerField(blank=True, null=True)),
-                ('source_step', models.PositiveIntegerField(blank=True, null=True)),
-                ('source_rollout_id', models.PositiveIntegerField(blank=True, null=True)),
-                ('source', models.JSONField(blank=True, default=dict, help_text='Other origin ids (a benchmark sample later).')),
-                ('prompt', models.TextField()),
-                ('completion', models.TextField()),
-                ('reference_answer', models.TextField(blank=True, null=True)),
-                ('reward', models.FloatField(blank=True, null=True)),
-                ('correct', models.BooleanField(blank=True, null=True)),
-                ('machine_scores', models.JSONField(default=dict, help_text="criterion name -> {scorer, score, detail} from the rollout's rubric/<name> keys.")),
-                ('rollout', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='experiments.rollout')),
-                ('task', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.annotationtask')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField(help_text="Order within the task, from 0.")),
+                (
+                    "source_kind",
+                    models.CharField(
+                        choices=[("run", "A run's rollouts"), ("benchmark", "A benchmark's samples")],
+                        default="run",
+                        max_length=16,
+                    ),
+                ),
+                ("source_run_id", models.PositiveIntegerField(blank=True, null=True)),
+                ("source_step", models.PositiveIntegerField(blank=True, null=True)),
+                ("source_rollout_id", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "source",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Other origin ids (a benchmark sample later)."
+                    ),
+                ),
+                ("prompt", models.TextField()),
+                ("completion", models.TextField()),
+                ("reference_answer", models.TextField(blank=True, null=True)),
+                ("reward", models.FloatField(blank=True, null=True)),
+                ("correct", models.BooleanField(blank=True, null=True)),
+                (
+                    "machine_scores",
+                    models.JSONField(
+                        default=dict,
+                        help_text="criterion name -> {scorer, score, detail} from the rollout's rubric/<name> keys.",
+                    ),
+                ),
+                (
+                    "rollout",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="experiments.rollout",
+                    ),
+                ),
+                (
+                    "task",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="items",
+                        to="annotation.annotationtask",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('task_id', 'position'),
+                "ordering": ("task_id", "position"),
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('draft', 'Draft'), ('submitted', 'Submitted'), ('skipped', 'Skipped')], db_index=True, default='pending', max_length=16)),
-                ('scores', models.JSONField(default=dict, help_text="criterion name -> score on the criterion's scale.")),
-                ('comment', models.TextField(blank=True, default='')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotation_assignments', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.annotationitem')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("draft", "Draft"),
+                            ("submitted", "Submitted"),
+                            ("skipped", "Skipped"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "scores",
+                    models.JSONField(
+                        default=dict, help_text="criterion name -> score on the criterion's scale."
+                    ),
+                ),
+                ("comment", models.TextField(blank=True, default="")),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotation_assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to="annotation.annotationitem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('item__task_id', 'item__position', 'annotator_id'),
+                "ordering": ("item__task_id", "item__position", "annotator_id"),
             },
         ),
         migrations.AddConstraint(
-            model_name='annotationitem',
-            constraint=models.UniqueConstraint(fields=('task', 'position'), name='one_item_per_position'),
+            model_name="annotationitem",
+            constraint=models.UniqueConstraint(fields=("task", "position"), name="one_item_per_position"),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['annotator', 'status'], name='assignment_annotator_status'),
+            model_name="assignment",
+            index=models.Index(fields=["annotator", "status"], name="assignment_annotator_status"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='one_assignment_per_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                fields=("item", "annotator"), name="one_assignment_per_annotator"
+            ),
         ),
     ]

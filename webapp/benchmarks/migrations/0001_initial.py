@@ -6,117 +6,294 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('datafiles', '0001_initial'),
-        ('experiments', '0001_initial'),
-        ('teams', '0001_initial'),
+        ("datafiles", "0001_initial"),
+        ("experiments", "0001_initial"),
+        ("teams", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Benchmark',
+            name="Benchmark",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text='Also the metric prefix during training: eval/<name>/...', max_length=120)),
-                ('description', models.TextField(blank=True, default='')),
-                ('source', models.CharField(choices=[('file', 'Uploaded file'), ('reasoning_gym', 'reasoning-gym task'), ('builtin', 'Built-in suite')], max_length=16)),
-                ('builtin', models.CharField(blank=True, default='', help_text='Suite entry, e.g. builtin:addition.', max_length=120)),
-                ('config', models.JSONField(help_text='A validated trainer.evaluation.config.BenchmarkConfig, every default filled in.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='benchmarks', to='datafiles.dataset')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='benchmarks', to='teams.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "name",
+                    models.CharField(
+                        help_text="Also the metric prefix during training: eval/<name>/...", max_length=120
+                    ),
+                ),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("file", "Uploaded file"),
+                            ("reasoning_gym", "reasoning-gym task"),
+                            ("builtin", "Built-in suite"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "builtin",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="Suite entry, e.g. builtin:addition.",
+                        max_length=120,
+                    ),
+                ),
+                (
+                    "config",
+                    models.JSONField(
+                        help_text="A validated trainer.evaluation.config.BenchmarkConfig, every default filled in."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="benchmarks",
+                        to="datafiles.dataset",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="benchmarks",
+                        to="teams.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('name', 'id'),
+                "ordering": ("name", "id"),
             },
         ),
         migrations.CreateModel(
-            name='EvalRun',
+            name="EvalRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('target_kind', models.CharField(choices=[('base', 'Base model of an experiment'), ('checkpoint', 'Checkpoint of a run')], max_length=16)),
-                ('step', models.PositiveIntegerField(blank=True, help_text='Training step of the checkpoint.', null=True)),
-                ('model_path', models.CharField(help_text='What trainer.evaluation.engine.evaluate loads.', max_length=1024)),
-                ('label', models.CharField(help_text='Row name in the results table.', max_length=255)),
-                ('config', models.JSONField(help_text="The benchmark's config as it was at launch.")),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=16)),
-                ('problems_total', models.PositiveIntegerField(default=0)),
-                ('problems_done', models.PositiveIntegerField(default=0)),
-                ('metrics', models.JSONField(blank=True, default=dict, help_text="Metric name -> value, e.g. 'pass@1 (n=8)'.")),
-                ('ci', models.JSONField(blank=True, default=dict, help_text='Metric name -> [low, high] bootstrap interval.')),
-                ('timings', models.JSONField(blank=True, default=dict)),
-                ('error_message', models.TextField(blank=True, default='')),
-                ('traceback', models.TextField(blank=True, default='')),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('worker', models.CharField(blank=True, default='', max_length=255)),
-                ('celery_task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('benchmark', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='eval_runs', to='benchmarks.benchmark')),
-                ('checkpoint', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='experiments.checkpoint')),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('experiment', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='experiments.experiment')),
-                ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='eval_runs', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "target_kind",
+                    models.CharField(
+                        choices=[
+                            ("base", "Base model of an experiment"),
+                            ("checkpoint", "Checkpoint of a run"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "step",
+                    models.PositiveIntegerField(
+                        blank=True, help_text="Training step of the checkpoint.", null=True
+                    ),
+                ),
+                (
+                    "model_path",
+                    models.CharField(
+                        help_text="What trainer.evaluation.engine.evaluate loads.", max_length=1024
+                    ),
+                ),
+                ("label", models.CharField(help_text="Row name in the results table.", max_length=255)),
+                ("config", models.JSONField(help_text="The benchmark's config as it was at launch.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("problems_total", models.PositiveIntegerField(default=0)),
+                ("problems_done", models.PositiveIntegerField(default=0)),
+                (
+                    "metrics",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Metric name -> value, e.g. 'pass@1 (n=8)'."
+                    ),
+                ),
+                (
+                    "ci",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="Metric name -> [low, high] bootstrap interval."
+                    ),
+                ),
+                ("timings", models.JSONField(blank=True, default=dict)),
+                ("error_message", models.TextField(blank=True, default="")),
+                ("traceback", models.TextField(blank=True, default="")),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("worker", models.CharField(blank=True, default="", max_length=255)),
+                ("celery_task_id", models.CharField(blank=True, default="", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "benchmark",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="eval_runs",
+                        to="benchmarks.benchmark",
+                    ),
+                ),
+                (
+                    "checkpoint",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="experiments.checkpoint",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "experiment",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="experiments.experiment",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="eval_runs",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at', '-id'),
+                "ordering": ("-created_at", "-id"),
             },
         ),
         migrations.CreateModel(
-            name='EvalProblem',
+            name="EvalProblem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField(help_text="The problem's position in the benchmark.")),
-                ('problem_id', models.CharField(max_length=255)),
-                ('seed', models.BigIntegerField(default=0)),
-                ('prompt', models.TextField()),
-                ('answer', models.TextField(blank=True, null=True)),
-                ('n', models.PositiveIntegerField(help_text='Samples drawn.')),
-                ('c', models.PositiveIntegerField(help_text='Samples verified correct.')),
-                ('eval_run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='problems', to='benchmarks.evalrun')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField(help_text="The problem's position in the benchmark.")),
+                ("problem_id", models.CharField(max_length=255)),
+                ("seed", models.BigIntegerField(default=0)),
+                ("prompt", models.TextField()),
+                ("answer", models.TextField(blank=True, null=True)),
+                ("n", models.PositiveIntegerField(help_text="Samples drawn.")),
+                ("c", models.PositiveIntegerField(help_text="Samples verified correct.")),
+                (
+                    "eval_run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="problems",
+                        to="benchmarks.evalrun",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('seed', 'index', 'id'),
+                "ordering": ("seed", "index", "id"),
             },
         ),
         migrations.CreateModel(
-            name='EvalSample',
+            name="EvalSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('finish_reason', models.CharField(max_length=32)),
-                ('length', models.PositiveIntegerField()),
-                ('reward', models.FloatField(null=True)),
-                ('correct', models.BooleanField()),
-                ('extracted_answer', models.TextField(blank=True, null=True)),
-                ('detail', models.JSONField(default=dict, help_text='Verifier key -> detail record.')),
-                ('rewards', models.JSONField(default=dict, help_text='Verifier key -> raw reward.')),
-                ('tokens', models.JSONField(default=list, help_text="The completion's token strings.")),
-                ('token_data', models.BinaryField(help_text='trainer.sinks.pack_token_arrays: ids + logprob channel.')),
-                ('problem', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='samples', to='benchmarks.evalproblem')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                ("finish_reason", models.CharField(max_length=32)),
+                ("length", models.PositiveIntegerField()),
+                ("reward", models.FloatField(null=True)),
+                ("correct", models.BooleanField()),
+                ("extracted_answer", models.TextField(blank=True, null=True)),
+                ("detail", models.JSONField(default=dict, help_text="Verifier key -> detail record.")),
+                ("rewards", models.JSONField(default=dict, help_text="Verifier key -> raw reward.")),
+                ("tokens", models.JSONField(default=list, help_text="The completion's token strings.")),
+                (
+                    "token_data",
+                    models.BinaryField(help_text="trainer.sinks.pack_token_arrays: ids + logprob channel."),
+                ),
+                (
+                    "problem",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="samples",
+                        to="benchmarks.evalproblem",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('index',),
+                "ordering": ("index",),
             },
         ),
         migrations.AddConstraint(
-            model_name='benchmark',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='benchmark_name_unique_in_project'),
+            model_name="benchmark",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="benchmark_name_unique_in_project"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evalproblem',
-            constraint=models.UniqueConstraint(fields=('eval_run', 'problem_id', 'seed'), name='one_result_per_problem_seed'),
+            model_name="evalproblem",
+            constraint=models.UniqueConstraint(
+                fields=("eval_run", "problem_id", "seed"), name="one_result_per_problem_seed"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evalsample',
-            constraint=models.UniqueConstraint(fields=('problem', 'index'), name='one_sample_per_index'),
+            model_name="evalsample",
+            constraint=models.UniqueConstraint(fields=("problem", "index"), name="one_sample_per_index"),
         ),
     ]

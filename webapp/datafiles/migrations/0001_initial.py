@@ -6,33 +6,57 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = (
-        ('teams', '0001_initial'),
+        ("teams", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     )
 
     operations = (
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('path', models.CharField(help_text='Absolute path of the stored file.', max_length=1024)),
-                ('format', models.CharField(max_length=16)),
-                ('rows', models.PositiveIntegerField()),
-                ('fields', models.JSONField(default=list, help_text='Column names, in file order.')),
-                ('prompt_field', models.CharField(max_length=200)),
-                ('answer_field', models.CharField(blank=True, default='', help_text='Blank: label-free.', max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='datasets', to='teams.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("path", models.CharField(help_text="Absolute path of the stored file.", max_length=1024)),
+                ("format", models.CharField(max_length=16)),
+                ("rows", models.PositiveIntegerField()),
+                ("fields", models.JSONField(default=list, help_text="Column names, in file order.")),
+                ("prompt_field", models.CharField(max_length=200)),
+                (
+                    "answer_field",
+                    models.CharField(blank=True, default="", help_text="Blank: label-free.", max_length=200),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="datasets",
+                        to="teams.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at', '-id'),
-                'constraints': [models.UniqueConstraint(fields=('project', 'name'), name='dataset_name_unique_in_project')],
+                "ordering": ("-created_at", "-id"),
+                "constraints": [
+                    models.UniqueConstraint(fields=("project", "name"), name="dataset_name_unique_in_project")
+                ],
             },
         ),
     )

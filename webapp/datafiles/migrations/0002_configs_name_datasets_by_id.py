@@ -36,14 +36,18 @@ def _rename_experiment_config(config: Any, refs: dict[str, str]) -> bool:
 
 def _dataset_refs(apps: Apps) -> Refs:
     refs: Refs = {}
-    for pk, project_id, path in apps.get_model("datafiles", "Dataset").objects.values_list("pk", "project_id", "path"):
+    for pk, project_id, path in apps.get_model("datafiles", "Dataset").objects.values_list(
+        "pk", "project_id", "path"
+    ):
         refs.setdefault(project_id, {})[path] = f"dataset:{pk}"
     return refs
 
 
 def _checkpoint_refs(apps: Apps) -> Refs:
     refs: Refs = {}
-    rows = apps.get_model("experiments", "Checkpoint").objects.values_list("pk", "run__experiment__project_id", "path")
+    rows = apps.get_model("experiments", "Checkpoint").objects.values_list(
+        "pk", "run__experiment__project_id", "path"
+    )
     for pk, project_id, path in rows:
         refs.setdefault(project_id, {})[path] = f"checkpoint:{pk}"
     return refs
@@ -58,11 +62,15 @@ def forwards(apps: Apps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         if _rename_experiment_config(run.config, datasets.get(run.experiment.project_id, {})):
             run.save(update_fields=["config"])
     for benchmark in apps.get_model("benchmarks", "Benchmark").objects.all():
-        if isinstance(benchmark.config, dict) and _rename_data_path(benchmark.config.get("data"), datasets.get(benchmark.project_id, {})):
+        if isinstance(benchmark.config, dict) and _rename_data_path(
+            benchmark.config.get("data"), datasets.get(benchmark.project_id, {})
+        ):
             benchmark.save(update_fields=["config"])
     for row in apps.get_model("benchmarks", "EvalRun").objects.select_related("benchmark"):
         project_id = row.benchmark.project_id
-        changed = isinstance(row.config, dict) and _rename_data_path(row.config.get("data"), datasets.get(project_id, {}))
+        changed = isinstance(row.config, dict) and _rename_data_path(
+            row.config.get("data"), datasets.get(project_id, {})
+        )
         if row.model_path in checkpoints.get(project_id, {}):
             row.model_path = checkpoints[project_id][row.model_path]
             changed = True

@@ -6,148 +6,293 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = (
-        ('teams', '0001_initial'),
+        ("teams", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     )
 
     operations = (
         migrations.CreateModel(
-            name='Experiment',
+            name="Experiment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True, default='')),
-                ('config', models.JSONField(help_text='A validated trainer.config.ExperimentConfig, with every default filled in.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='experiments', to='teams.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "config",
+                    models.JSONField(
+                        help_text="A validated trainer.config.ExperimentConfig, with every default filled in."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="experiments",
+                        to="teams.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at', '-id'),
+                "ordering": ("-created_at", "-id"),
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=16)),
-                ('config', models.JSONField(help_text="The experiment's config as it was at launch.")),
-                ('step', models.PositiveIntegerField(default=0, help_text='The last step whose results are stored.')),
-                ('max_steps', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('worker', models.CharField(blank=True, default='', help_text='Hostname of the last worker.', max_length=255)),
-                ('error_message', models.TextField(blank=True, default='')),
-                ('traceback', models.TextField(blank=True, default='', help_text='The last lines of the traceback.')),
-                ('resume_from', models.CharField(blank=True, default='', help_text='Checkpoint path.', max_length=1024)),
-                ('output_dir', models.CharField(blank=True, default='', max_length=1024)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('celery_task_id', models.CharField(blank=True, default='', max_length=255)),
-                ('final_metrics', models.JSONField(blank=True, default=dict)),
-                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('experiment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='experiments.experiment')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_index=True,
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("config", models.JSONField(help_text="The experiment's config as it was at launch.")),
+                (
+                    "step",
+                    models.PositiveIntegerField(
+                        default=0, help_text="The last step whose results are stored."
+                    ),
+                ),
+                ("max_steps", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "worker",
+                    models.CharField(
+                        blank=True, default="", help_text="Hostname of the last worker.", max_length=255
+                    ),
+                ),
+                ("error_message", models.TextField(blank=True, default="")),
+                (
+                    "traceback",
+                    models.TextField(blank=True, default="", help_text="The last lines of the traceback."),
+                ),
+                (
+                    "resume_from",
+                    models.CharField(blank=True, default="", help_text="Checkpoint path.", max_length=1024),
+                ),
+                ("output_dir", models.CharField(blank=True, default="", max_length=1024)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("celery_task_id", models.CharField(blank=True, default="", max_length=255)),
+                ("final_metrics", models.JSONField(blank=True, default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "experiment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="experiments.experiment",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('-created_at', '-id'),
+                "ordering": ("-created_at", "-id"),
             },
         ),
         migrations.CreateModel(
-            name='Rollout',
+            name="Rollout",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('prompt_id', models.CharField(max_length=255)),
-                ('group', models.PositiveIntegerField()),
-                ('sample_index', models.PositiveIntegerField()),
-                ('prompt', models.TextField()),
-                ('completion', models.TextField()),
-                ('answer', models.TextField(blank=True, help_text='Reference answer; null for label-free data.', null=True)),
-                ('finish_reason', models.CharField(max_length=32)),
-                ('reward', models.FloatField(null=True)),
-                ('rewards', models.JSONField(default=dict, help_text='Raw reward per verifier key.')),
-                ('correct', models.BooleanField()),
-                ('details', models.JSONField(default=dict, help_text='Verifier key -> detail record.')),
-                ('advantage', models.FloatField(null=True)),
-                ('length', models.PositiveIntegerField(help_text='Completion length in tokens.')),
-                ('tokens', models.JSONField(default=list, help_text="The completion's token strings.")),
-                ('token_data', models.BinaryField(help_text='trainer.sinks.pack_token_arrays: ids + per-token channels.')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rollouts', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("prompt_id", models.CharField(max_length=255)),
+                ("group", models.PositiveIntegerField()),
+                ("sample_index", models.PositiveIntegerField()),
+                ("prompt", models.TextField()),
+                ("completion", models.TextField()),
+                (
+                    "answer",
+                    models.TextField(
+                        blank=True, help_text="Reference answer; null for label-free data.", null=True
+                    ),
+                ),
+                ("finish_reason", models.CharField(max_length=32)),
+                ("reward", models.FloatField(null=True)),
+                ("rewards", models.JSONField(default=dict, help_text="Raw reward per verifier key.")),
+                ("correct", models.BooleanField()),
+                ("details", models.JSONField(default=dict, help_text="Verifier key -> detail record.")),
+                ("advantage", models.FloatField(null=True)),
+                ("length", models.PositiveIntegerField(help_text="Completion length in tokens.")),
+                ("tokens", models.JSONField(default=list, help_text="The completion's token strings.")),
+                (
+                    "token_data",
+                    models.BinaryField(
+                        help_text="trainer.sinks.pack_token_arrays: ids + per-token channels."
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="rollouts",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('step', 'group', 'sample_index'),
+                "ordering": ("step", "group", "sample_index"),
             },
         ),
         migrations.CreateModel(
-            name='MetricPoint',
+            name="MetricPoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('key', models.CharField(max_length=200)),
-                ('value', models.FloatField(null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='metric_points', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("key", models.CharField(max_length=200)),
+                ("value", models.FloatField(null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="metric_points",
+                        to="experiments.run",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Checkpoint',
+            name="Checkpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('step', models.PositiveIntegerField()),
-                ('path', models.CharField(max_length=1024)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("step", models.PositiveIntegerField()),
+                ("path", models.CharField(max_length=1024)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoints",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('step',),
+                "ordering": ("step",),
             },
         ),
         migrations.CreateModel(
-            name='RunEvent',
+            name="RunEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('level', models.CharField(choices=[('info', 'Info'), ('warning', 'Warning'), ('error', 'Error')], default='info', max_length=16)),
-                ('kind', models.CharField(max_length=64)),
-                ('message', models.TextField()),
-                ('step', models.PositiveIntegerField(blank=True, null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "level",
+                    models.CharField(
+                        choices=[("info", "Info"), ("warning", "Warning"), ("error", "Error")],
+                        default="info",
+                        max_length=16,
+                    ),
+                ),
+                ("kind", models.CharField(max_length=64)),
+                ("message", models.TextField()),
+                ("step", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="experiments.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('id',),
+                "ordering": ("id",),
             },
         ),
         migrations.AddConstraint(
-            model_name='experiment',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='experiment_name_unique_in_project'),
+            model_name="experiment",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="experiment_name_unique_in_project"
+            ),
         ),
         migrations.AddIndex(
-            model_name='rollout',
-            index=models.Index(fields=['run', 'step'], name='rollout_run_step'),
+            model_name="rollout",
+            index=models.Index(fields=["run", "step"], name="rollout_run_step"),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.UniqueConstraint(fields=('run', 'step', 'group', 'sample_index'), name='one_rollout_per_slot'),
+            model_name="rollout",
+            constraint=models.UniqueConstraint(
+                fields=("run", "step", "group", "sample_index"), name="one_rollout_per_slot"
+            ),
         ),
         migrations.AddIndex(
-            model_name='metricpoint',
-            index=models.Index(fields=['run', 'key', 'step'], name='metric_run_key_step'),
+            model_name="metricpoint",
+            index=models.Index(fields=["run", "key", "step"], name="metric_run_key_step"),
         ),
         migrations.AddConstraint(
-            model_name='metricpoint',
-            constraint=models.UniqueConstraint(fields=('run', 'step', 'key'), name='one_metric_value_per_step'),
+            model_name="metricpoint",
+            constraint=models.UniqueConstraint(
+                fields=("run", "step", "key"), name="one_metric_value_per_step"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='checkpoint',
-            constraint=models.UniqueConstraint(fields=('run', 'step'), name='one_checkpoint_per_step'),
+            model_name="checkpoint",
+            constraint=models.UniqueConstraint(fields=("run", "step"), name="one_checkpoint_per_step"),
         ),
         migrations.AddIndex(
-            model_name='runevent',
-            index=models.Index(fields=['run', 'id'], name='run_event_run_id'),
+            model_name="runevent",
+            index=models.Index(fields=["run", "id"], name="run_event_run_id"),
         ),
     )

@@ -2,7 +2,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = (
         ("experiments", "0001_initial"),
         ("verification", "0001_initial"),

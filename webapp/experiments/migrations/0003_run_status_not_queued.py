@@ -4,15 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0002_run_verifier_versions'),
+        ("experiments", "0002_run_verifier_versions"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='run',
-            name='status',
-            field=models.CharField(choices=[('queued', 'Queued'), ('not_queued', 'Not queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_index=True, default='queued', max_length=16),
+            model_name="run",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("queued", "Queued"),
+                    ("not_queued", "Not queued"),
+                    ("running", "Running"),
+                    ("succeeded", "Succeeded"),
+                    ("failed", "Failed"),
+                    ("cancelled", "Cancelled"),
+                ],
+                db_index=True,
+                default="queued",
+                max_length=16,
+            ),
         ),
     ]

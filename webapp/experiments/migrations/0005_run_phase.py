@@ -4,20 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0004_method_choices_in_configs'),
+        ("experiments", "0004_method_choices_in_configs"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='phase',
-            field=models.CharField(blank=True, default='', help_text='What the run is doing before its first step (e.g. building_model); blank otherwise.', max_length=64),
+            model_name="run",
+            name="phase",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="What the run is doing before its first step (e.g. building_model); blank otherwise.",
+                max_length=64,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='phase_progress',
-            field=models.JSONField(blank=True, default=dict, help_text="The phase's latest report: label, done, total, elapsed_s, eta_s, updated_at (ISO time)."),
+            model_name="run",
+            name="phase_progress",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="The phase's latest report: label, done, total, elapsed_s, eta_s, updated_at (ISO time).",
+            ),
         ),
     ]

@@ -5,66 +5,113 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0005_run_phase'),
-        ('verification', '0002_verificationjob'),
+        ("experiments", "0005_run_phase"),
+        ("verification", "0002_verificationjob"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='rollout',
-            name='token_key',
-            field=models.CharField(blank=True, default='', help_text='Where the per-token arrays live in the token store (webapp/experiments/token_store.py).', max_length=255),
+            model_name="rollout",
+            name="token_key",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Where the per-token arrays live in the token store (webapp/experiments/token_store.py).",
+                max_length=255,
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='token_offset',
-            field=models.BigIntegerField(default=0, help_text="Byte offset of this rollout's arrays in token_key."),
+            model_name="rollout",
+            name="token_offset",
+            field=models.BigIntegerField(
+                default=0, help_text="Byte offset of this rollout's arrays in token_key."
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='token_size',
-            field=models.PositiveIntegerField(default=0, help_text="Byte length of this rollout's arrays in token_key."),
+            model_name="rollout",
+            name="token_size",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Byte length of this rollout's arrays in token_key."
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='external_key',
-            field=models.CharField(blank=True, default='', help_text="The ingest client's key for the run: starting a run with the same key again returns it.", max_length=128),
+            model_name="run",
+            name="external_key",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="The ingest client's key for the run: starting a run with the same key again returns it.",
+                max_length=128,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='retention',
-            field=models.JSONField(blank=True, default=dict, help_text='Which steps keep their rollouts (webapp/experiments/retention.py); empty keeps every rollout.'),
+            model_name="run",
+            name="retention",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="Which steps keep their rollouts (webapp/experiments/retention.py); empty keeps every rollout.",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='source',
-            field=models.CharField(choices=[('native', 'RLVR Studio trainer'), ('trl', 'TRL'), ('verl', 'verl'), ('script', 'Script (ingest client)'), ('import', 'Imported file')], db_index=True, default='native', help_text='Who trained the run: the built-in trainer, or an outside trainer through the ingest API.', max_length=16),
+            model_name="run",
+            name="source",
+            field=models.CharField(
+                choices=[
+                    ("native", "RLVR Studio trainer"),
+                    ("trl", "TRL"),
+                    ("verl", "verl"),
+                    ("script", "Script (ingest client)"),
+                    ("import", "Imported file"),
+                ],
+                db_index=True,
+                default="native",
+                help_text="Who trained the run: the built-in trainer, or an outside trainer through the ingest API.",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='source_info',
-            field=models.JSONField(blank=True, default=dict, help_text='For outside runs: the library and its version, host, command, client version.'),
+            model_name="run",
+            name="source_info",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="For outside runs: the library and its version, host, command, client version.",
+            ),
         ),
         migrations.AlterField(
-            model_name='rollout',
-            name='correct',
-            field=models.BooleanField(help_text='Null where the trainer did not say (an outside run).', null=True),
+            model_name="rollout",
+            name="correct",
+            field=models.BooleanField(
+                help_text="Null where the trainer did not say (an outside run).", null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='rollout',
-            name='token_data',
-            field=models.BinaryField(blank=True, default=b'', help_text='trainer.sinks.pack_token_arrays (rollouts stored before the token store; empty since).'),
+            model_name="rollout",
+            name="token_data",
+            field=models.BinaryField(
+                blank=True,
+                default=b"",
+                help_text="trainer.sinks.pack_token_arrays (rollouts stored before the token store; empty since).",
+            ),
         ),
         migrations.AlterField(
-            model_name='rollout',
-            name='tokens',
-            field=models.JSONField(blank=True, default=list, help_text="The completion's token strings (rollouts stored before the token store; empty since)."),
+            model_name="rollout",
+            name="tokens",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="The completion's token strings (rollouts stored before the token store; empty since).",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_key', ''), _negated=True), fields=('experiment', 'external_key'), name='one_run_per_external_key'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_key", ""), _negated=True),
+                fields=("experiment", "external_key"),
+                name="one_run_per_external_key",
+            ),
         ),
     ]

@@ -25,7 +25,9 @@ def create_indexes(apps, schema_editor):
         return
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     for name, definition in INDEXES.items():
-        schema_editor.execute(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON "experiments_rollout" {definition}')
+        schema_editor.execute(
+            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON "experiments_rollout" {definition}'
+        )
 
 
 def drop_indexes(apps, schema_editor):

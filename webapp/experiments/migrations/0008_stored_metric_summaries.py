@@ -5,31 +5,44 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0007_rollout_search_indexes'),
+        ("experiments", "0007_rollout_search_indexes"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StoredMetricSummary',
+            name="StoredMetricSummary",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=200)),
-                ('window', models.PositiveSmallIntegerField()),
-                ('run_step', models.PositiveIntegerField()),
-                ('points', models.PositiveIntegerField()),
-                ('last_step', models.PositiveIntegerField(null=True)),
-                ('last', models.FloatField(null=True)),
-                ('max', models.FloatField(null=True)),
-                ('min', models.FloatField(null=True)),
-                ('smooth_last', models.FloatField(null=True)),
-                ('smooth_max', models.FloatField(null=True)),
-                ('smooth_min', models.FloatField(null=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='experiments.run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=200)),
+                ("window", models.PositiveSmallIntegerField()),
+                ("run_step", models.PositiveIntegerField()),
+                ("points", models.PositiveIntegerField()),
+                ("last_step", models.PositiveIntegerField(null=True)),
+                ("last", models.FloatField(null=True)),
+                ("max", models.FloatField(null=True)),
+                ("min", models.FloatField(null=True)),
+                ("smooth_last", models.FloatField(null=True)),
+                ("smooth_max", models.FloatField(null=True)),
+                ("smooth_min", models.FloatField(null=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="experiments.run"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('run', 'key', 'window'), name='one_stored_summary_per_run_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "key", "window"), name="one_stored_summary_per_run_key"
+                    )
+                ],
             },
         ),
     ]

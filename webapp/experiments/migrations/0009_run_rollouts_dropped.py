@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('experiments', '0008_stored_metric_summaries'),
+        ("experiments", "0008_stored_metric_summaries"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='rollouts_dropped',
-            field=models.PositiveIntegerField(default=0, help_text="For outside runs: rollouts the ingest client could not deliver (the server refused them; the client keeps them in its spool's rejected/ folder). Shown with the status: never a silent success."),
+            model_name="run",
+            name="rollouts_dropped",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="For outside runs: rollouts the ingest client could not deliver (the server refused them; the client keeps them in its spool's rejected/ folder). Shown with the status: never a silent success.",
+            ),
         ),
     ]

@@ -6,57 +6,148 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('teams', '0001_initial'),
+        ("teams", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Rubric',
+            name="Rubric",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=120)),
-                ('description', models.TextField(blank=True, default='')),
-                ('aggregation', models.CharField(choices=[('weighted_sum', 'Weighted sum (per-criterion normalisation)'), ('rank', 'Within-group ranking (RLVR^2)')], default='weighted_sum', max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rubrics', to='teams.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=120)),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "aggregation",
+                    models.CharField(
+                        choices=[
+                            ("weighted_sum", "Weighted sum (per-criterion normalisation)"),
+                            ("rank", "Within-group ranking (RLVR^2)"),
+                        ],
+                        default="weighted_sum",
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="rubrics",
+                        to="teams.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('name', 'id'),
+                "ordering": ("name", "id"),
             },
         ),
         migrations.CreateModel(
-            name='Criterion',
+            name="Criterion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(default=0, help_text='Order within the rubric, from 0.')),
-                ('name', models.CharField(max_length=80)),
-                ('description', models.TextField(blank=True, default='')),
-                ('scale', models.CharField(choices=[('binary', 'Binary (0 or 1)'), ('likert5', '1-5'), ('range', 'Numeric range')], default='binary', max_length=16)),
-                ('min_value', models.FloatField(default=0.0, help_text='Lowest score; fixed to 0 (binary) or 1 (1-5).')),
-                ('max_value', models.FloatField(default=1.0, help_text='Highest score; fixed to 1 (binary) or 5 (1-5).')),
-                ('weight', models.FloatField(default=1.0)),
-                ('scorer', models.CharField(choices=[('rule', 'Verifiable rule'), ('judge', 'LLM judge'), ('human', 'People only')], default='rule', max_length=16)),
-                ('rule', models.JSONField(blank=True, default=dict, help_text='Rule scorer: {"type": ..., "params": {...}}.')),
-                ('judge', models.JSONField(blank=True, default=dict, help_text='LLM judge: {"prompt_template": ..., "parse_pattern": ...}.')),
-                ('rubric', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='criteria', to='rubrics.rubric')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "position",
+                    models.PositiveIntegerField(default=0, help_text="Order within the rubric, from 0."),
+                ),
+                ("name", models.CharField(max_length=80)),
+                ("description", models.TextField(blank=True, default="")),
+                (
+                    "scale",
+                    models.CharField(
+                        choices=[
+                            ("binary", "Binary (0 or 1)"),
+                            ("likert5", "1-5"),
+                            ("range", "Numeric range"),
+                        ],
+                        default="binary",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "min_value",
+                    models.FloatField(default=0.0, help_text="Lowest score; fixed to 0 (binary) or 1 (1-5)."),
+                ),
+                (
+                    "max_value",
+                    models.FloatField(
+                        default=1.0, help_text="Highest score; fixed to 1 (binary) or 5 (1-5)."
+                    ),
+                ),
+                ("weight", models.FloatField(default=1.0)),
+                (
+                    "scorer",
+                    models.CharField(
+                        choices=[
+                            ("rule", "Verifiable rule"),
+                            ("judge", "LLM judge"),
+                            ("human", "People only"),
+                        ],
+                        default="rule",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "rule",
+                    models.JSONField(
+                        blank=True, default=dict, help_text='Rule scorer: {"type": ..., "params": {...}}.'
+                    ),
+                ),
+                (
+                    "judge",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='LLM judge: {"prompt_template": ..., "parse_pattern": ...}.',
+                    ),
+                ),
+                (
+                    "rubric",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="criteria",
+                        to="rubrics.rubric",
+                    ),
+                ),
             ],
             options={
-                'ordering': ('position', 'id'),
+                "ordering": ("position", "id"),
             },
         ),
         migrations.AddConstraint(
-            model_name='rubric',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='rubric_name_unique_in_project'),
+            model_name="rubric",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="rubric_name_unique_in_project"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='criterion',
-            constraint=models.UniqueConstraint(fields=('rubric', 'name'), name='criterion_name_unique_in_rubric'),
+            model_name="criterion",
+            constraint=models.UniqueConstraint(
+                fields=("rubric", "name"), name="criterion_name_unique_in_rubric"
+            ),
         ),
     ]
