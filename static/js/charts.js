@@ -29,6 +29,12 @@ window.rlvr.charts = (function () {
     return out;
   }
 
+  /* The smoothing a metric gets: none for evaluations (eval/...), whose few points are each a whole
+   * measurement, so an average with the earlier ones would only lag behind the latest. */
+  function smoothingFor(key, alpha) {
+    return key.startsWith("eval/") ? 0 : alpha;
+  }
+
   function emaStep(acc, v, alpha) {
     if (v === null || v === undefined || !isFinite(v)) return acc;
     return acc === null ? v : alpha * acc + (1 - alpha) * v;
@@ -366,7 +372,7 @@ window.rlvr.charts = (function () {
 
   return {
     COLORS: COLORS, DASHES: DASHES, AXES: AXES, LIMITS: LIMITS, PLOT_CONFIG: PLOT_CONFIG,
-    ema: ema, emaStep: emaStep, columns: columns, downsampled: downsampled, mapSteps: mapSteps,
+    ema: ema, emaStep: emaStep, smoothingFor: smoothingFor, columns: columns, downsampled: downsampled, mapSteps: mapSteps,
     axisSeries: axisSeries, axisUnit: axisUnit, faint: faint, metricTraces: metricTraces, plotLayout: plotLayout,
     layoutStore: layoutStore, searchWords: searchWords, matches: matches, filterBoxes: filterBoxes,
     chartBox: chartBox, place: place, pinButton: pinButton, setPinned: setPinned, setAxisOptions: setAxisOptions,

@@ -79,7 +79,7 @@
   function seriesOf(runId, key) {
     const c = cache[runId] && cache[runId][key];
     if (!c || !c.step.length) return null;
-    return { steps: c.step, values: c.value, mins: c.min, maxs: c.max, smoothed: C.ema(c.value, spec.smoothing) };
+    return { steps: c.step, values: c.value, mins: c.min, maxs: c.max, smoothed: C.ema(c.value, C.smoothingFor(key, spec.smoothing)) };
   }
 
   function keyTraces(key) {

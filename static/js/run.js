@@ -95,7 +95,7 @@
     const empty = document.getElementById("charts-empty");
     if (empty) empty.remove();
     const s = { steps: c.step.slice(), values: c.value.slice(), mins: c.min.slice(), maxs: c.max.slice() };
-    s.smoothed = C.ema(s.values, spec.smoothing);
+    s.smoothed = C.ema(s.values, C.smoothingFor(key, spec.smoothing));
     s.band = C.downsampled(s.mins, s.maxs);
     series[key] = s;
     const button = C.pinButton(key, spec.pinned.includes(key), togglePin);
@@ -140,7 +140,7 @@
     const pick = (col) => fresh.map((i) => col[i]);
     const st = pick(c.step), ys = pick(c.value), mn = pick(c.min), mx = pick(c.max);
     let acc = s.smoothed.length ? s.smoothed[s.smoothed.length - 1] : null;
-    const sm = ys.map((v) => (acc = C.emaStep(acc, v, spec.smoothing)));
+    const sm = ys.map((v) => (acc = C.emaStep(acc, v, C.smoothingFor(key, spec.smoothing))));
     s.steps.push(...st); s.values.push(...ys); s.mins.push(...mn); s.maxs.push(...mx); s.smoothed.push(...sm);
     if (!charts[key]) return;
     if (!s.band && C.downsampled(mn, mx)) {  // a catch-up after a long disconnect can come bucketed
@@ -439,7 +439,7 @@
 
   C.bindControls(store, {
     smoothing() {
-      for (const s of Object.values(series)) s.smoothed = C.ema(s.values, spec.smoothing);
+      for (const [key, s] of Object.entries(series)) s.smoothed = C.ema(s.values, C.smoothingFor(key, spec.smoothing));
       for (const key of Object.keys(charts)) Plotly.restyle(charts[key].div, { y: [series[key].smoothed.slice()] }, [3]);
       drawPanels();
     },

@@ -20,6 +20,8 @@
   // Black text on a background of relative luminance L contrasts (L + 0.05) / 0.05, white 1.05 / (L + 0.05):
   // they are equal (4.58:1) at L = 0.179, so below it white contrasts more.
   const WHITE_INK_BELOW = 0.179;
+  // A flat rollout's tint, as a fraction of full strength: visibly signed, never mistaken for the scale's end.
+  const FLAT_TINT = 0.3;
 
   // Logprob floor: one very unlikely token must not wash the rest out, so the full-colour end of the scale
   // is the rollout's 2nd-percentile logprob (its min when there are fewer than 51 tokens).
@@ -150,14 +152,17 @@
       };
     },
     // advantages, gaps and unknown channels: red below 0, blue above, noise around 0 uncoloured; a flat
-    // rollout (every token one value, as uniform token credit gives) is uncoloured: no token stands out
+    // rollout (every token one value, as uniform token credit gives) gets one light tint by its sign: its
+    // sign is the news (was this completion reinforced?), and full colour on every token would say nothing more
     diverging(values, lo, hi) {
       const largest = Math.max(Math.abs(lo), Math.abs(hi));
       const noise = NOISE_RELATIVE * Math.max(1, largest);
       if (hi - lo <= noise) {
+        const tint = Math.abs(hi) <= noise ? "" : paint(hi < 0 ? NEG : POS, FLAT_TINT);
+        const how = tint ? `one light ${hi < 0 ? "red" : "blue"} tint for its sign` : "none is coloured";
         return {
-          kind: "diverging", flat: true, colour: () => "",
-          note: `flat: every token has ${fmt(hi)} (no spread between tokens), so none is coloured`,
+          kind: "diverging", flat: true, colour: () => tint,
+          note: `flat: every token has ${fmt(hi)} (no spread between tokens), so ${how}`,
         };
       }
       const span = Math.max(largest, DIVERGING_MIN_SPAN);

@@ -65,6 +65,12 @@ def test_the_run_page_heads_with_greedy_accuracy_before_training_and_now(
     page.reload()  # the first render says the same
     page.wait_for_function("() => document.body.dataset.chartsReady === '1'")
     assert headline(page).endswith(": 0.086 → 0.250 (step 0 → 10)")
+    # An evaluation is drawn unsmoothed: its bold line reaches 0.25, it does not lag behind at an average.
+    raw, smoothed = page.eval_on_selector(
+        "#run-headline .chart",
+        "el => { const d = el.querySelector('.js-plotly-plot') || el; return [d.data[2].y, d.data[3].y]; }",
+    )
+    assert smoothed == raw == [0.086, 0.25]
     screenshot(page, "run-headline")
     assert page.js_errors == []
 

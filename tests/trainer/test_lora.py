@@ -102,5 +102,7 @@ def test_adapters_go_exactly_on_the_chosen_modules(random_model_dir: Path, targe
 
     model = AutoModelForCausalLM.from_pretrained(random_model_dir)
     wrapped = apply_lora(model, r=4, alpha=8.0, dropout=0.0, target_modules=targets)
-    adapted = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters() if ".lora_A" in n}
+    adapted = {
+        n.split(".lora_A")[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters() if ".lora_A" in n
+    }
     assert adapted == set(targets)
