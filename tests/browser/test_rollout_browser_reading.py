@@ -55,7 +55,7 @@ def test_flat_advantages_give_every_token_one_light_tint_and_the_legend_says_the
         "#tv-tokens .tok", "es => es.map((e) => getComputedStyle(e).backgroundColor)"
     )
     assert len(set(backgrounds)) == 1, backgrounds  # one colour: no token stands out
-    r, g, b, a = (float(x) for x in backgrounds[0].removeprefix("rgba(").removesuffix(")").split(","))
+    r, _g, b, a = (float(x) for x in backgrounds[0].removeprefix("rgba(").removesuffix(")").split(","))
     assert r > b and 0.1 < a <= 0.3, backgrounds[0]  # red for a negative advantage, light, not full strength
     assert page.get_attribute("#tv-legend", "data-flat") == "1"
     legend = page.inner_text("#tv-legend")
