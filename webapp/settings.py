@@ -102,6 +102,7 @@ INSTALLED_APPS = [
     "webapp.verification",
     "webapp.rubrics",
     "webapp.annotation",
+    "webapp.rewards",
     "webapp.workspaces",
     "webapp.pages",
     "webapp.benchmarks",

@@ -6,6 +6,7 @@ urlpatterns = [
     path("", include("webapp.pages.urls_core")),
     path("", include("webapp.pages.urls_rollouts")),
     path("", include("webapp.verification.urls_pages")),
+    path("", include("webapp.rewards.urls_pages")),
     path("", include("webapp.benchmarks.urls_pages")),
     path("", include("webapp.rubrics.urls_pages")),
     path("", include("webapp.annotation.urls_pages")),
