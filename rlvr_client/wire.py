@@ -59,6 +59,7 @@ TOKEN_CHANNELS = (
     "teacher_logprob",
     "teacher_entropy",
     "segment",
+    "step_score",
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

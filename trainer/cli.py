@@ -311,6 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)  # rlvr eval (trainer/evaluation/cli.py)
 
+    from trainer.rewards.train_rm_cli import add_train_rm_parser
+
+    add_train_rm_parser(sub)  # rlvr train-rm (trainer/rewards/train_rm_cli.py)
+
     p = sub.add_parser("config-schema", help="print the experiment config's JSON schema")
     p.set_defaults(func=_cmd_config_schema)
 

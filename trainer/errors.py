@@ -23,6 +23,11 @@ class VerifierError(RLVRError):
     """A verifier was misconfigured (bad parameters). Crashes while *scoring* never raise: they give reward 0."""
 
 
+class RewardSourceError(RLVRError):
+    """Too many scores of a reward source were absent in a step under ``reward_absence.mode: fail``; the message
+    names the source, the step, the absent fraction, the limit, the config field and the last reason."""
+
+
 class CheckpointError(RLVRError):
     """A checkpoint is missing, incomplete or does not match the run it should resume."""
 

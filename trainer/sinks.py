@@ -31,6 +31,7 @@ TOKEN_CHANNELS: tuple[str, ...] = (
     "teacher_logprob",  # log pi_teacher(y_t) of the sampled token (OPD / OPSD, trainer/step/teacher.py), NaN without one
     "teacher_entropy",  # full-vocabulary teacher entropy at the position (nats), NaN without a teacher
     "segment",  # HISPO segment index within the completion (0, 1, ...; trainer/methods/segments.py), NaN otherwise
+    "step_score",  # process_reward: the score of the token's step (trainer/process/), NaN when absent or unscored
 )
 
 
@@ -56,7 +57,7 @@ class RolloutRecord:
     completion: str
     finish_reason: str  # "eos" | "length"
     reward: float
-    rewards: dict[str, float]  # per verifier key, raw (before reward_weights)
+    rewards: dict[str, float | None]  # per verifier key, raw (before reward_weights); None: no score (absent)
     correct: bool
     details: dict[str, dict[str, Any]]  # verifier key -> detail record
     advantage: float  # scalar (sequence-level) advantage before token credit
@@ -245,7 +246,11 @@ class PhaseLines:
 
 
 class EventSink(Protocol):
-    """Receives a run's events. Implementations must not raise for display problems."""
+    """Receives a run's events. Implementations must not raise for display problems.
+
+    A sink may also define ``on_warning(step, kind, message)`` (``warning_listener``): something a person should
+    see about the run that does not stop it, e.g. the reward-hacking watch firing (trainer/rewards/hacking.py).
+    It is optional, so sinks written before it keep working."""
 
     def on_phase(self, phase: PhaseReport) -> None: ...
 
@@ -260,8 +265,19 @@ class EventSink(Protocol):
     def on_error(self, message: str, traceback_text: str) -> None: ...
 
 
+WarningCallback = Callable[[int, str, str], None]  # (step, kind, message)
+
+
+def warning_listener(sink: object) -> WarningCallback | None:
+    """``sink.on_warning``, or None for a sink that does not take warnings."""
+    return getattr(sink, "on_warning", None)
+
+
 class NullSink:
     """Discards everything (tests, library use)."""
+
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        pass
 
     def on_phase(self, phase: PhaseReport) -> None:
         pass
@@ -311,6 +327,12 @@ class MultiSink:
     def on_error(self, message: str, traceback_text: str) -> None:
         for s in self.sinks:
             s.on_error(message, traceback_text)
+
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        for s in self.sinks:
+            listener = warning_listener(s)
+            if listener is not None:
+                listener(step, kind, message)
 
 
 class JsonlSink:
@@ -364,6 +386,9 @@ class JsonlSink:
 
     def on_end(self, status: str, final_metrics: dict[str, float]) -> None:
         self._append("events.jsonl", [{"step": 10**12, "event": "end", "status": status}])
+
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        self._append("events.jsonl", [{"step": step, "event": "warning", "kind": kind, "message": message}])
 
     def on_error(self, message: str, traceback_text: str) -> None:
         self._append("events.jsonl", [{"step": 10**12, "event": "error", "message": message}])
@@ -465,6 +490,11 @@ class ConsoleSink:
 
     def on_checkpoint(self, step: int, path: str) -> None:
         self.console.print(f"[dim]checkpoint step {step} -> {path}[/dim]")
+
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        from rich.markup import escape
+
+        self.console.print(f"[bold yellow]warning:[/bold yellow] {escape(message)}", highlight=False)
 
     def _stop(self) -> None:
         if self._phase_progress is not None:

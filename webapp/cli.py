@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 
 from rlvr_client.cli import COMMAND_HELP
 
-TRAINER_COMMANDS = frozenset({"train", "eval", "export", "demo", "init-model", "config-schema", "methods"})
+TRAINER_COMMANDS = frozenset(
+    {"train", "eval", "export", "demo", "init-model", "train-rm", "config-schema", "methods"}
+)
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 
 USAGE = (
@@ -26,6 +28,7 @@ training (this machine, no server):
   demo                build the tiny model and train it with GRPO on 2-digit addition
   init-model          build and warm-start the built-in tiny model (cached)
   eval                evaluate a model or checkpoint on a benchmark (Avg@n, Pass@k, maj@k)
+  train-rm            train a Bradley-Terry reward model from pairs (--recipe chain: the tiny chain RM)
   export CKPT OUT     write a plain Hugging Face model from a checkpoint (merges LoRA adapters)
   config-schema       print the experiment config's JSON schema
   methods             list every training method by the config field that chooses it

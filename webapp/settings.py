@@ -7,6 +7,7 @@ Every variable read here is listed in ``ENV_VARIABLES`` at the end, which the co
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -42,6 +43,9 @@ RLVR_HOME = Path(env_str("RLVR_HOME", str(Path.home() / ".cache" / "rlvr-studio"
 RLVR_MODEL_ROOTS = env_paths("RLVR_MODEL_ROOTS", [RLVR_HOME / "models", DATA_DIR / "models"])
 # Rollout servers (`rlvr rollout-server`) that configs may name in rollout.vllm_server_url, e.g. http://rollout:8100.
 RLVR_ROLLOUT_SERVERS = env_list("RLVR_ROLLOUT_SERVERS", [])
+# OpenAI-compatible judge endpoints a reward source may call (URL prefixes, e.g. https://api.openai.com/v1): the
+# same rule as rollout servers (webapp/experiments/config_paths.py). Empty: no judge endpoint is allowed.
+RLVR_JUDGE_ENDPOINTS = env_list("RLVR_JUDGE_ENDPOINTS", [])
 
 DEBUG = env_bool("RLVR_DEBUG", False)
 
@@ -76,6 +80,24 @@ if not SECRET_KEY and (DEBUG or _TESTING):
 # Otherwise it stays empty: tools that sign nothing (migrate, mypy, collectstatic) still work, Django refuses
 # to sign a session or CSRF token with it, and the check in webapp/core/checks.py says what to set.
 RLVR_SECRET_KEY_MISSING = not SECRET_KEY
+
+# The Fernet key that encrypts project secrets (judge API keys) at rest (webapp/rewards/secrets.py). Empty: one is
+# derived from SECRET_KEY, so rotating RLVR_SECRET_KEY then makes stored secrets unreadable until set again.
+SECRETS_KEY_HELP = (
+    "set RLVR_SECRETS_KEY to a Fernet key, e.g. the output of "
+    "`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`, or leave it "
+    "empty to derive one from RLVR_SECRET_KEY"
+)
+RLVR_SECRETS_KEY = env_str("RLVR_SECRETS_KEY", "")
+if RLVR_SECRETS_KEY:
+    try:
+        _fernet_key_ok = len(base64.urlsafe_b64decode(RLVR_SECRETS_KEY.encode("ascii"))) == 32
+    except (ValueError, UnicodeEncodeError):
+        _fernet_key_ok = False
+    if not _fernet_key_ok:
+        raise ImproperlyConfigured(
+            f"RLVR_SECRETS_KEY is not a Fernet key (32 url-safe base64 bytes): {SECRETS_KEY_HELP}"
+        )
 
 ALLOWED_HOSTS = env_list("RLVR_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("RLVR_CSRF_TRUSTED_ORIGINS", [])
@@ -331,6 +353,10 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "webapp.experiments.models.RunStatus",
         "EvalStatusEnum": "webapp.benchmarks.models.EvalStatus",
+        # Three choice sets in fields named `kind`: a verifier's audit/rescore job, a reward job, a reward source.
+        "VerificationJobKindEnum": "webapp.verification.models.JobKind",
+        "RewardJobKindEnum": "webapp.rewards.models.JobKind",
+        "RewardSourceKindEnum": "webapp.rewards.models.SourceKind",
     },
 }
 
@@ -351,6 +377,8 @@ ENV_VARIABLES = (
     "RLVR_HOME",
     "RLVR_MODEL_ROOTS",
     "RLVR_ROLLOUT_SERVERS",
+    "RLVR_JUDGE_ENDPOINTS",
+    "RLVR_SECRETS_KEY",
     "RLVR_DEBUG",
     "RLVR_SECRET_KEY",
     "RLVR_ALLOWED_HOSTS",

@@ -33,6 +33,8 @@ app.conf.update(
         "workers.tasks_eval",
         "workers.tasks_verification",
         "workers.tasks_annotation",
+        "workers.tasks_reward_eval",
+        "workers.tasks_rewards",
         "workers.processes",
     ],
     task_acks_late=True,

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 class DjangoRunSink:
     """Maps trainer events to services: on_phase -> run_record_phase, on_step -> run_record_step (on the
-    step writer's thread), on_checkpoint -> run_record_checkpoint, on_end -> run_finish, on_error ->
+    step writer's thread), on_warning -> run_log_event (level warning, same thread), on_checkpoint -> run_record_checkpoint, on_end -> run_finish, on_error ->
     run_fail. ``finished`` tells the task whether the run got an outcome; ``close`` stops the writer
     (on_end and on_error do it too)."""
 
@@ -99,6 +99,22 @@ class DjangoRunSink:
 
         self.writer.submit(store)
 
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        """A warning event on the run's page (e.g. ``reward_hacking``, trainer/rewards/hacking.py), recorded after
+        the steps handed over before it, so the page has the step's points when it hears the warning. Secret
+        values are scrubbed from it like a failure's."""
+        from trainer.verifiers.secrets import scrub
+
+        message = scrub(message)
+        self.writer.submit(
+            lambda: self._write(
+                lambda: services.run_log_event(
+                    run_id=self.run_id, level="warning", kind=kind, step=step, message=message[:2000]
+                ),
+                f"recording a {kind} warning",
+            )
+        )
+
     def on_checkpoint(self, step: int, path: str) -> None:
         self.writer.flush()  # the steps up to the checkpoint are stored before the checkpoint is
         self._write(
@@ -121,11 +137,18 @@ class DjangoRunSink:
         self.finished = True
 
     def on_error(self, message: str, traceback_text: str) -> None:
+        """Record the trainer's failure; a secret value provided to this process (a judge's API key) is
+        scrubbed from the message and the traceback first (``trainer.verifiers.secrets.scrub``)."""
+        from trainer.verifiers.secrets import scrub
+
+        message, traceback_text = scrub(message), scrub(traceback_text)
         unraised = self.close()  # what is pending is stored first; the run is failing anyway
         if self._database_lost is not None:  # the cause, said plainly; its traceback helps nobody
             message, traceback_text = database_lost_message(self._database_lost), ""
         elif unraised is not None:
-            message = f"{message} (storing a step had failed too: {type(unraised).__name__}: {unraised})"
+            message = scrub(
+                f"{message} (storing a step had failed too: {type(unraised).__name__}: {unraised})"
+            )
         self._write(
             lambda: services.run_fail(run_id=self.run_id, message=message, traceback_text=traceback_text),
             "recording the failure",

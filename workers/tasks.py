@@ -4,6 +4,9 @@ to enqueue and must never load torch) and record everything through webapp servi
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from celery import Task
@@ -49,6 +52,7 @@ def _start_and_train(run_id: int, me: str) -> str:
     """Mark the run started, decide where it starts (fresh or a checkpoint), drop rows past that, train."""
     from webapp.experiments import selectors, services
     from webapp.experiments.config_paths import references, run_config_for_worker
+    from webapp.rewards.selectors import judge_secrets_for_config
     from workers.recovery import plan_start
 
     before = selectors.run_get(run_id=run_id)
@@ -79,18 +83,27 @@ def _start_and_train(run_id: int, me: str) -> str:
         config_data = run_config_for_worker(
             run=run
         )  # checked again here, references resolved to server paths
+        # The API keys its judges name, decrypted here and handed only to the scoring process (and its ranks).
+        judge_secrets = judge_secrets_for_config(project=run.experiment.project, config=config_data)
     except Exception as err:
         return _fail(run_id, err)
-    return _train(run_id, config_data, plan.resume_from, references(run.config, config_data))
+    return _train(run_id, config_data, plan.resume_from, references(run.config, config_data), judge_secrets)
 
 
 def _train(
-    run_id: int, config_data: dict[str, Any], resume_from: str | None, shown_as: dict[str, str] | None = None
+    run_id: int,
+    config_data: dict[str, Any],
+    resume_from: str | None,
+    shown_as: dict[str, str] | None = None,
+    judge_secrets: dict[str, str] | None = None,
 ) -> str:
-    """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages."""
+    """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages.
+    ``judge_secrets``: ``{name: value}`` for the config's judges, provided to this process for the run only (and,
+    for ``training.num_processes`` > 1, to the child ranks through their environment, ``secret_env``)."""
     from trainer.config import config_from_dict
     from trainer.sinks import MultiSink
     from trainer.step.loop import train
+    from trainer.verifiers.secrets import forget_secrets, provide_secrets, scrub, secret_env
     from webapp.experiments import services
     from workers.shared_cores import SharedCoresWatch
     from workers.sink import DjangoRunSink, StopPoller
@@ -99,6 +112,7 @@ def _train(
 
     def log(message: str) -> None:
         """The trainer's few notes (memory plan, resume point, process launch) go to the run's event log."""
+        message = scrub(message)  # a judge's API key never reaches a log line or an event
         logger.info("run %s: %s", run_id, message)
         try:
             services.run_log_event(run_id=run_id, level="info", kind="trainer", message=message[:2000])
@@ -106,22 +120,43 @@ def _train(
             logger.exception("run %s: could not record a trainer note", run_id)
 
     try:
-        config = config_from_dict(config_data, source=f"run {run_id}")
-        result = train(  # SharedCoresWatch: a warning event when a model build shares this machine's cores
-            config,
-            sink=MultiSink([sink, SharedCoresWatch(run_id)]),
-            should_stop=StopPoller(run_id),
-            resume_from=resume_from,
-            log=log,
-            overwrite_output_dir=resume_from is None,
-        )
+        provide_secrets(judge_secrets or {})
+        ranks = int((config_data.get("training") or {}).get("num_processes") or 1)
+        with _environment(secret_env(judge_secrets or {}) if ranks > 1 else {}):
+            config = config_from_dict(config_data, source=f"run {run_id}")
+            # SharedCoresWatch: a warning event when a model build shares this machine's cores
+            result = train(
+                config,
+                sink=MultiSink([sink, SharedCoresWatch(run_id)]),
+                should_stop=StopPoller(run_id),
+                resume_from=resume_from,
+                log=log,
+                overwrite_output_dir=resume_from is None,
+            )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink
             return "failed"
         return _fail(run_id, err, shown_as)
     finally:
         sink.close()  # the step writer's thread, should the trainer have stopped without on_end / on_error
+        forget_secrets()
     return result.status
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """``values`` in os.environ while the block runs (the distributed launcher copies it to the ranks), then
+    the environment as it was."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, old in before.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
 
 
 def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -> str:
@@ -133,6 +168,7 @@ def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -
     The write rides through a database outage; after one that already outlasted the retry window
     (DatabaseUnavailable) it is tried once more only, and if that fails too the run is left ``running``:
     the task ends, its lease is released, and the sweep (workers/sweep.py) recovers the run."""
+    from trainer.verifiers.secrets import scrub
     from webapp.experiments import services
     from workers.db_retry import DatabaseUnavailable, with_db_retry
     from workers.sink import database_lost_message
@@ -143,6 +179,7 @@ def _fail(run_id: int, err: Exception, shown_as: dict[str, str] | None = None) -
         message, trace = describe_failure(err, f"run {run_id}")
     for path, reference in (shown_as or {}).items():
         message, trace = message.replace(path, reference), trace.replace(path, reference)
+    message, trace = scrub(message), scrub(trace)  # a judge's API key never reaches the run's page
     window = 0.0 if isinstance(err, DatabaseUnavailable) else None
     try:
         with_db_retry(

@@ -40,8 +40,10 @@ def run_evaluation(self: Task[Any, Any], eval_run_id: int) -> str:
 def _evaluate(eval_run_id: int, row: EvalRun) -> str:
     from trainer.evaluation.config import benchmark_from_dict
     from trainer.evaluation.engine import ProblemResult, evaluate
+    from trainer.verifiers.secrets import forget_secrets, provide_secrets
     from webapp.benchmarks import selectors, services
     from webapp.benchmarks.config_validation import eval_inputs_for_worker
+    from webapp.rewards.selectors import judge_secrets_for_config
     from workers.eval_sink import DjangoEvalSink, EvalStopPoller
 
     sink = DjangoEvalSink(eval_run_id)
@@ -50,6 +52,8 @@ def _evaluate(eval_run_id: int, row: EvalRun) -> str:
         config_data, model_path = eval_inputs_for_worker(
             eval_run=row
         )  # checked again, resolved to server paths
+        # The API keys its judges name, decrypted here for this process only (forgotten when it ends).
+        provide_secrets(judge_secrets_for_config(project=row.benchmark.project, config=config_data))
         config = benchmark_from_dict(config_data, source=f"evaluation {eval_run_id}")
         done = [ProblemResult.from_dict(p) for p in selectors.eval_stored_problems(eval_run_id=eval_run_id)]
         result = evaluate(config, model_path, sink=sink, done=done, should_stop=stop)
@@ -59,6 +63,8 @@ def _evaluate(eval_run_id: int, row: EvalRun) -> str:
         except Exception:
             logger.exception("evaluation %s: could not store its last problems", eval_run_id)
         return _fail(eval_run_id, err)
+    finally:
+        forget_secrets()
     status = "cancelled" if result.status == "cancelled" or stop.stopped else "succeeded"
     services.eval_finish(
         eval_run_id=eval_run_id, status=status, metrics=dict(result.metrics),
@@ -69,8 +75,10 @@ def _evaluate(eval_run_id: int, row: EvalRun) -> str:
 
 def _fail(eval_run_id: int, err: Exception) -> str:
     """A trainer ``RLVRError`` is meant for the user and is shown as it is; anything else keeps its traceback."""
+    from trainer.verifiers.secrets import scrub
     from webapp.benchmarks import services
 
     message, trace = describe_failure(err, f"evaluation {eval_run_id}")
+    message, trace = scrub(message), scrub(trace)  # a judge's API key never reaches the page
     services.eval_fail(eval_run_id=eval_run_id, message=message, traceback_text=trace)
     return "failed"

@@ -10,7 +10,10 @@
   const steps = data.steps;
   let stepIndex = Math.max(0, steps.indexOf(data.step));
   let page = 1, pageSize = 50, count = 0, loadId = 0;
-  const view = new window.TokenView({ tokens: $("tv-tokens"), legend: $("tv-legend"), panel: $("tv-panel"), select: $("tv-channel") });
+  const view = new window.TokenView({
+    tokens: $("tv-tokens"), legend: $("tv-legend"), panel: $("tv-panel"), select: $("tv-channel"),
+    stepsLegend: $("tv-steps-legend"), stepsToggle: $("tv-steps-toggle"),
+  });
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);
@@ -197,7 +200,8 @@
     sec.hidden = false;
     $("tv-title").textContent = "Token view: loading…";
     const t0 = performance.now();
-    const detail = await fetchJson(`${data.rollout_api}${rolloutId}/`);
+    // the REST detail plus its steps, checked against its tokens (webapp/pages/views_rollouts.py)
+    const detail = await fetchJson(`${data.tokens_base}${rolloutId}/tokens/`);
     const t1 = performance.now();
     await view.render(detail);
     const t2 = performance.now();

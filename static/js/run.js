@@ -4,7 +4,8 @@
  * its min/max band; each run.step appends one point to every trace with Plotly.extendTraces. Pins, custom
  * panels, the x-axis, smoothing and the log scale come from the member's chart layout and search filters
  * the charts (static/js/charts.js, docs/charts.md). An asynchronous run's staleness and idle times also
- * show beside the step count (showAsync). A greedy benchmark's accuracy (eval/<name>/accuracy (greedy)) heads
+ * show beside the step count (showAsync). Every batch of points is also sent as a "rlvr:metrics" document event,
+ * and every run.log event as "rlvr:run-log", for the page's other panels (static/js/reward_watch.js). A greedy benchmark's accuracy (eval/<name>/accuracy (greedy)) heads
  * the page, first and latest value with its chart (showHeadline; webapp/experiments/headline.py). */
 "use strict";
 (function () {
@@ -12,7 +13,7 @@
   const el = window.rlvr.el;
   const data = window.rlvr.pageData();
   const runId = data.run_id;
-  const GROUPS = ["rollout", "reward", "actor", "async", "perf", "eval"];
+  const GROUPS = ["rollout", "reward", "watch", "actor", "async", "perf", "eval"];
   const FINISHED = ["succeeded", "failed", "cancelled"];
   const HEADLINE_SUFFIX = "/accuracy (greedy)";
   const headlines = {};  // key -> {box, grid, schedule}: the greedy-accuracy tiles at the top of the page
@@ -171,6 +172,8 @@
     schedulePanels(keys);
     showAsync();
     keys.filter(isHeadline).forEach(showHeadline);
+    // Other panels of the page follow the same points (static/js/reward_watch.js).
+    document.dispatchEvent(new CustomEvent("rlvr:metrics", { detail: metrics }));
   }
 
   // --- the headline: greedy accuracy on held-out problems, before training and now -------------------
@@ -420,6 +423,7 @@
         showDropped(ev.rollouts_dropped);
       } else if (ev.type === "run.log") {
         addEvent(ev);
+        document.dispatchEvent(new CustomEvent("rlvr:run-log", { detail: ev }));
       } else if (ev.type === "live.paused") {
         document.getElementById("live").title = ev.message;  // the server cannot reach Redis; 4503 follows
       }

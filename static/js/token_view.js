@@ -7,6 +7,12 @@
 // over a cached array of spans writing style.backgroundColor (a scale is built once per channel switch).
 // Text stays readable on every background: each painted token (and legend stop) gets black or white text,
 // whichever contrasts more with its colour over the white token box (WCAG 2 contrast, at least 4.5:1).
+// Steps (process rewards): when the rollout carries `process` (its steps, checked against its tokens by
+// webapp/pages/selectors_rollouts.py rollout_process), each step's tokens sit in one band: a bar under them
+// coloured by the step's score (red 0 … green 1, grey: no score), a small tag with the step number and score,
+// the score in the band's accessible label and hover title; the step the scorer blamed (its first score
+// below 0.5) and the oracle's first wrong step are marked on their bands and in a legend line. The token
+// colouring underneath is unchanged; a "steps" checkbox hides the bands. Steps are numbered from 1 on the page.
 "use strict";
 
 (function () {
@@ -56,6 +62,7 @@
     },
     ref_gap: { label: "reference/teacher gap (logprob − ref_logprob)", scale: "diverging", of: diff("logprob", "ref_logprob") },
     loss_mask: { label: "loss mask", scale: "mask", of: raw("loss_mask") },
+    step_score: { label: "step score (the token's step)", scale: "probability", of: raw("step_score") },
     teacher_gap: {
       label: "teacher gap (teacher_logprob − logprob; the OPD advantage)", scale: "diverging", needs: "teacher_logprob",
       of: diff("teacher_logprob", "logprob"),
@@ -191,6 +198,18 @@
         note: `log scale around 1: red below, blue above, full colour at ×/÷ ${fmt(Math.exp(span))} (the furthest ratio, at least the PPO clip range ×/÷ 1.2); within 1 ± ${fmt(RATIO_DEAD_ZONE)} uncoloured`,
       };
     },
+    // a step's score, a probability of the step being right: red below 0.5, blue above, full colour at 0 and 1
+    probability() {
+      return {
+        kind: "diverging",
+        colour: (v) => paint(v < 0.5 ? NEG : POS, Math.abs(v - 0.5) / 0.5),
+        left: ["0", paint(NEG, 1)],
+        middle: ["0.5"],
+        right: ["1", paint(POS, 1)],
+        gradient: [stop(NEG, 1), stop(NEG, 0), stop(POS, 1)],
+        note: "a probability of the step being right: red below 0.5, blue above, full colour at 0 and 1",
+      };
+    },
     // loss mask: two colours, excluded (0) vs in the loss (> 0)
     mask(values) {
       const inLoss = values.filter((v) => v !== null && v > 0).length;
@@ -204,17 +223,53 @@
     },
   };
 
+  const STEP_LOW = NEG;                 // a step's bar at score 0 ...
+  const STEP_HIGH = [27, 122, 47];      // ... and at score 1, linear in between
+  const STEP_NONE = "rgb(150,150,150)"; // no score for the step
+  // Who blamed the step, in the words of the legend ("PRM blamed step 3"); another scorer is named as sent.
+  const SCORER_LABELS = { prm: "PRM", oracle_chain: "oracle", monte_carlo: "Monte Carlo" };
+
+  function stepColour(score) {
+    if (score === null || score === undefined || !Number.isFinite(score)) return STEP_NONE;
+    const t = Math.min(1, Math.max(0, score));
+    const c = STEP_LOW.map((lo, j) => Math.round(lo + (STEP_HIGH[j] - lo) * t));
+    return `rgb(${c[0]},${c[1]},${c[2]})`;
+  }
+  const scoreText = (score) => (score === null || score === undefined || !Number.isFinite(score) ? "no score" : score.toFixed(3));
+
+  // The checked `process` of a rollout, or null (no step data) or {error, reason} (unreadable). The server
+  // checks it; this only guards against a shape it did not send, so the tokens always render.
+  function stepsOf(detail) {
+    const p = detail && detail.process;
+    if (!p || typeof p !== "object") return null;
+    if (p.error) return { error: String(p.error), reason: p.reason ? String(p.reason) : "" };
+    const n = detail.tokens.length;
+    const ok = Array.isArray(p.steps) && p.steps.every((st, k) => st && Number.isInteger(st.start) && Number.isInteger(st.end)
+      && st.start < st.end && st.end <= n && (k === 0 || st.start >= p.steps[k - 1].end));
+    if (!ok) return { error: "step data unreadable", reason: "" };
+    const index = (k) => (Number.isInteger(k) && k >= 0 && k < p.steps.length ? k : null);
+    return {
+      steps: p.steps, blamed: index(p.blamed), wrong: index(p.oracle_first_wrong),
+      scorer: typeof p.scorer === "string" ? p.scorer : "", segmenter: typeof p.segmenter === "string" ? p.segmenter : "",
+      note: typeof p.note === "string" ? p.note : "",
+    };
+  }
+
   function fmt(v) {
     if (v === null) return "—";
     return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : String(+v.toFixed(6));
   }
 
   class TokenView {
-    constructor({ tokens, legend, panel, select }) {
+    constructor({ tokens, legend, panel, select, stepsLegend, stepsToggle }) {
       this.el = tokens;
       this.legend = legend;
       this.panel = panel;
       this.select = select;
+      this.stepsLegend = stepsLegend || null;  // the legend line of the steps (optional)
+      this.stepsToggle = stepsToggle || null;  // the "steps" checkbox (optional)
+      this.process = null;
+      this.stepOf = null;  // token index -> step index (-1: in no step), when the rollout has steps
       this.spans = [];
       this.detail = null;
       this.values = [];
@@ -233,6 +288,86 @@
       this.el.addEventListener("mouseleave", () => { this.tip.hidden = true; });
       this.el.addEventListener("focusout", () => { this.tip.hidden = true; });
       if (select) select.addEventListener("change", () => this.setChannel(select.value));
+      if (this.stepsToggle) this.stepsToggle.addEventListener("change", () => this.showSteps(this.stepsToggle.checked));
+    }
+
+    showSteps(on) {
+      this.el.classList.toggle("tv-steps-off", !on);
+      this.el.dataset.steps = this.process && this.process.steps ? (on ? "shown" : "hidden") : "none";
+    }
+
+    scorerLabel() {
+      const name = this.process.scorer;
+      return SCORER_LABELS[name] || name || "the scorer";
+    }
+
+    // A band holding step k's tokens: the bar (CSS border, coloured by the score), its tag and labels.
+    stepBand(k) {
+      const p = this.process;
+      const st = p.steps[k];
+      const band = document.createElement("span");
+      band.className = "tv-step";
+      band.dataset.step = String(k);
+      if (st.score !== null && st.score !== undefined) band.dataset.score = String(st.score);
+      band.style.setProperty("--band", stepColour(st.score));
+      const marks = [];
+      if (k === p.blamed) { band.classList.add("blamed"); marks.push(`${this.scorerLabel()} blamed this step`); }
+      if (k === p.wrong) { band.classList.add("wrong"); marks.push("really wrong: the oracle's first wrong step"); }
+      const label = `step ${k + 1} of ${p.steps.length}: score ${scoreText(st.score)}${p.scorer ? ` (${p.scorer})` : ""}${marks.length ? "; " + marks.join("; ") : ""}`;
+      band.setAttribute("role", "group");
+      band.setAttribute("aria-label", label);
+      band.title = label;
+      const tag = document.createElement("span");
+      tag.className = "tv-step-tag";
+      tag.setAttribute("aria-hidden", "true");
+      tag.textContent = `step ${k + 1}: ${Number.isFinite(st.score) ? st.score.toFixed(2) : "no score"}`;
+      if (k === p.blamed) {
+        const m = document.createElement("span");
+        m.className = "tv-step-mark blamed";
+        m.textContent = `${this.scorerLabel()} blamed`;
+        tag.appendChild(m);
+      }
+      if (k === p.wrong) {
+        const m = document.createElement("span");
+        m.className = "tv-step-mark wrong";
+        m.textContent = "really wrong";
+        tag.appendChild(m);
+      }
+      band.appendChild(tag);
+      return band;
+    }
+
+    // The legend line above the tokens: how many steps, what the bar means, who blamed which step.
+    drawStepsLegend() {
+      const L = this.stepsLegend;
+      const p = this.process;
+      if (this.stepsToggle) {
+        const label = this.stepsToggle.closest("label");
+        if (label) label.hidden = !(p && p.steps);
+      }
+      if (!L) return;
+      L.textContent = "";
+      L.hidden = !p;
+      if (!p) return;
+      const item = (cls, text) => {
+        const e = document.createElement("span");
+        e.className = cls;
+        e.textContent = text;
+        L.appendChild(e);
+        return e;
+      };
+      if (p.error) {
+        item("tv-steps-error", p.error);
+        if (p.reason) item("tv-steps-note", `(${p.reason})`);
+        return;
+      }
+      const by = [p.scorer && `scored by ${p.scorer}`, p.segmenter && `cut by ${p.segmenter}`].filter(Boolean).join(", ");
+      item("tv-steps-label", `${p.steps.length} step${p.steps.length === 1 ? "" : "s"}${by ? ` (${by})` : ""}:`);
+      const blamed = item("tv-steps-blamed", p.blamed === null ? `${this.scorerLabel()} blamed no step` : `${this.scorerLabel()} blamed step ${p.blamed + 1}`);
+      blamed.dataset.step = p.blamed === null ? "" : String(p.blamed);
+      if (p.wrong !== null) item("tv-steps-wrong", `really wrong: step ${p.wrong + 1}`).dataset.step = String(p.wrong);
+      if (p.note) item("tv-steps-scorer-note", `${p.scorer || "scorer"}: ${p.note}`);
+      item("tv-steps-note", "bar under each step: its score, red 0 … green 1, grey no score; blamed: the first step scored below 0.5");
     }
 
     // Renders `detail` (GET /api/runs/<id>/rollouts/<rid>/); resolves once every span is in the DOM.
@@ -240,23 +375,32 @@
       const id = ++this.renderId;
       this.detail = detail;
       this.spans = new Array(detail.tokens.length);
+      this.process = stepsOf(detail);
+      const steps = this.process && this.process.steps ? this.process.steps : [];
+      this.stepOf = steps.length ? new Int32Array(detail.tokens.length).fill(-1) : null;
+      this.drawStepsLegend();
+      this.showSteps(this.stepsToggle ? this.stepsToggle.checked : true);
       this.el.textContent = "";
       this.el.dataset.ready = "0";
       this.el.setAttribute("aria-busy", "true");
       const tokens = detail.tokens;
       return new Promise((resolve) => {
         let start = 0;
+        let k = 0, band = null;  // the next step, and the band tokens go into now (null: straight into the view)
         const step = () => {
           if (id !== this.renderId) return resolve(false);  // superseded by a newer render
           const frag = document.createDocumentFragment();
           const end = Math.min(tokens.length, start + BATCH);
           for (let i = start; i < end; i++) {
+            if (band && i >= steps[k - 1].end) band = null;
+            if (k < steps.length && i === steps[k].start) { band = this.stepBand(k); frag.appendChild(band); k++; }
+            if (band) this.stepOf[i] = k - 1;
             const s = document.createElement("span");
             s.className = "tok";
             s.tabIndex = 0;
             s.dataset.i = i;
             s.textContent = visible(tokens[i]);
-            frag.appendChild(s);
+            (band || frag).appendChild(s);
             this.spans[i] = s;
           }
           this.el.appendChild(frag);
@@ -361,6 +505,11 @@
       const d = this.detail;
       const c = d.channels;
       const rows = [["index", String(i), i], ["token id", String(d.token_ids[i]), d.token_ids[i]], ["text", JSON.stringify(d.tokens[i]), null]];
+      if (this.stepOf) {
+        const k = this.stepOf[i];
+        const score = k < 0 ? null : this.process.steps[k].score;
+        rows.push(["step", k < 0 ? "—" : `${k + 1} of ${this.process.steps.length}: score ${scoreText(score)}`, k < 0 ? null : k]);
+      }
       for (const key of [...PANEL_ROWS, ...extraChannels(c)]) {
         const v = specFor(key).of(c, i);
         rows.push([key, fmt(v), v]);

@@ -49,7 +49,7 @@
       const verdict = document.getElementById("bench-verdict");
       verdict.textContent = v.error ? "error" : v.correct ? "accepted" : "rejected";
       verdict.className = "badge " + (v.error ? "test-none" : v.correct ? "test-passing" : "test-failing");
-      document.getElementById("bench-reward").textContent = String(v.reward);
+      document.getElementById("bench-reward").textContent = v.reward === null ? "absent" : String(v.reward);
       document.getElementById("bench-extracted").textContent = v.extracted === null ? "(nothing extracted)" : v.extracted;
       document.getElementById("bench-reason").textContent = v.error ? v.error : v.reason;
       document.getElementById("bench-detail").textContent = JSON.stringify(v.detail, null, 2);

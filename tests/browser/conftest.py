@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from tests.browser.helpers import JUDGE_URL
 from tests.workers.conftest import real_services, runs_dir, start_worker  # noqa: F401 -- fixtures, shared
 from tests.workers.helpers import REPO, redis_reachable, redis_url, serve_daphne, worker_env
 
@@ -46,7 +47,8 @@ def live_server_url(
 ) -> Iterator[str]:
     """daphne on a free port, pointed at the test database and test Redis, for the whole session.
 
-    RLVR_DEBUG=1 so whitenoise serves static/ straight from the finders (no collectstatic step)."""
+    RLVR_DEBUG=1 so whitenoise serves static/ straight from the finders (no collectstatic step). The judge
+    endpoint allow-list (RLVR_JUDGE_ENDPOINTS) adds ``helpers.JUDGE_URL`` in this server's environment only."""
     with django_db_blocker.unblock():
         if connection.vendor != "postgresql":
             _missing("browser tests need DATABASE_URL=postgres://... (daphne must share the test database)")
@@ -57,11 +59,15 @@ def live_server_url(
             *settings.RLVR_MODEL_ROOTS,
             tmp_path_factory.getbasetemp(),
         ]  # where the test models are built
-        env = {
-            **worker_env(tmp_path_factory.mktemp("web-data"), roots),
-            "RLVR_DEBUG": "1",
-            "RLVR_ENQUEUE": "1",
-        }
+        env = worker_env(tmp_path_factory.mktemp("web-data"), roots)
+        judges = [e for e in env.get("RLVR_JUDGE_ENDPOINTS", "").split(",") if e.strip()]
+        env.update(
+            {
+                "RLVR_DEBUG": "1",
+                "RLVR_ENQUEUE": "1",
+                "RLVR_JUDGE_ENDPOINTS": ",".join([*judges, JUDGE_URL]),
+            }
+        )
     with serve_daphne(env, tmp_path_factory.mktemp("daphne") / "daphne.log") as url:
         yield url
 

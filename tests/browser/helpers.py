@@ -8,6 +8,9 @@ from typing import Any
 from trainer.sinks import TOKEN_CHANNELS, RolloutRecord
 
 PASSWORD = "pw-alice-123"
+# The judge endpoint the live server allows (tests/browser/conftest.py live_server_url, RLVR_JUDGE_ENDPOINTS): set in
+# that server's environment only, never in this process's, so no other test or worker inherits it.
+JUDGE_URL = "http://judge.internal:8000/v1"
 
 
 def seed_run(*, config: dict[str, Any] | None = None, username: str = "alice") -> Any:
@@ -47,6 +50,7 @@ def token_record(
         "teacher_logprob": [-0.15 - 0.6 * abs(math.sin(i * 0.23)) for i in range(n)],
         "teacher_entropy": [round(0.2 + 1.5 * abs(math.cos(i * 0.17)), 6) for i in range(n)],
         "segment": [float(i // 5) for i in range(n)],
+        "step_score": [math.nan] * n,  # not recorded: a rollout without steps
     }
     assert set(values) == set(TOKEN_CHANNELS)
     fields: dict[str, Any] = {

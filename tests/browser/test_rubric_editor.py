@@ -86,10 +86,12 @@ def test_a_rubric_is_built_in_the_browser_and_picked_as_the_training_reward(
         path=str(SCREENSHOTS / "test_rubric_editor--experiment-form-rubric.png"),
         style=".actions.sticky { visibility: hidden; }",
     )
+    page.fill("#ed-rubric-judge_model-name_or_path", "tiny:addition")  # a judged criterion names its judge
     page.fill("#exp-name", "rubric reward")
     page.click("#experiment-form button[type=submit]")
     page.wait_for_url(re.compile(r"/experiments/\d+/$"))
     config = Experiment.objects.get(name="rubric reward").config
+    assert config["rubric"]["judge_model"]["name_or_path"] == "tiny:addition"
     assert config["rubric"]["criteria"][2]["judge"]["prompt_template"] == "{completion}+1="
     page.goto(f"/projects/{project.pk}/experiments/new/")
     page.click("details[data-section='rubric'] > summary")  # folded unless a rubric was asked for

@@ -24,7 +24,11 @@ TIMING = {"async/trainer_idle_s", "async/generator_idle_s", "async/generator_bus
 
 
 def _deterministic(metrics: dict[str, float]) -> dict[str, float]:
-    return {k: v for k, v in metrics.items() if not k.startswith("perf/") and k not in TIMING}
+    return {
+        k: v
+        for k, v in metrics.items()
+        if not k.startswith("perf/") and k not in TIMING and not k.endswith("_latency_s")
+    }
 
 
 def _async(model_dir: Path, out: Path, k: int, steps: int, **training: Any) -> Any:

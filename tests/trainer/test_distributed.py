@@ -96,11 +96,12 @@ def test_a_colocated_vllm_engine_is_refused_on_two_processes_with_why() -> None:
 
 def test_a_sampling_rubric_judge_is_refused_on_two_processes_and_a_greedy_one_runs() -> None:
     judge = {"name": "tidy", "scorer": "judge"}
-    rubric = {"criteria": [judge]}
+    rubric = {"criteria": [judge], "judge_model": {"name_or_path": "tiny:addition"}}
     config_from_dict(_config(rubric=rubric))  # top_k 1 (the default) is greedy
+    sampling = {**rubric, "judge_model": {"name_or_path": "tiny:addition", "top_k": 5}}
     with pytest.raises(ConfigError, match=r"a sampling rubric judge \(rubric.judge_model.top_k above 1 or 0"):
-        config_from_dict(_config(rubric={**rubric, "judge_model": {"top_k": 5}}))
-    config_from_dict({"rubric": {**rubric, "judge_model": {"top_k": 5}}})  # one process: fine
+        config_from_dict(_config(rubric=sampling))
+    config_from_dict({"rubric": sampling})  # one process: fine
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo"])

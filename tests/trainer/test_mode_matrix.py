@@ -40,6 +40,11 @@ REPO = Path(__file__).resolve().parents[2]
 TEACHER = {"name_or_path": "tiny:addition-teacher"}
 SHORT = {"name": "short", "rule": {"type": "length", "params": {"unit": "chars", "max": 4}}}
 DIGITS = {"name": "digits", "rule": {"type": "regex", "params": {"pattern": "[0-9]"}}}
+# Process rewards on the digit task: steps cut after each digit, valued by 2 Monte-Carlo continuations each.
+PROCESS: dict[str, Any] = {
+    "segmenter": {"name": "pattern", "params": {"pattern": "[0-9]"}},
+    "scorer": {"name": "monte_carlo", "params": {"k": 2}},
+}
 # On top of tests/trainer/loop_helpers.py's tiny config: 4 prompts x 8 completions of up to 8 tokens.
 BASE: dict[str, dict[str, Any]] = {
     "rollout": {"max_completion_length": 8, "seed_per_prompt": True},
@@ -200,6 +205,27 @@ CONFIGS: dict[str, Case] = {
         expect=lambda r: (
             {x["group"] for x in r[0]["rollouts"]} == {0} and _first(r, "budget/prompts_drawn") == 3
         ),
+    ),
+    # process rewards: Monte-Carlo step values (continuations through the engine, every rank its own rollouts'),
+    # each step-credit method once; PROF's filter zeroes loss rows, clipping/delta/gating reshape the step rewards
+    "process_min": Case(
+        {"process_reward": {**PROCESS, "credit": "min", "prof_filter": {"keep_fraction": 0.5}}},
+        fsdp=True,
+        expect=lambda r: _first(r, "process/prof_kept_frac") < 1.0,
+    ),
+    "process_sum": Case(
+        {"process_reward": {**PROCESS, "credit": "sum", "clip": 0.5, "delta": True}},
+        fsdp=True,
+        expect=lambda r: _first(r, "process/credit_abs_mean") > 0,
+    ),
+    "process_mean": Case(
+        {"process_reward": {**PROCESS, "credit": "mean", "success_gated": True}},
+        fsdp=True,
+    ),
+    "process_last": Case(
+        {"process_reward": {**PROCESS, "segmenter": {"name": "entropy"}, "credit": "last"}},
+        fsdp=True,
+        expect=lambda r: _first(r, "process/credit_abs_mean") > 0,
     ),
 }
 # Choices outside the method axes that span the step or the processes: each must be in some config above.

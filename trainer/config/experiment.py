@@ -24,6 +24,9 @@ from trainer.config.method_sections import (
     TeacherConfig,
     chosen_methods,
 )
+from trainer.config.process_reward import ProcessRewardConfig
+from trainer.config.reward_absence import RewardAbsenceConfig
+from trainer.config.reward_watch import RewardWatchConfig, WatchedKeys, resolve_watch
 from trainer.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -70,6 +73,24 @@ class ExperimentConfig(_Section):
         "aggregated by 'weighted_sum' or 'rank' (RLVR^2) and added to the verifiers' "
         "total with rubric.reward_weight; null: no rubric.",
     )
+    reward_watch: RewardWatchConfig = Field(
+        default_factory=RewardWatchConfig,
+        description="Watching for reward hacking: a learned reward (reward_model or judge) against a programmatic "
+        "verifier listed with weight 0 on the same rollouts; flags the step where the first keeps rising while the "
+        "second falls (Gao et al., 'Scaling Laws for Reward Model Overoptimization').",
+    )
+    process_reward: ProcessRewardConfig | None = Field(
+        None,
+        description="Process rewards: each completion split into steps, each step scored (the chain task's step "
+        "check, a process reward model, or Math-Shepherd's Monte-Carlo values) and the scores turned into token "
+        "credit; null: outcome rewards only.",
+    )
+    reward_absence: RewardAbsenceConfig = Field(
+        default_factory=RewardAbsenceConfig,
+        description="What a reward source's absent score (a failed or unparseable reward model or judge call, "
+        "never counted as 0 silently) means: drop the sample from its group's statistics, score it 0, or fail the "
+        "run past a threshold.",
+    )
 
     def methods(self) -> list[ActiveMethod]:
         """Every method this config chose, with its validated params, in config order."""
@@ -88,6 +109,17 @@ class ExperimentConfig(_Section):
             method = choice.active()
             for check in method.entry.checks:
                 check(self, method.params)
+        return self
+
+    @property
+    def watched_rewards(self) -> WatchedKeys | None:
+        """The learned reward and the monitor verifier reward_watch compares (trainer/config/reward_watch.py)."""
+        sources = [(v.name, v.key) for v in self.verifiers]
+        return resolve_watch(self.reward_watch, sources, self.reward_weights)
+
+    @model_validator(mode="after")
+    def _check_reward_watch(self) -> ExperimentConfig:
+        self.watched_rewards  # noqa: B018 -- a named key that is no verifier's fails here, at submit time
         return self
 
     @model_validator(mode="after")

@@ -314,6 +314,8 @@ _SUMMED = {
     "budget/silent_rollouts",
     "rarity/groups_redistributed",
     "budget/tokens_generated",
+    "process/mc_tokens",  # Monte-Carlo step values: each rank continues its own rollouts' prefixes
+    "process/mc_prefixes",
     "perf/gen_tokens_per_s",
     "perf/train_tokens_per_s",  # the run's aggregate throughputs
     "perf/step_tokens",  # each rank's rollouts' tokens (trainer/step/progress.py sums them over steps)
@@ -332,6 +334,8 @@ _SUMMED_WHEN_REPLICATED = {
     "budget/abandoned_groups",
     "budget/silent_rollouts",
     "budget/tokens_generated",
+    "process/mc_tokens",  # Monte-Carlo step values: each rank continues its own rollouts' prefixes
+    "process/mc_prefixes",
     "perf/gen_tokens_per_s",
 }
 # Equal on every rank (after the gradient all-reduce, or computed from all-gathered state).
@@ -414,6 +418,9 @@ class EventFileSink:
 
     def on_error(self, message: str, traceback_text: str) -> None:
         pass
+
+    def on_warning(self, step: int, kind: str, message: str) -> None:
+        self._write({"event": "warning", "step": step, "kind": kind, "message": message})
 
     def on_result(self, status: str, steps_done: int, final_metrics: dict[str, float]) -> None:
         self._write(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.distributed.context import EVENTS_FILE, STOP_FILE, run_info_from_json, step_report_from_json
 from trainer.errors import ConfigError, RLVRError
-from trainer.sinks import EventSink, PhaseReport, TrainResult
+from trainer.sinks import EventSink, PhaseReport, TrainResult, warning_listener
 
 if TYPE_CHECKING:
     from trainer.config import ExperimentConfig
@@ -252,6 +252,10 @@ def _forward(event: dict[str, Any], sink: EventSink, log: Callable[[str], None])
         sink.on_checkpoint(event["step"], event["path"])
     elif kind == "end":
         sink.on_end(event["status"], event["metrics"])
+    elif kind == "warning":  # e.g. the reward-hacking watch (trainer/rewards/hacking.py)
+        listener = warning_listener(sink)
+        if listener is not None:
+            listener(event["step"], event["kind"], event["message"])
     elif kind == "log":
         log(event["message"])
     elif kind == "result":

@@ -244,5 +244,6 @@ def results_table(model: str, results: dict[str, EvalResult]) -> Any:
         for metric, value in result.metrics.items():
             low_high = result.ci.get(metric)
             ci = f"[{low_high[0]:.3f}, {low_high[1]:.3f}]" if low_high else ""
-            table.add_row(name, metric, f"{value:.3f}" if metric != "truncated" else f"{value:.0f}", ci)
+            counted = metric in ("truncated", "absent")  # sample counts, not rates
+            table.add_row(name, metric, f"{value:.0f}" if counted else f"{value:.3f}", ci)
     return table

@@ -48,11 +48,12 @@ class SampleResult:
     logprobs: list[float]  # sampled tokens' logprobs (temperature applied)
     finish_reason: str  # "eos" | "length" (truncated)
     length: int  # completion tokens
-    reward: float  # weighted sum over the verifiers
-    correct: bool  # from the first (primary) verifier
+    reward: float  # weighted sum over the verifiers that scored it
+    correct: bool  # from the first (primary) verifier; False when it had no score (absent)
     extracted_answer: str | None  # normalised answer of the primary verifier: what maj@k votes on
     detail: dict[str, Any] = field(default_factory=dict)  # verifier key -> detail record
-    rewards: dict[str, float] = field(default_factory=dict)  # verifier key -> raw reward
+    rewards: dict[str, float | None] = field(default_factory=dict)  # verifier key -> raw reward; None: absent
+    absent: bool = False  # the primary verifier had no score (a failed model or judge call): not correct
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SampleResult:
@@ -373,7 +374,10 @@ def _sample_results(
                 correct=bool(scores.correct[i]),
                 extracted_answer=normalise_answer(extracted if isinstance(extracted, str) else None),
                 detail=detail,
-                rewards={k: float(v[i]) for k, v in scores.per_verifier.items()},
+                rewards={
+                    k: None if math.isnan(v[i]) else float(v[i]) for k, v in scores.per_verifier.items()
+                },
+                absent=bool(scores.absent.get(primary, [False] * len(lengths))[i]),
             )
         )
     return results
@@ -421,6 +425,9 @@ def benchmark_metrics(
             table[row[problem.seed], col[problem.problem_id]] = value
     metrics = {name: float(np.nanmean(table)) for name, table in tables.items()}
     metrics["truncated"] = float(sum(s.finish_reason == "length" for p in problems for s in p.samples))
+    absent = sum(s.absent for p in problems for s in p.samples)
+    if absent:  # samples the primary source could not score: counted as not correct above, and counted here
+        metrics["absent"] = float(absent)
     ci = {
         name: bootstrap_ci(table, config.bootstrap_samples, config.confidence, seed=config.seed)
         for name, table in tables.items()

@@ -15,6 +15,7 @@ from trainer.methods.aggregation import AGGREGATIONS, AggregationContext  # noqa
 from trainer.methods.axes import AXES, HOOK_POINTS, ActiveMethod, Axis  # noqa: E402
 from trainer.methods.policy_losses import POLICY_LOSSES, PolicyLossOutput  # noqa: E402
 from trainer.methods.regularizers import KL_ESTIMATORS  # noqa: E402
+from trainer.methods.step_credit import STEP_CREDIT, StepCreditInputs  # noqa: E402
 from trainer.methods.token_credit import TOKEN_CREDIT, CreditInputs  # noqa: E402
 
 __all__ = [
@@ -24,11 +25,13 @@ __all__ = [
     "HOOK_POINTS",
     "KL_ESTIMATORS",
     "POLICY_LOSSES",
+    "STEP_CREDIT",
     "TOKEN_CREDIT",
     "ActiveMethod",
     "AggregationContext",
     "Axis",
     "CreditInputs",
     "PolicyLossOutput",
+    "StepCreditInputs",
     "compute_advantages",
 ]

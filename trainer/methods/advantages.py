@@ -125,12 +125,29 @@ def reinforce_pp(rewards: Tensor, group_ids: Tensor, params: Any, lengths: Tenso
 
 
 def compute_advantages(
-    rewards: Tensor, group_ids: Tensor, cfg: ChoosesAdvantage, lengths: Tensor | None = None
+    rewards: Tensor,
+    group_ids: Tensor,
+    cfg: ChoosesAdvantage,
+    lengths: Tensor | None = None,
+    present: Tensor | None = None,
 ) -> Tensor:
-    """Apply ``cfg.advantage_estimator`` with its params; ``lengths`` [N] are the completions' token counts."""
+    """Apply ``cfg.advantage_estimator`` with its params; ``lengths`` [N] are the completions' token counts.
+
+    ``present`` [N] bool (None: all) leaves the other completions out of every statistic (``reward_absence``
+    'drop': a sample whose reward source gave no score): the estimator runs on the present ones only, with their
+    groups' remaining members, and the absent ones get advantage 0.
+    """
     estimate, params = the_hook("advantage", cfg.advantage_estimator.active())
-    advantages: Tensor = estimate(rewards, group_ids, params, lengths)  # [N]
-    return advantages
+    if present is None or bool(present.all()):
+        advantages: Tensor = estimate(rewards, group_ids, params, lengths)  # [N]
+        return advantages
+    out = rewards.new_zeros(rewards.shape)  # [N]
+    kept = present.nonzero().squeeze(-1)  # [M]
+    if kept.numel():
+        out[kept] = estimate(
+            rewards[kept], group_ids[kept], params, None if lengths is None else lengths[kept]
+        )
+    return out
 
 
 @ADVANTAGES.check("rloo")

@@ -82,6 +82,11 @@ HOOK_POINTS: dict[str, HookPoint] = {
     "token_credit": HookPoint(
         "one advantage per completion -> per token: (advantages [N], CreditInputs, params) -> [N, T]", True
     ),
+    "step_credit": HookPoint(
+        "process credit from step scores, on top of the outcome's per-token advantages (when process_reward is "
+        "set): (token_adv [N, T], StepCreditInputs, params) -> StepCreditOutput (token_adv [N, T], keep [N] | None)",
+        False,
+    ),
     "token_fusion": HookPoint(
         "teacher signal meets the per-token advantages: (token_adv [N, T], mask, signals, params, step) -> [N, T]",
         False,

@@ -41,6 +41,8 @@ class TrainerState:
     # perf/elapsed_s and perf/tokens_total so far (trainer/step/progress.py): a resumed run continues them.
     # None in checkpoints written before they existed.
     progress: dict[str, float] | None = None
+    # The reward-hacking watch's window and flag (trainer/rewards/hacking.py); None without a watch or in older ones.
+    reward_watch: dict[str, Any] | None = None
 
 
 def capture_rng(generator: torch.Generator) -> dict[str, Any]:

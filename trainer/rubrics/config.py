@@ -156,10 +156,13 @@ class CriterionSpec(_Section):
 class JudgeModelConfig(_Section):
     """The local model that judges 'judge' criteria, run through the hf rollout engine."""
 
-    name_or_path: str = Field(
-        "tiny:addition",
-        description="Local Hugging Face causal-LM directory (or 'tiny:addition'); nothing is downloaded. "
-        "A frozen judge model, as in rubric-conditioned judging (Prometheus).",
+    name_or_path: str | None = Field(
+        None,
+        max_length=1000,
+        description="The judge: a local Hugging Face causal-LM directory or a built-in 'tiny:' model; nothing is "
+        "downloaded. A frozen judge model, as in rubric-conditioned judging (Prometheus). Required when a criterion "
+        "is scored by 'judge': there is no default (a judge that is the policy itself grades its own answers); "
+        "a judge behind an OpenAI-compatible endpoint is a 'judge' reward source under verifiers instead.",
     )
     max_new_tokens: int = Field(8, ge=1, le=512, description="Tokens the judge may write per verdict.")
     temperature: float = Field(
@@ -238,5 +241,12 @@ class RubricConfig(_Section):
         if sum(c.weight for c in trained) <= 0:
             raise ValueError(
                 "the rule and judge criteria all have weight 0: give at least one a positive weight"
+            )
+        if self.uses_judge and self.judge_model.name_or_path is None:
+            judged = [c.name for c in self.criteria if c.scorer == "judge"]
+            raise ValueError(
+                f"rubric criteria {judged} are scored by a judge but rubric.judge_model.name_or_path is not set: name "
+                "a local judge model (a causal-LM folder or a 'tiny:' model; the policy is no longer the default "
+                "judge), or score them with a 'judge' reward source (an OpenAI-compatible endpoint) under verifiers"
             )
         return self

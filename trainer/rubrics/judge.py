@@ -159,11 +159,16 @@ def load_judge(settings: JudgeModelConfig, dtype: str, device: torch.device, see
     from trainer.models.tiny_model import resolve_model_path
     from trainer.rollout import HFRolloutEngine
 
+    if settings.name_or_path is None:
+        raise ConfigError(
+            "rubric.judge_model.name_or_path is not set: name a local judge model (a causal-LM folder or a 'tiny:' "
+            "model), or use a 'judge' reward source (an OpenAI-compatible endpoint) under verifiers"
+        )
     path = resolve_model_path(settings.name_or_path)
     if not Path(path).exists():
         raise ConfigError(
             f"rubric judge model {settings.name_or_path!r} does not exist: set rubric.judge_model.name_or_path "
-            "to a local causal-LM directory (nothing is downloaded) or 'tiny:addition'"
+            "to a local causal-LM directory (nothing is downloaded) or a 'tiny:' model"
         )
     try:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=resolve_dtype(dtype))
@@ -171,7 +176,7 @@ def load_judge(settings: JudgeModelConfig, dtype: str, device: torch.device, see
     except (OSError, ValueError) as err:
         raise ConfigError(
             f"could not load the rubric judge model from {settings.name_or_path!r}: {err}; set "
-            "rubric.judge_model.name_or_path to a local causal-LM directory or 'tiny:addition'"
+            "rubric.judge_model.name_or_path to a local causal-LM directory or a 'tiny:' model"
         ) from None
     model.to(device)  # type: ignore[arg-type]  # transformers stubs type .to oddly
     model.eval().requires_grad_(False)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trainer.jsonable import to_jsonable
@@ -118,7 +118,9 @@ def add_rubric_scores(scores: ScoreBatch, rubric: RubricScores, scorer: RubricSc
             "weight": weight,
         }
     total = [t + weight * r for t, r in zip(scores.total, rubric.reward, strict=True)]
-    return ScoreBatch(total=total, per_verifier=per_verifier, correct=list(scores.correct), details=details)
+    return replace(
+        scores, total=total, per_verifier=per_verifier, correct=list(scores.correct), details=details
+    )
 
 
 def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequence[int]) -> ScoreBatch:
@@ -139,9 +141,7 @@ def reaggregate_rubric(scores: ScoreBatch, scorer: RubricScorer, group_ids: Sequ
     old, weight = scores.per_verifier[RUBRIC_KEY], scorer.config.reward_weight
     total = [t + weight * (new - was) for t, new, was in zip(scores.total, reward, old, strict=True)]
     per_verifier = {**scores.per_verifier, RUBRIC_KEY: list(reward)}
-    return ScoreBatch(
-        total=total, per_verifier=per_verifier, correct=list(scores.correct), details=scores.details
-    )
+    return replace(scores, total=total, per_verifier=per_verifier, correct=list(scores.correct))
 
 
 def score_rubric(

@@ -24,6 +24,13 @@ fewer groups than processes (dynamic sampling found only that many) is *replicat
 on all of them, which gives the same update, since each loss is normalised by counts summed over the
 processes (trainer/distributed/context.py ``set_step_replicated``).
 
+Absent scores (a reward model or judge that failed or could not be parsed; trainer/verifiers/scoring.py) are settled
+here, once the step's rows are known, by ``reward_absence``: 'drop' and 'fail' mark each row with an absent score of a
+source of non-zero weight as ``dropped`` (the advantage stage leaves it out of its group's statistics, the loss mask
+stage out of the loss), 'zero' keeps it with the score counted 0, and 'fail' raises ``RewardSourceError`` when a
+source's absent fraction passes ``fail_above``. The metrics ``reward/<key>_absent_frac``, ``reward/<key>_latency_s``
+and ``reward/dropped_frac`` are this process's share of the step.
+
 Collection reads and advances the parts named by ``CollectionParts``: a synchronous run's ``Run`` (the training
 thread owns them all), or the background generator's ``GeneratorParts`` (trainer/step/async_rollouts.py), which
 owns the mutable ones (prompt sampler, sampling generator, engine, verifiers, rubric) for as long as the run lasts.
@@ -43,6 +50,7 @@ from torch import Tensor
 from trainer.data import render_prompt
 from trainer.distributed.context import balanced_share, set_step_replicated
 from trainer.distributed.fsdp import gathered
+from trainer.errors import RewardSourceError
 from trainer.methods.allocation import Group
 from trainer.methods.axes import the_hook
 from trainer.rollout import RolloutBatch
@@ -118,7 +126,11 @@ class StepRollouts:
     ]  # [N] group_size, round (generation call) and abandoned, for the rollout browser
     gen_s: float  # seconds in the engine
     verify_s: float  # seconds in the verifiers and the rubric
-    metrics: dict[str, float]  # budget/* (stable names, DESIGN.md)
+    # budget/* (stable names, DESIGN.md); reward/<key>_absent_frac, reward/<key>_latency_s, reward/dropped_frac
+    metrics: dict[str, float]
+    # [N] left out of group statistics and the loss for an absent score (reward_absence); () in rollouts
+    # buffered by a checkpoint written before absence existed: none dropped
+    dropped: tuple[bool, ...] = ()
 
 
 def _score(
@@ -240,7 +252,74 @@ def collect_rollouts(run: CollectionParts, step: int) -> StepRollouts:
     else:
         groups = [draws.mine[i] for i in mine]
         batch, scores, call_of_row = _local_rows(run, calls, groups)
-    return _assemble(run, groups, batch, scores, call_of_row, calls, rounds, draws, chosen, replicated)
+    collected = _assemble(run, groups, batch, scores, call_of_row, calls, rounds, draws, chosen, replicated)
+    dropped, metrics = step_absence(run.config, collected.scores, step, None if replicated else run.dist)
+    return dataclasses.replace(collected, dropped=tuple(dropped), metrics={**collected.metrics, **metrics})
+
+
+def step_absence(
+    cfg: ExperimentConfig, scores: ScoreBatch, step: int, dist: DistContext | None
+) -> tuple[list[bool], dict[str, float]]:
+    """``settle_absence`` with 'fail' decided on every process's counts (``dist``: the processes that each hold a
+    share of the step; None in one process or a replicated step), so they all stop at the same step."""
+    counts = _absent_counts(scores)
+    if dist is not None and cfg.reward_absence.mode == "fail":
+        counts = _summed(dist.all_gather(counts))
+    return settle_absence(cfg, scores, step, counts)
+
+
+AbsentCounts = tuple[dict[str, int], int, dict[str, str]]  # absent per key, completions, last reason per key
+
+
+def _absent_counts(scores: ScoreBatch) -> AbsentCounts:
+    """This process's absent scores per source, its completions, and each source's last reason."""
+    last = {k: scores.last_absent_reason(k) for k in scores.absent}
+    return (
+        {k: sum(flags) for k, flags in scores.absent.items()},
+        len(scores.total),
+        {k: r for k, r in last.items() if r is not None},
+    )
+
+
+def _summed(parts: list[AbsentCounts]) -> AbsentCounts:
+    """Every process's counts as one step's (in rank order, the one-process order)."""
+    absent: dict[str, int] = {}
+    reasons: dict[str, str] = {}
+    for counts, _, last in parts:
+        for key, count in counts.items():
+            absent[key] = absent.get(key, 0) + count
+        reasons.update(last)  # the last process's reason, as the last row's in one process
+    return absent, sum(n for _, n, _ in parts), reasons
+
+
+def settle_absence(
+    cfg: ExperimentConfig, scores: ScoreBatch, step: int, step_counts: AbsentCounts | None = None
+) -> tuple[list[bool], dict[str, float]]:
+    """``reward_absence`` on a step's scores: which rows are dropped ([N]), and the reward/* absence metrics.
+
+    Only sources with a non-zero weight count: a weight-0 monitor's absent score changes no reward. Under 'fail'
+    a source whose absent fraction of the step (``step_counts``: every process's; default this batch's) passes
+    ``fail_above`` stops the run (RewardSourceError), naming it.
+    """
+    rule, n = cfg.reward_absence, len(scores.total)
+    weights = dict(zip((v.key for v in cfg.verifiers), cfg.reward_weights, strict=True))
+    fractions = scores.absent_fractions()
+    metrics = {f"reward/{key}_absent_frac": frac for key, frac in fractions.items()}
+    metrics.update({f"reward/{key}_latency_s": seconds for key, seconds in scores.latency_s.items()})
+    dropped = scores.absent_rows(weights) if rule.mode != "zero" else [False] * n
+    metrics["reward/dropped_frac"] = sum(dropped) / n if n else 0.0
+    if rule.mode == "fail":
+        absent, total, reasons = step_counts or _absent_counts(scores)
+        for key, count in absent.items():
+            frac = count / total if total else 0.0
+            if weights.get(key, 0.0) != 0.0 and frac > rule.fail_above:
+                raise RewardSourceError(
+                    f"reward source {key!r} had no score for {frac:.0%} of step {step}'s samples "
+                    f"({count} of {total}), above reward_absence.fail_above ({rule.fail_above:g}); "
+                    f"last reason: {reasons.get(key)}. Fix the source (its model or endpoint), raise "
+                    "reward_absence.fail_above, or set reward_absence.mode to 'drop' to train on the scored samples only"
+                )
+    return dropped, metrics
 
 
 def _generate(run: CollectionParts, step: int) -> tuple[_Draws, _Calls, int]:
@@ -465,13 +544,16 @@ def _take_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
 
 
 def _concat_scores(parts: list[ScoreBatch]) -> ScoreBatch:
-    """Join the score batches of several generation calls (every field is a list or a dict of lists)."""
+    """Join the score batches of several generation calls (every field is a list or a dict of lists, except
+    ``latency_s``: the sources' seconds, summed over the calls)."""
     if len(parts) == 1:
         return parts[0]
     joined: dict[str, Any] = {}
     for f in dataclasses.fields(ScoreBatch):
         values = [getattr(p, f.name) for p in parts]
-        if isinstance(values[0], dict):
+        if f.name == "latency_s":
+            joined[f.name] = {k: sum(v.get(k, 0.0) for v in values) for k in values[0]}
+        elif isinstance(values[0], dict):
             joined[f.name] = {k: [x for v in values for x in v[k]] for k in values[0]}
         else:
             joined[f.name] = [x for v in values for x in v]
@@ -479,10 +561,13 @@ def _concat_scores(parts: list[ScoreBatch]) -> ScoreBatch:
 
 
 def _take_scores(scores: ScoreBatch, rows: list[int]) -> ScoreBatch:
+    """The given rows' scores (``latency_s`` stays the whole batch's: the time was spent either way)."""
     taken: dict[str, Any] = {}
     for f in dataclasses.fields(ScoreBatch):
         value = getattr(scores, f.name)
-        if isinstance(value, dict):
+        if f.name == "latency_s":
+            taken[f.name] = dict(value)
+        elif isinstance(value, dict):
             taken[f.name] = {k: [v[i] for i in rows] for k, v in value.items()}
         else:
             taken[f.name] = [value[i] for i in rows]

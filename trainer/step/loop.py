@@ -20,7 +20,16 @@ from trainer.errors import ConfigError, RLVRError, TrainingDiverged
 from trainer.evaluation.engine import PeriodicEvaluation
 from trainer.models.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
 from trainer.models.device import autocast, describe, reset_peak_memory
-from trainer.sinks import EventSink, NullSink, PhaseCallback, RunInfo, StepReport, TrainResult
+from trainer.rewards.hacking import WARNING_KIND, HackingFlag
+from trainer.sinks import (
+    EventSink,
+    NullSink,
+    PhaseCallback,
+    RunInfo,
+    StepReport,
+    TrainResult,
+    warning_listener,
+)
 from trainer.step.async_rollouts import RolloutProducer, produced_to_device
 from trainer.step.divergence import divergence_message, is_nan_sampling_error
 from trainer.step.optimize import NonFiniteUpdate
@@ -76,6 +85,21 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
         sink.on_checkpoint(step, str(path))
     if run.dist is not None:
         run.dist.barrier()
+
+
+def _watch_rewards(run: Run, report: StepReport) -> HackingFlag | None:
+    """reward_watch (trainer/rewards/hacking.py): ``watch/hacking`` on every step; the flag at the step it fires."""
+    if run.watch is None:
+        return None
+    flag = run.watch.observe(report.step, report.metrics)
+    report.metrics.update(run.watch.metrics())
+    return flag
+
+
+def _warn(sink: EventSink, step: int, kind: str, message: str) -> None:
+    listener = warning_listener(sink)  # optional: a sink written before warnings existed does not hear them
+    if listener is not None:
+        listener(step, kind, message)
 
 
 def _phase_listener(sink: EventSink) -> PhaseCallback | None:
@@ -202,8 +226,11 @@ def _train_run(
             if dist is not None:  # rank 0: metrics combined, every rank's rollout records
                 report = dist.gather_report(report)
             run.progress.record(report.metrics)  # perf/elapsed_s, perf/tokens_total: the run's totals
+            watched = _watch_rewards(run, report)  # adds watch/hacking to the step's metrics
             metrics = report.metrics
             sink.on_step(report)
+            if watched is not None:
+                _warn(sink, report.step, WARNING_KIND, watched.message)
             if save_every and step % save_every == 0 and step < max_steps:
                 _save(run, step, sink)
         if step > run.start_step or status == "cancelled":

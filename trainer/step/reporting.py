@@ -11,6 +11,7 @@ from transformers import PreTrainedTokenizerBase
 
 from trainer.config import ExperimentConfig
 from trainer.methods.group_stats import group_std
+from trainer.process.records import step_score_channel
 from trainer.rollout import RolloutBatch
 from trainer.sinks import RolloutRecord
 from trainer.step.optimize import UpdateStats
@@ -73,8 +74,9 @@ def step_metrics(
         cfg.algorithm.dual_clip
     ):  # the share of loss tokens held at the dual-clip cap (also in actor/clip_frac)
         metrics["actor/dual_clip_frac"] = sum(u.dual_clip_frac for u in updates) / len(updates)
-    for key, values in scores.per_verifier.items():
-        metrics[f"reward/{key}_mean"] = sum(values) / max(len(values), 1)
+    for key, values in scores.per_verifier.items():  # over the scores present (an absent one is nan)
+        present = [v for v in values if not math.isnan(v)]
+        metrics[f"reward/{key}_mean"] = sum(present) / len(present) if present else float("nan")
     metrics.update(teacher_metrics(teacher, cfg, step))
     return {k: (v if math.isfinite(v) else float("nan")) for k, v in metrics.items()}
 
@@ -84,7 +86,9 @@ def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) ->
 
     The collected ``group_ids`` [N] map each completion to its prompt in ``samples`` / ``prompts`` (groups may
     differ in size); its ``allocation`` [N] is stored under ``details["allocation"]`` (group size, generation
-    round, abandoned) so the rollout browser shows how many rollouts each prompt got.
+    round, abandoned) so the rollout browser shows how many rollouts each prompt got. A source's absent score is
+    ``None`` in ``rewards`` (its detail's ``absent`` says why); a completion dropped for one (``reward_absence``)
+    has ``details["allocation"]["dropped"]`` true, advantage 0 and no tokens in the loss.
     """
     c, batch, scores = outcome.collected, outcome.scored.batch, outcome.shaped.scores
     samples, prompts, group_ids, allocation = c.samples, c.prompts, c.group_ids, c.allocation
@@ -110,12 +114,19 @@ def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) ->
         channels["teacher_entropy"] = teacher.entropy.tolist()
     if segment_ids is not None:  # HISPO segments: the token view can colour tokens by segment
         channels["segment"] = segment_ids.float().tolist()
+    steps = outcome.steps
+    if steps is not None:  # process rewards: each token carries its step's score (nan: absent)
+        channels["step_score"] = step_score_channel(steps.spans, steps.scores, lengths)
     records = []
     seen: dict[int, int] = {}  # group -> completions of it so far
     for i, (n, g) in enumerate(zip((int(x) for x in lengths), group_ids.tolist(), strict=True)):
         sample = samples[g]
         seen[g] = seen.get(g, 0) + 1
         details = {**scores.details[i], "allocation": dict(allocation[i])}
+        if c.dropped and c.dropped[i]:
+            details["allocation"]["dropped"] = True
+        if steps is not None:  # spans, scores, blamed and oracle steps (trainer/process/records.py)
+            details["process"] = steps.detail[i]
         records.append(
             RolloutRecord(
                 step=outcome.step,
@@ -126,7 +137,7 @@ def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) ->
                 completion=batch.texts[i],
                 finish_reason=batch.finish_reasons[i],
                 reward=scores.total[i],
-                rewards={k: v[i] for k, v in scores.per_verifier.items()},
+                rewards={k: None if math.isnan(v[i]) else v[i] for k, v in scores.per_verifier.items()},
                 correct=scores.correct[i],
                 details=details,
                 advantage=float(advantages[i]),

@@ -33,6 +33,7 @@ from trainer.models.lora import apply_lora, is_lora_model, load_causal_lm, refer
 from trainer.models.memory import MemoryPlan, plan_memory
 from trainer.models.tiny_model import BuildCallback, BuildProgress, resolve_model_path
 from trainer.models.transformers_compat import enable_activation_checkpointing
+from trainer.rewards.hacking import HackingDetector, detector_for
 from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
 from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
 from trainer.samples import Sample
@@ -98,6 +99,7 @@ class Run:
     progress: RunProgress = field(
         default_factory=RunProgress
     )  # elapsed time and tokens so far (trainer/step/progress.py)
+    watch: HackingDetector | None = None  # reward_watch (trainer/rewards/hacking.py); None: no watch
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -152,6 +154,7 @@ class Run:
             config=self.config.model_dump(mode="json"),
             base_model_path=self.base_model_path,
             progress=self.progress.state(),
+            reward_watch=None if self.watch is None else self.watch.state(),
         )
 
 
@@ -362,6 +365,7 @@ def build_run(
         rubric=build_rubric_scorer(config.rubric, config.model.dtype, device, config.seed),
         teacher=load_teacher(config, model, tokenizer, device, on_build=on_build),
         dist=current(),
+        watch=detector_for(config),
     )
     if state is not None:
         if fsdp:  # checkpoints hold the full state (trainer/distributed/fsdp.py); each rank keeps its shard
@@ -374,6 +378,8 @@ def build_run(
         run.start_step = state.step
         run.resumed_buffer = state.rollout_buffer
         run.progress = RunProgress.resumed(state.progress)
+        if run.watch is not None:
+            run.watch.load_state(state.reward_watch)
         push = getattr(run.engine, "push_weights", None)
         if push is not None and config.training.max_off_policy_steps == 0:  # vLLM loaded the base weights
             push(model, state.step)
@@ -420,6 +426,11 @@ _RESUME_MAY_CHANGE = {
     ("training", "collective_timeout_s"),
     # Sharding changes where state lives, not the update; checkpoints hold full state either way (trainer/distributed/fsdp.py).
     ("training", "fsdp"),
+    # The reward-hacking watch only reads the metrics (trainer/rewards/hacking.py).
+    *(
+        ("reward_watch", name)
+        for name in ("enabled", "learned", "verifier", "window", "min_rise", "min_fall")
+    ),
 }
 
 

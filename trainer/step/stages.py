@@ -10,11 +10,13 @@ import time
 
 import torch
 
+from trainer.errors import ConfigError
 from trainer.methods.advantages import compute_advantages
 from trainer.methods.axes import hooks_at, the_hook
 from trainer.methods.fusion import fuse_rewards, fuse_token_advantages
 from trainer.methods.policy_losses import prepare_loss_inputs
 from trainer.methods.shaping import shape_scores
+from trainer.methods.step_credit import StepCreditInputs
 from trainer.models.device import peak_memory_gb, reset_peak_memory
 from trainer.sinks import StepReport
 from trainer.step.collect import StepRollouts, collect_rollouts
@@ -28,6 +30,7 @@ from trainer.step.state import (
     PolicyScores,
     ShapedRewards,
     StepOutcome,
+    StepScores,
     TokenCredit,
     Update,
 )
@@ -45,6 +48,44 @@ def score_with_policy(run: Run, collected: StepRollouts) -> PolicyScores:
     """When vLLM or an older policy sampled: the policy's own logprobs and entropies of the sampled tokens, and
     truncated importance weights for the difference (trainer/step/policy_scoring.py)."""
     return rescore_with_policy(run, collected.batch)
+
+
+def score_steps(run: Run, step: int, collected: StepRollouts, scored: PolicyScores) -> StepScores | None:
+    """``process_reward``: each completion's steps (its segmenter) and their scores (its step scorer,
+    trainer/process/); None when the config has no process_reward section. Monte Carlo continues step prefixes
+    through the run's engine with a generator of its own, seeded from (seed, step), so the run's sampling random
+    numbers are untouched."""
+    cfg = run.config.process_reward
+    if cfg is None:
+        return None
+    from trainer.process.records import chain_params_of, score_process
+    from trainer.process.scorers import ScorerContext
+
+    batch, lengths = scored.batch, [int(n) for n in scored.batch.lengths.tolist()]
+    token_ids = [row[:n] for row, n in zip(batch.completion_ids.tolist(), lengths, strict=True)]
+    group_ids = collected.group_ids.tolist()
+    context = ScorerContext(
+        params=None,
+        tokenizer=run.tokenizer,
+        prompts=[collected.prompts[g] for g in group_ids],
+        correct=list(collected.scores.correct),
+        micro_batch_size=run.micro_batch_size,
+        chain_params=chain_params_of(run.verifiers),
+    )
+    if cfg.scorer.name == "monte_carlo":
+        if run.producer is not None:
+            raise ConfigError(
+                "process_reward.scorer 'monte_carlo' samples through the run's engine, which the background "
+                "generator of an asynchronous run owns: set training.max_off_policy_steps to 0"
+            )
+        context.engine, context.sampling, context.verifier = run.engine, run.sampling, run.verifiers[0][1]
+        context.generator = torch.Generator(device=run.generator.device).manual_seed(
+            (run.config.seed * 1_000_003 + step) % 2**63
+        )
+    result = score_process(
+        cfg, token_ids, batch.texts, batch.entropies.tolist(), collected.group_samples, context
+    )
+    return StepScores(result.spans, result.scores, result.detail, result.metrics)
 
 
 def shape_rewards(run: Run, step: int, collected: StepRollouts) -> ShapedRewards:
@@ -98,25 +139,39 @@ def estimate_advantages(
     signals: TeacherSignals | None,
 ) -> Advantages:
     """``reward_fusion`` (the teacher meets the rewards, in ``fuse_rewards``), then ``advantage`` (the estimator,
-    in ``compute_advantages``), then the ``advantage_shaping`` hooks."""
+    in ``compute_advantages``), then the ``advantage_shaping`` hooks. Completions dropped for an absent score
+    (``reward_absence``) are left out of their groups' statistics and keep advantage 0."""
     cfg, group_ids, batch = run.config, collected.group_ids, scored.batch
+    kept = _kept(collected)  # [N] bool, None when nothing was dropped
     fused = fuse_rewards(shaped.rewards, signals, cfg.teacher, step)  # [N]
-    advantages = compute_advantages(fused, group_ids, cfg.algorithm, batch.lengths)  # [N]
+    advantages = compute_advantages(fused, group_ids, cfg.algorithm, batch.lengths, present=kept)  # [N]
     metrics: dict[str, float] = {}
     for hook, params in hooks_at("advantage_shaping", run.methods, step):
         advantages, more = hook(advantages, batch.texts, shaped.pseudo_correct, group_ids, params)
         metrics.update(more)
+    if kept is not None:
+        advantages = advantages * kept  # shaping hooks see whole groups; a dropped completion still gets 0
     return Advantages(advantages, metrics)
 
 
-def build_loss_mask(run: Run, step: int, scored: PolicyScores) -> LossMask:
-    """Completion tokens, minus truncated completions (mask_truncated_completions), minus what each ``loss_mask``
-    hook takes out."""
+def _kept(collected: StepRollouts) -> torch.Tensor | None:
+    """[N] bool: the completions not dropped for an absent score (None: none dropped)."""
+    if not any(collected.dropped):
+        return None
+    return ~torch.tensor(collected.dropped, dtype=torch.bool, device=collected.rewards.device)
+
+
+def build_loss_mask(run: Run, step: int, collected: StepRollouts, scored: PolicyScores) -> LossMask:
+    """Completion tokens, minus truncated completions (mask_truncated_completions), minus completions dropped for
+    an absent score (``reward_absence``), minus what each ``loss_mask`` hook takes out."""
     batch = scored.batch
     loss_mask = batch.completion_mask.clone()  # [N, T]
     if run.config.algorithm.mask_truncated_completions:
         truncated = torch.tensor([r == "length" for r in batch.finish_reasons], device=loss_mask.device)
         loss_mask[truncated] = 0
+    kept = _kept(collected)
+    if kept is not None:
+        loss_mask[~kept] = 0
     for hook, params in hooks_at("loss_mask", run.methods, step):
         loss_mask *= hook(batch, run.tokenizer, params).to(loss_mask.dtype)
     return LossMask(loss_mask)
@@ -129,17 +184,65 @@ def assign_token_credit(
     advantages: Advantages,
     loss_mask: LossMask,
     signals: TeacherSignals | None,
+    steps: StepScores | None = None,
+    shaped: ShapedRewards | None = None,
+    collected: StepRollouts | None = None,
 ) -> TokenCredit:
-    """``token_credit`` (per-token advantages), ``token_fusion`` (in ``fuse_token_advantages``), then the
-    ``loss_inputs`` hooks (in ``prepare_loss_inputs``)."""
+    """``token_credit`` (per-token advantages), ``step_credit`` (process credit, when ``process_reward`` is set
+    and ``steps`` were scored: in ``add_step_credit``), ``token_fusion`` (in ``fuse_token_advantages``), then the
+    ``loss_inputs`` hooks (in ``prepare_loss_inputs``). A row PROF's filter drops leaves the loss mask here."""
     cfg, batch, mask = run.config, scored.batch, loss_mask.mask
     credit, params = the_hook("token_credit", cfg.algorithm.token_credit.active())
     token_advantages = credit(advantages.values, credit_inputs(mask, batch, signals), params)  # [N, T]
+    process_metrics: dict[str, float] = {}
+    if steps is not None:
+        if shaped is None or collected is None:
+            raise TypeError(
+                "assign_token_credit: step credit reads the outcomes (shaped) and the groups (collected)"
+            )
+        token_advantages, process_metrics = add_step_credit(
+            run, step, token_advantages, mask, steps, shaped, collected
+        )
     token_advantages = fuse_token_advantages(token_advantages, mask, signals, cfg.teacher, step)
     inputs = prepare_loss_inputs(
         advantages.values, token_advantages, batch.entropies, mask, run.methods, step
     )
-    return TokenCredit(inputs.token_advantages, inputs.extras, inputs.segment_ids, inputs.metrics)
+    metrics = {**inputs.metrics, **process_metrics}
+    return TokenCredit(inputs.token_advantages, inputs.extras, inputs.segment_ids, metrics)
+
+
+def add_step_credit(
+    run: Run,
+    step: int,
+    token_advantages: torch.Tensor,
+    mask: torch.Tensor,
+    steps: StepScores,
+    shaped: ShapedRewards,
+    collected: StepRollouts,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The ``step_credit`` hooks (trainer/methods/step_credit.py): process credit on top of the outcome's token
+    advantages. A hook's ``keep`` rows (PROF's filter) are zeroed in ``mask`` in place: the loss mask the update
+    and the report read. Nothing without a ``process_reward`` section."""
+    cfg = run.config.process_reward
+    if cfg is None:
+        return token_advantages, {}
+    inputs = StepCreditInputs(
+        spans=steps.spans,
+        scores=steps.scores,
+        rewards=shaped.rewards,
+        correct=torch.tensor(shaped.pseudo_correct, dtype=torch.bool, device=mask.device),
+        group_ids=collected.group_ids,
+        mask=mask,
+        config=cfg,
+    )
+    metrics: dict[str, float] = {}
+    for hook, params in hooks_at("step_credit", run.methods, step):
+        out = hook(token_advantages, inputs, params)
+        token_advantages = out.token_advantages  # [N, T]
+        if out.keep is not None:
+            mask[~out.keep] = 0
+        metrics.update(out.metrics)
+    return token_advantages, metrics
 
 
 def update_policy(
@@ -199,6 +302,11 @@ def report(run: Run, outcome: StepOutcome) -> StepReport:
     metrics["perf/gen_peak_memory_gb"] = o.shaped.gen_peak_memory_gb
     metrics.update(o.advantages.metrics)
     metrics.update(o.credit.metrics)
+    if o.steps is not None:  # process/*; Monte Carlo's continuations count as generated tokens
+        metrics.update({k: v for k, v in o.steps.metrics.items()})
+        metrics["budget/tokens_generated"] = metrics.get(
+            "budget/tokens_generated", 0.0
+        ) + o.steps.metrics.get("process/mc_tokens", 0.0)
     update_peak_gb = peak_memory_gb(run.device)  # teacher / reference passes and the policy update
     metrics.update(
         {

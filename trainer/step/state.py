@@ -11,7 +11,7 @@ rollouts or took them from the asynchronous generator); the teacher stage's is `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -42,6 +42,18 @@ class PolicyScores:
     @property
     def metrics(self) -> dict[str, float]:
         return {} if self.importance is None else self.importance.metrics
+
+
+@dataclass(frozen=True)
+class StepScores:
+    """score_steps (``process_reward``, trainer/process/): each completion's steps and their scores."""
+
+    spans: list[
+        list[tuple[int, int]]
+    ]  # [N] half-open token spans over the completion (trainer/process/steps.py)
+    scores: list[list[float]]  # [N] one per span, in [0, 1]; nan: absent
+    detail: list[dict[str, Any]]  # [N] each completion's details["process"] (trainer/process/records.py)
+    metrics: dict[str, float]  # process/* (and process/mc_tokens, added to budget/tokens_generated)
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,7 @@ class StepOutcome:
     loss_mask: LossMask
     credit: TokenCredit
     update: Update
+    steps: StepScores | None = None  # process_reward's step scores; None without the section
 
     @property
     def timings(self) -> StepTimings:

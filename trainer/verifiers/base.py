@@ -3,10 +3,17 @@
 A verifier turns (completion text, Sample) into a reward and a detail record that the dashboard shows
 (what was extracted, what was expected, why it passed or failed). Parameters are validated by the
 verifier's own pydantic ``Params`` model, so a bad parameter fails when the config is loaded.
+
+Two kinds of failure while scoring, kept apart. A programmatic verifier (deterministic code) that crashes gives
+``error_result``: reward 0 with ``detail['error']``, as before. A reward source that calls a model or an endpoint
+(``reward_model``, ``judge``) and gets no usable score gives ``absent_result``: reward ``nan`` with
+``detail['absent']``; a score that fails or cannot be parsed is absent, never 0, and the config's
+``reward_absence`` section decides what absence means (trainer/verifiers/scoring.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -25,8 +32,14 @@ class VerifierResult:
 
     ``reward`` is a float (usually in [0, 1]); ``correct`` says whether the answer counts as correct (used
     for rollout/accuracy); ``detail`` holds JSON-serialisable facts such as ``extracted``, ``expected``,
-    ``reason`` and ``error`` (set when the verifier crashed or timed out: then reward is 0).
+    ``reason`` and ``error`` (set when the verifier crashed or timed out: then reward is 0). A result with
+    ``detail['absent']`` has no score (reward ``nan``, correct False): see ``absent_result``.
     """
+
+    @property
+    def absent(self) -> bool:
+        """Whether this completion has no score from this source (``absent_result``)."""
+        return "absent" in self.detail
 
     reward: float
     correct: bool
@@ -42,7 +55,12 @@ class VerifierParams(BaseModel):
 
 
 class Verifier(Protocol):
-    """A batched reward function. Must never raise while scoring: errors become reward 0 + detail.error."""
+    """A batched reward function. Must never raise while scoring: a programmatic verifier's errors become reward
+    0 + detail.error (``error_result``), a model or endpoint source's failures absent results (``absent_result``).
+
+    A verifier that loads something heavy (a reward model) may also define ``load() -> None``: ``build_verifiers``
+    calls it, so a broken model folder fails when the run is built, while ``build_verifier`` alone (the web
+    process validating a config) stays cheap and torch-free."""
 
     name: ClassVar[str]
     Params: ClassVar[type[VerifierParams]]
@@ -82,6 +100,18 @@ def error_result(error: BaseException | str, **detail: Any) -> VerifierResult:
     """Reward 0 for a completion that could not be scored; ``detail['error']`` says why ('Type: message')."""
     message = error if isinstance(error, str) else describe_error(error)
     return VerifierResult(reward=0.0, correct=False, detail={**detail, "error": message})
+
+
+def absent_result(reason: str, /, **detail: Any) -> VerifierResult:
+    """No score for a completion: the model or endpoint failed, or its output could not be parsed.
+
+    Reward ``nan`` (never 0: a failed call says nothing about the completion), correct False, and
+    ``detail['absent']`` says why (``detail['reason']`` too, unless given, for the rollout browser). ``score_batch``
+    keeps it out of the total and ``reward_absence`` decides whether the sample is dropped, scored 0 or fails the run.
+    """
+    return VerifierResult(
+        reward=math.nan, correct=False, detail={"reason": f"absent: {reason}", **detail, "absent": reason}
+    )
 
 
 def _length_problem(completions: Sequence[str], samples: Sequence[Sample]) -> list[VerifierResult] | None:

@@ -30,10 +30,33 @@ def _name_choices(schema: dict[str, Any]) -> None:
         {
             "name": name,
             "description": verifier_summary(name),
-            "params": VERIFIERS.get(name).Params.model_json_schema(),
+            "params": params_schema(name),
         }
         for name in names
     ]
+
+
+def params_schema(name: str) -> dict[str, Any]:
+    """A verifier's params schema with its ``$defs`` written in place: it sits inside the config's own schema,
+    where a ``$ref`` to the params' definitions would point at the config's (pydantic fails on it)."""
+    schema = VERIFIERS.get(name).Params.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any, depth: int = 0) -> Any:
+        if depth > 32:  # a self-referencing params model: leave the rest as it is
+            return node
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return inline({**defs[ref[8:]], **rest}, depth + 1)
+            return {k: inline(v, depth + 1) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v, depth + 1) for v in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
 
 
 class VerifierSpec(BoundedModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.http import StreamingHttpResponse
+from django.http import QueryDict, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.annotation import api_pairwise
 from webapp.annotation.exports import jsonl_lines
 from webapp.annotation.machine_scorers import machine_agreement, machine_table
 from webapp.annotation.scoring_jobs import scoring_job_start
@@ -26,6 +27,11 @@ from webapp.annotation.selectors import (
     task_get_for_user,
     task_progress,
     tasks_for_project,
+)
+from webapp.annotation.selectors_pairwise import (
+    pairwise_disagreement_view,
+    pairwise_item_review,
+    pairwise_task_agreement,
 )
 from webapp.annotation.selectors_review import disagreement_view, item_review
 from webapp.annotation.serializers import (
@@ -76,10 +82,13 @@ class ProjectTaskListApi(APIView):
     @extend_schema(
         request=TaskFromRunIn,
         responses={201: TaskOut},
-        summary="Create a task from a run's rollouts or an evaluation's benchmark samples",
+        summary="Create a task from a run's rollouts or an evaluation's benchmark samples; with kind=pairwise "
+        "(PairwiseTaskIn), a pairwise preference task from a run, an evaluation, a pairs file or a dataset",
     )
     def post(self, request: Request, project_id: int) -> Response:
         project = project_get_for_user(project_id=project_id, user=request.user)
+        if isinstance(request.data, dict | QueryDict) and request.data.get("kind") == "pairwise":
+            return api_pairwise.create_pairwise_task(request, project)
         data = TaskFromRunIn(data=request.data)
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
@@ -168,6 +177,8 @@ class TaskAgreementApi(APIView):
     )
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_manager(task_id=task_id, user=request.user)
+        if task.kind == "pairwise":  # share of agreeing pairs, Cohen's kappa, Krippendorff's alpha
+            return Response(pairwise_task_agreement(task=task))
         return Response(CriterionAgreementOut(task_agreement(task=task), many=True).data)
 
 
@@ -177,7 +188,9 @@ class TaskExportApi(APIView):
     )
     def get(self, request: Request, task_id: int, fmt: str) -> StreamingHttpResponse:
         task = task_get_for_manager(task_id=task_id, user=request.user)
-        if fmt == "csv":
+        if task.kind == "pairwise":
+            response = api_pairwise.export(task, fmt)
+        elif fmt == "csv":
             header, rows = export_csv_rows(task=task)
             response = StreamingHttpResponse(csv_lines(header, rows), content_type="text/csv; charset=utf-8")
         else:
@@ -195,9 +208,15 @@ class AssignmentDetailApi(APIView):
             AssignmentOut(assignment_get_for_user(assignment_id=assignment_id, user=request.user)).data
         )
 
-    @extend_schema(request=AssignmentWorkIn, responses=AssignmentOut, summary="Save a draft (autosave)")
+    @extend_schema(
+        request=AssignmentWorkIn,
+        responses=AssignmentOut,
+        summary="Save a draft (autosave); a pairwise item takes JudgementIn {choice, reason}",
+    )
     def patch(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_get_for_user(assignment_id=assignment_id, user=request.user)
+        if assignment.item.task.kind == "pairwise":  # {choice, reason}
+            return api_pairwise.save_judgement(request, assignment, submit=False)
         data = AssignmentWorkIn(data=request.data)
         data.is_valid(raise_exception=True)
         saved = assignment_save_draft(assignment=assignment, actor=request.user, **data.validated_data)
@@ -206,10 +225,14 @@ class AssignmentDetailApi(APIView):
 
 class AssignmentSubmitApi(APIView):
     @extend_schema(
-        request=AssignmentWorkIn, responses=AssignmentOut, summary="Submit scores for every criterion"
+        request=AssignmentWorkIn,
+        responses=AssignmentOut,
+        summary="Submit scores for every criterion; a pairwise item takes JudgementIn {choice, reason}",
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = assignment_get_for_user(assignment_id=assignment_id, user=request.user)
+        if assignment.item.task.kind == "pairwise":  # {choice, reason}
+            return api_pairwise.save_judgement(request, assignment, submit=True)
         data = AssignmentWorkIn(data=request.data)
         data.is_valid(raise_exception=True)
         saved = assignment_submit(assignment=assignment, actor=request.user, **data.validated_data)
@@ -232,6 +255,12 @@ class TaskDisagreementsApi(APIView):
     def get(self, request: Request, task_id: int) -> Response:
         task = task_get_for_manager(task_id=task_id, user=request.user)
         query = parsed_query(DisagreementQueryIn, request)
+        if task.kind == "pairwise":
+            return Response(
+                pairwise_disagreement_view(
+                    task=task, hide_resolved=query["hide_resolved"], page=query["page"]
+                )
+            )
         return Response(disagreement_view(task=task, criterion=query.get("criterion") or None,
                                           hide_resolved=query["hide_resolved"], page=query["page"]))  # fmt: skip
 
@@ -243,6 +272,8 @@ class ItemReviewApi(APIView):
     )
     def get(self, request: Request, item_id: int) -> Response:
         item = item_get_for_manager(item_id=item_id, user=request.user)
+        if item.task.kind == "pairwise":  # the two completions, every choice and reason, the final decision
+            return Response(pairwise_item_review(item=item))
         review = item_review(task=item.task, item=item)
         rows = [
             {"criterion": r["criterion"]["name"], "scores": dict(zip(review["annotators"], r["scores"], strict=True)),
@@ -262,10 +293,13 @@ class ItemAdjudicationApi(APIView):
     @extend_schema(
         request=AdjudicateIn,
         responses={200: AdjudicationOut, 204: None},
-        summary="Set (or, with score null, remove) an item's final score on a criterion (owners/admins)",
+        summary="Set (or, with score null, remove) an item's final score on a criterion (owners/admins); a "
+        "pairwise item takes PairwiseAdjudicateIn {choice, note}",
     )
     def post(self, request: Request, item_id: int) -> Response:
         item = item_get_for_manager(item_id=item_id, user=request.user)
+        if item.task.kind == "pairwise":  # {choice, note}
+            return api_pairwise.adjudicate(request, item)
         data = AdjudicateIn(data=request.data)
         data.is_valid(raise_exception=True)
         saved = adjudication_set(item=item, actor=request.user, **data.validated_data)

@@ -1,8 +1,12 @@
-"""Team annotation of rubric scores: a task, its items (snapshots of rollouts), and who scores which.
+"""Team annotation of rubric scores and pairwise preferences: a task, its items (snapshots of rollouts),
+and who scores which.
 
 An item is a snapshot (prompt, completion, reference answer, where it came from, and the machine scores
 the rubric's rule/judge criteria already gave it) so that deleting a run or editing a rubric never changes
 what people annotated. A task also snapshots its rubric's criteria; scores are keyed by criterion name.
+A pairwise task's item holds one prompt and two completions (``completion`` on the left,
+``completion_right`` on the right, the order drawn once with the task's seed), and an assignment holds a
+``choice`` instead of scores (selectors_pairwise.py, pairwise_agreement.py).
 """
 
 from __future__ import annotations
@@ -18,10 +22,29 @@ from webapp.teams.models import Project
 class SourceKind(models.TextChoices):
     RUN = "run", "A run's rollouts"
     BENCHMARK = "benchmark", "A benchmark's samples"
+    UPLOAD = "upload", "An uploaded pairs file"
+
+
+class TaskKind(models.TextChoices):
+    RUBRIC = "rubric", "Rubric scoring"
+    PAIRWISE = "pairwise", "Pairwise preferences"
+
+
+class Choice(models.TextChoices):
+    """A pairwise judgement: which of the two completions shown is better."""
+
+    LEFT = "left", "Left is better"
+    RIGHT = "right", "Right is better"
+    TIE = "tie", "Tie"
+    BOTH_BAD = "both_bad", "Both bad"
 
 
 class AnnotationTask(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="annotation_tasks")
+    kind = models.CharField(
+        max_length=16, choices=TaskKind.choices, default=TaskKind.RUBRIC,
+        help_text="rubric: score each item on the rubric's criteria; pairwise: pick the better of two completions.",
+    )  # fmt: skip
     rubric = models.ForeignKey(Rubric, null=True, on_delete=models.SET_NULL, related_name="annotation_tasks")
     name = models.CharField(max_length=200)
     instructions = models.TextField(blank=True, default="")
@@ -59,7 +82,18 @@ class AnnotationItem(models.Model):
         default=dict, blank=True, help_text="Other origin ids (a benchmark sample later)."
     )
     prompt = models.TextField()
-    completion = models.TextField()
+    completion = models.TextField(help_text="The completion; in a pairwise task, the one shown on the left.")
+    completion_right = models.TextField(
+        blank=True, default="", help_text="Pairwise tasks: the completion shown on the right."
+    )
+    pair = models.JSONField(
+        default=dict, blank=True,
+        help_text="Pairwise tasks: where each side came from ({left: {...}, right: {...}}) and the seed's swap.",
+    )  # fmt: skip
+    truth = models.CharField(
+        max_length=8, blank=True, default="",
+        help_text="Pairwise tasks from a chosen/rejected file: the side holding 'chosen'; never shown to annotators.",
+    )  # fmt: skip
     reference_answer = models.TextField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)
     correct = models.BooleanField(null=True, blank=True)
@@ -94,7 +128,11 @@ class Assignment(models.Model):
         max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.PENDING, db_index=True
     )
     scores = models.JSONField(default=dict, help_text="criterion name -> score on the criterion's scale.")
-    comment = models.TextField(blank=True, default="")
+    choice = models.CharField(
+        max_length=8, choices=Choice.choices, blank=True, default="",
+        help_text="Pairwise tasks: the judgement (blank until chosen).",
+    )  # fmt: skip
+    comment = models.TextField(blank=True, default="", help_text="A comment; the reason in a pairwise task.")
     updated_at = models.DateTimeField(auto_now=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
 
@@ -133,6 +171,27 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.criterion} = {self.score:g} on {self.item}"
+
+
+class PairwiseAdjudication(models.Model):
+    """The final choice of one pairwise item, set by an owner or admin where annotators disagree.
+
+    One per item, changed in place; the item's final decision is this, else the majority of the submitted
+    choices (selectors_pairwise.final_decision).
+    """
+
+    item = models.OneToOneField(
+        AnnotationItem, on_delete=models.CASCADE, related_name="pairwise_adjudication"
+    )
+    choice = models.CharField(max_length=8, choices=Choice.choices)
+    note = models.TextField(blank=True, default="", help_text="Why this choice (optional).")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.choice} on {self.item}"
 
 
 class ScorerKind(models.TextChoices):

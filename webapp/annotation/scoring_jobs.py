@@ -64,6 +64,10 @@ def scoring_job_start(
     """Queue a job that scores every item of ``task`` with one scorer (the one queued or running for the
     same scorer is returned instead of a duplicate)."""
     require_role(project=task.project, user=actor, minimum=MANAGE_ANNOTATION)
+    if task.kind == "pairwise":
+        raise ApplicationError(
+            "Scoring jobs score the items of rubric tasks; a pairwise task has two completions per item."
+        )
     if (verifier_version is None) == (rubric is None):
         message = "Give either verifier_version or rubric, not both or neither."
         raise InvalidInput(message, {"verifier_version": [message]})

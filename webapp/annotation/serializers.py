@@ -13,14 +13,42 @@ from webapp.annotation.models import (
     AnnotationTask,
     Assignment,
     AssignmentStatus,
+    Choice,
+    PairwiseAdjudication,
     ScoringJob,
 )
+from webapp.annotation.pairing import MAX_PAIRS
 from webapp.annotation.sampling import describe_sampling
-from webapp.annotation.services import MAX_NOTE_CHARS
+from webapp.annotation.services import MAX_ANNOTATORS_PER_ITEM, MAX_NOTE_CHARS
+from webapp.annotation.services_pairwise import MAX_REASON_CHARS
 from webapp.api.fields import StrictJSONField
 
 
+def task_sampling_text(task: AnnotationTask) -> str:
+    """The task's sampling (rubric) or pairing (pairwise) rule in words."""
+    if task.kind == "pairwise":
+        from webapp.annotation.pairing import describe_pairing
+
+        return describe_pairing(task.sampling, source_kind=task.source_kind)
+    return describe_sampling(task.sampling)
+
+
+# Plain strings in the schema: other components have fields named "kind" with other choice sets, and a
+# second enum of that name makes drf-spectacular fall back to hashed enum names for all of them.
+@extend_schema_field({"type": "string", "description": "rubric or pairwise"})
+class TaskKindField(serializers.CharField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": ["pairwise"], "description": "pairwise"})
+class PairwiseKindField(serializers.ChoiceField):
+    pass
+
+
 class TaskOut(serializers.ModelSerializer[AnnotationTask]):
+    kind = TaskKindField(
+        read_only=True, help_text="rubric: score on a rubric; pairwise: pick the better of two."
+    )
     rubric_name = serializers.CharField(source="rubric.name", default=None, read_only=True)
     sampling_text = serializers.SerializerMethodField(help_text="The sampling rule in words.")
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
@@ -32,12 +60,12 @@ class TaskOut(serializers.ModelSerializer[AnnotationTask]):
     class Meta:
         model = AnnotationTask
         fields = (
-            "id", "project", "name", "instructions", "rubric", "rubric_name", "source_kind", "run", "criteria",
+            "id", "project", "kind", "name", "instructions", "rubric", "rubric_name", "source_kind", "run", "criteria",
             "sampling", "sampling_text", "annotators_per_item", "created_by", "created_at", "items_count", "mine",
         )  # fmt: skip
 
     def get_sampling_text(self, task: AnnotationTask) -> str:
-        return describe_sampling(task.sampling)
+        return task_sampling_text(task)
 
     def get_mine(self, task: AnnotationTask) -> dict[str, int] | None:
         counts = {s.value: getattr(task, f"mine_{s.value}", None) for s in AssignmentStatus}
@@ -81,7 +109,7 @@ class ItemOut(serializers.ModelSerializer[AnnotationItem]):
         model = AnnotationItem
         fields = (
             "id", "position", "source_kind", "source_run_id", "source_step", "source_rollout_id", "source",
-            "prompt", "completion", "reference_answer", "reward", "correct", "machine_scores",
+            "prompt", "completion", "completion_right", "reference_answer", "reward", "correct", "machine_scores",
         )  # fmt: skip
 
 
@@ -98,7 +126,7 @@ class AssignmentOut(serializers.ModelSerializer[Assignment]):
 
     class Meta:
         model = Assignment
-        fields = ("id", "status", "scores", "comment", "updated_at", "submitted_at", "item")
+        fields = ("id", "status", "scores", "choice", "comment", "updated_at", "submitted_at", "item")
 
 
 class AssignmentWorkIn(serializers.Serializer[None]):
@@ -227,3 +255,69 @@ class ScoringJobOut(serializers.ModelSerializer[ScoringJob]):
         model = ScoringJob
         fields = ("id", "task", "kind", "verifier_version", "rubric", "label", "scorer", "status", "done", "total",
                   "error", "attempts", "created_by", "created_at", "finished_at")  # fmt: skip
+
+
+class PairingIn(serializers.Serializer[None]):
+    n = serializers.IntegerField(default=20, min_value=1, max_value=MAX_PAIRS, help_text="How many pairs.")
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**32 - 1)
+    step = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0,
+        help_text="A run's step (default: its last step); leave empty for an evaluation.",
+    )  # fmt: skip
+    only_differing_outcome = serializers.BooleanField(
+        default=False, help_text="Only pairs where one completion is verified correct and the other not."
+    )
+
+
+class PairwiseTaskIn(serializers.Serializer[None]):
+    kind = PairwiseKindField(choices=["pairwise"], help_text="pairwise")
+    run = serializers.IntegerField(required=False, help_text="Pairs of a run's rollouts of one prompt.")
+    eval_run = serializers.IntegerField(
+        required=False, help_text="Or: pairs of an evaluation's samples of one problem."
+    )
+    file = serializers.FileField(
+        required=False,
+        help_text="Or (multipart): a pairs file, JSONL rows {prompt, completion_a, completion_b[, answer]} or "
+        "{prompt, chosen, rejected[, answer]} (.json, .csv and .parquet too).",
+    )
+    dataset = serializers.IntegerField(
+        required=False, help_text="Or: an uploaded dataset of the project holding pairs."
+    )
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    instructions = serializers.CharField(required=False, allow_blank=True, default="", max_length=20_000)
+    annotators_per_item = serializers.IntegerField(default=2, min_value=1, max_value=MAX_ANNOTATORS_PER_ITEM)
+    annotators = serializers.ListField(
+        child=serializers.CharField(max_length=150), required=False, max_length=500
+    )
+    pairing = PairingIn(
+        required=False, help_text="For run and eval_run: n, seed, step, only_differing_outcome."
+    )
+    seed = serializers.IntegerField(
+        default=0,
+        min_value=0,
+        max_value=2**32 - 1,
+        help_text="For a file: the seed that draws each row's sides.",
+    )
+
+
+class JudgementIn(serializers.Serializer[None]):
+    choice = serializers.ChoiceField(
+        choices=Choice.choices, required=False, allow_blank=True, allow_null=True,
+        help_text="left, right, tie or both_bad (a draft may leave it empty).",
+    )  # fmt: skip
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=MAX_REASON_CHARS)
+
+
+class PairwiseAdjudicateIn(serializers.Serializer[None]):
+    choice = serializers.ChoiceField(
+        choices=Choice.choices, allow_null=True, help_text="The final choice; null removes the adjudication."
+    )
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_NOTE_CHARS)
+
+
+class PairwiseAdjudicationOut(serializers.ModelSerializer[PairwiseAdjudication]):
+    decided_by = serializers.CharField(source="decided_by.username", default=None, read_only=True)
+
+    class Meta:
+        model = PairwiseAdjudication
+        fields = ("item", "choice", "note", "decided_by", "decided_at")

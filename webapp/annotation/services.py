@@ -301,6 +301,7 @@ def task_reassign_unfinished(
         annotator_id=to_id,
         status=AssignmentStatus.PENDING,
         scores={},
+        choice="",
         comment="",
         submitted_at=None,
         updated_at=timezone.now(),

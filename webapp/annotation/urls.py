@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webapp.annotation import api
+from webapp.annotation import api, api_pairwise
 
 urlpatterns = [
     path(
@@ -66,6 +66,11 @@ urlpatterns = [
             name=f"annotation-task-export-{fmt}",
         )
         for fmt in ("jsonl", "csv")
+    ),
+    path(
+        "annotation-tasks/<int:task_id>/preferences.jsonl",
+        api_pairwise.TaskPreferencesExportApi.as_view(),
+        name="annotation-task-preferences",
     ),
     path(
         "annotation-assignments/<int:assignment_id>/",

@@ -8,6 +8,11 @@ app_name = "annotation"
 
 urlpatterns = [
     path("projects/<int:project_id>/annotation/", views.task_list, name="task-list"),
+    path(
+        "projects/<int:project_id>/annotation/pairs-file/",
+        views.task_new_from_pairs_file,
+        name="task-new-from-pairs-file",
+    ),
     path("runs/<int:run_id>/annotate/new/", views.task_new_from_run, name="task-new"),
     path("evals/<int:eval_run_id>/annotate/new/", views.task_new_from_eval, name="task-new-from-eval"),
     path("annotation/<int:task_id>/", views.task_detail, name="task-detail"),

@@ -1,5 +1,5 @@
 """Annotation pages: a project's tasks, a new task from a run, a task's overview, the annotate page
-(review pages for owners and admins are in views_review.py).
+(review pages for owners and admins are in views_review.py; a pairwise task's pages in views_pairwise.py).
 
 Session auth; outsiders 404, viewers 403 (they have no queue). Item text reaches the annotate page through
 ``json_script`` and annotation.js inserts it with ``textContent`` only, so model text stays inert.
@@ -19,7 +19,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from webapp.annotation.forms import TaskFromRunForm
+from webapp.annotation import views_pairwise
+from webapp.annotation.forms import PairsFileForm, TaskFromRunForm
 from webapp.annotation.machine_scorers import GROUPS, OVERALL, machine_agreement, machine_table
 from webapp.annotation.models import AnnotationTask
 from webapp.annotation.permissions import MANAGE_ANNOTATION
@@ -37,6 +38,7 @@ from webapp.annotation.selectors import (
 )
 from webapp.annotation.serializers import AssignmentOut
 from webapp.annotation.services import task_create_from_eval, task_create_from_run, task_reassign_unfinished
+from webapp.annotation.services_pairwise import pairwise_task_create_from_eval, pairwise_task_create_from_run
 from webapp.benchmarks.selectors import eval_run_get_for_user
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.experiments.selectors import run_get_for_user
@@ -56,18 +58,35 @@ def _role(project: Project, request: HttpRequest) -> str:
 def task_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = project_get_for_user(project_id=project_id, user=request.user)
     tasks = tasks_for_project(project=project, user=request.user)
+    manager = can_manage(project=project, user=request.user)
     context = {
         "project": project,
         "tasks": tasks,
-        "can_manage": can_manage(project=project, user=request.user),
+        "can_manage": manager,
+        "pairs_form": PairsFileForm() if manager else None,
         "role": _role(project, request),
     }
     return render(request, "annotation/task_list.html", context)
 
 
 @login_required
+@require_POST
+def task_new_from_pairs_file(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The list page's "pairwise task from a pairs file" form."""
+    project = project_get_for_user(project_id=project_id, user=request.user)
+    return views_pairwise.pairwise_task_from_file(request, project)
+
+
+@login_required
 def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(run_id=run_id, user=request.user)
+    if request.GET.get("kind") == "pairwise":
+
+        def create_pairs(**fields: Any) -> AnnotationTask:
+            return pairwise_task_create_from_run(run=run, **fields)
+
+        source = {"run": run, "title": f"Pairwise preferences on rollouts of run #{run.pk}"}
+        return views_pairwise.pairwise_task_new(request, run.experiment.project, source, create_pairs)
 
     def create(**fields: Any) -> AnnotationTask:
         return task_create_from_run(run=run, **fields)
@@ -79,6 +98,14 @@ def task_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def task_new_from_eval(request: HttpRequest, eval_run_id: int) -> HttpResponse:
     eval_run = eval_run_get_for_user(eval_run_id=eval_run_id, user=request.user)
+    if request.GET.get("kind") == "pairwise":
+
+        def create_pairs(**fields: Any) -> AnnotationTask:
+            return pairwise_task_create_from_eval(eval_run=eval_run, **fields)
+
+        title = f"Pairwise preferences on samples of {eval_run.benchmark.name} on {eval_run.label}"
+        source = {"eval_run": eval_run, "title": title}
+        return views_pairwise.pairwise_task_new(request, eval_run.benchmark.project, source, create_pairs)
 
     def create(**fields: Any) -> AnnotationTask:
         return task_create_from_eval(eval_run=eval_run, **fields)
@@ -157,6 +184,8 @@ def _machine_panel(task: AnnotationTask, request: HttpRequest) -> dict[str, Any]
 @login_required
 def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     task = task_get_for_user(task_id=task_id, user=request.user)
+    if task.kind == "pairwise":
+        return views_pairwise.pairwise_task_detail(request, task)
     manager = can_manage(project=task.project, user=request.user)
     queue = list(queue_for_user(task=task, user=request.user))
     shown = request.GET.get("status", "")
@@ -205,6 +234,8 @@ def task_reassign(request: HttpRequest, task_id: int) -> HttpResponse:
 @login_required
 def annotate(request: HttpRequest, task_id: int) -> HttpResponse:
     task = task_get_for_user(task_id=task_id, user=request.user)
+    if task.kind == "pairwise":
+        return views_pairwise.pairwise_annotate(request, task)
     queue = AssignmentOut(queue_for_user(task=task, user=request.user), many=True).data
     start = request.GET.get("assignment", "")
     page_data = {

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from webapp.annotation import views_pairwise
 from webapp.annotation.scoring_jobs import scoring_job_start
 from webapp.annotation.selectors import task_get_for_manager
 from webapp.annotation.selectors_review import (
@@ -52,6 +53,10 @@ def _page_number(raw: str) -> int:
 @login_required
 def disagreements(request: HttpRequest, task_id: int) -> HttpResponse:
     task = task_get_for_manager(task_id=task_id, user=request.user)
+    if task.kind == "pairwise":
+        return views_pairwise.pairwise_disagreements(
+            request, task, _page_number(request.GET.get("page", "1"))
+        )
     hide = request.GET.get("hide_resolved") == "1"
     try:
         view = disagreement_view(
@@ -79,6 +84,8 @@ def disagreements(request: HttpRequest, task_id: int) -> HttpResponse:
 def review_item(request: HttpRequest, task_id: int, item_id: int) -> HttpResponse:
     task = task_get_for_manager(task_id=task_id, user=request.user)
     item = item_get(task=task, item_id=item_id)
+    if task.kind == "pairwise":  # a pair is reviewed on the disagreements page, with everyone's choice
+        return redirect("annotation:disagreements", task_id=task.pk)
     via = request.GET.get("via") == "disagreements"
     hide = request.GET.get("hide_resolved") == "1"
     criterion = None
@@ -121,6 +128,13 @@ def adjudicate(request: HttpRequest, task_id: int, item_id: int) -> HttpResponse
     """The review and disagreement pages' "final score" form; back to the page it came from."""
     task = task_get_for_manager(task_id=task_id, user=request.user)
     item = item_get(task=task, item_id=item_id)
+    if task.kind == "pairwise":
+        views_pairwise.pairwise_adjudicate(request, task, item)
+        back = request.POST.get("next", "")
+        safe = url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}) and back.startswith(
+            f"/annotation/{task.pk}/"
+        )
+        return redirect(back if safe else reverse("annotation:disagreements", args=[task.pk]))
     criterion = request.POST.get("criterion", "")
     raw = request.POST.get("score", "").strip()[:50]
     try:
@@ -148,6 +162,8 @@ def adjudicate(request: HttpRequest, task_id: int, item_id: int) -> HttpResponse
 @login_required
 def annotator(request: HttpRequest, task_id: int, username: str) -> HttpResponse:
     task = task_get_for_manager(task_id=task_id, user=request.user)
+    if task.kind == "pairwise":  # per-annotator figures are the task page's kappa table
+        return redirect("annotation:task-detail", task_id=task.pk)
     context = {
         "task": task,
         "project": task.project,

@@ -35,7 +35,12 @@ RUN_TRAINING = WorkerTask("workers.tasks.run_training", "training")
 RUN_EVALUATION = WorkerTask("workers.tasks_eval.run_evaluation", "eval")
 RUN_VERIFICATION_JOB = WorkerTask("workers.tasks_verification.run_verification_job", "default")
 RUN_ANNOTATION_SCORING = WorkerTask("workers.tasks_annotation.run_scoring_job", "default")
-SENT_BY_WEBAPP = (RUN_TRAINING, RUN_EVALUATION, RUN_VERIFICATION_JOB, RUN_ANNOTATION_SCORING)
+TRAIN_REWARD_MODEL = WorkerTask("workers.tasks_rewards.train_reward_model", "training")
+RUN_REWARD_EVALUATION = WorkerTask("workers.tasks_reward_eval.run_reward_evaluation", "eval")
+SENT_BY_WEBAPP = (
+    RUN_TRAINING, RUN_EVALUATION, RUN_VERIFICATION_JOB, RUN_ANNOTATION_SCORING, TRAIN_REWARD_MODEL,
+    RUN_REWARD_EVALUATION,
+)  # fmt: skip
 
 app = Celery("rlvr")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -14,6 +14,12 @@ A config from the browser or the API may name only what its own project owns, pl
 - ``rollout.vllm_server_url``: only a rollout server the deployment lists in RLVR_ROLLOUT_SERVERS (a URL
   names a host the worker would send requests to; an unlisted one would let a project member reach any
   address the worker can).
+- reward sources (``verifiers`` entries, also inside a benchmark's or inline benchmark's ``verifiers``): a
+  ``reward_model``'s ``params.model`` is ``rm:<version id>`` of a scalar reward-model version of the same project
+  (resolved to the version's checkpoint folder), or any model as above; a ``judge``'s ``params.base_url`` must
+  start with a prefix the deployment lists in RLVR_JUDGE_ENDPOINTS (``url_on_list``, the rule rollout servers
+  follow too) and its ``params.api_key_secret`` must name a secret of the project (checked at launch and on the
+  worker, when the secret has to exist; ``judge_secret_names`` lists them for the worker, which decrypts them).
 - ``checkpoint.output_dir``: chosen by the server (each run writes to RLVR_RUNS_DIR/run-<id>) whatever
   the config says; the worker sets it from the run row.
 
@@ -30,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
@@ -40,6 +47,7 @@ from webapp.core.paths import (
     CHECKPOINT_PREFIX,
     DATASET_PREFIX,
     TINY_PREFIX,
+    allowed_models_text,
     check_tiny_name,
     model_folder,
     parse_reference,
@@ -48,9 +56,12 @@ from webapp.core.paths import (
 from webapp.datafiles.models import Dataset
 from webapp.experiments.models import Checkpoint, Run
 from webapp.experiments.selectors import checkpoint_has_files
+from webapp.rewards.models import RM_PREFIX, Origin, ProjectSecret, RewardModelVersion, SourceKind
 from webapp.teams.models import Project
 
 BUILTIN_BENCHMARK_PREFIX = "builtin:"  # trainer/evaluation/suite.py's BUILTIN_PREFIX
+REWARD_MODEL_SOURCE = "reward_model"  # trainer/verifiers/reward_model.py's registry name
+JUDGE_SOURCE = "judge"  # trainer/verifiers/judge_endpoint.py's registry name
 
 
 @dataclass(frozen=True)
@@ -149,11 +160,12 @@ class _Confiner:
 
     def benchmark_spec(self, spec: Any, field: str) -> Any:
         if isinstance(spec, dict):
-            return (
-                {**spec, "data": self.data(spec["data"], f"{field}.data")}
-                if isinstance(spec.get("data"), dict)
-                else spec
-            )
+            out = dict(spec)
+            if isinstance(spec.get("data"), dict):
+                out["data"] = self.data(spec["data"], f"{field}.data")
+            if isinstance(spec.get("verifiers"), list):
+                out["verifiers"] = self.reward_sources(spec["verifiers"], f"{field}.verifiers")
+            return out
         if isinstance(spec, str) and spec.startswith(BUILTIN_BENCHMARK_PREFIX):
             return spec
         message = (
@@ -162,6 +174,171 @@ class _Confiner:
             f"{DATASET_PREFIX}<id>, not files on the server"
         )
         raise InvalidInput(message, {field: [message]})
+
+    def reward_sources(self, entries: list[Any], field: str) -> list[Any]:
+        """A copy of a ``verifiers`` list whose reward models and judges name only what the project may use (with
+        ``resolve``, ``rm:<id>`` becomes the version's folder). InvalidInput naming every refused field."""
+        out = copy.deepcopy(entries)
+        refused: list[InvalidInput] = []
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or entry.get("name") not in (REWARD_MODEL_SOURCE, JUDGE_SOURCE):
+                continue
+            given = entry.get("params")
+            params: dict[str, Any] = given if isinstance(given, dict) else {}
+            where = f"{field}.{i}.params"
+            try:
+                if entry["name"] == REWARD_MODEL_SOURCE:
+                    out[i].setdefault("params", {})["model"] = self.reward_model(
+                        params.get("model"), f"{where}.model"
+                    )
+                else:
+                    self.judge(params, where)
+            except InvalidInput as err:
+                refused.append(err)
+        if refused:
+            raise _joined(refused)
+        return out
+
+    def reward_model(self, value: Any, field: str) -> str:
+        if not isinstance(value, str):
+            message = (
+                f"{field.removeprefix('config.')} must name the scoring model: {RM_PREFIX}<version id> of a "
+                f"reward model of this project, or {allowed_models_text()}"
+            )
+            raise InvalidInput(message, {field: [message]})
+        version_id = parse_reference(value, RM_PREFIX)
+        if version_id is None:
+            return self.model(value, field)
+        version = (
+            RewardModelVersion.objects.filter(
+                pk=version_id, reward_model__project=self.project, kind=SourceKind.SCALAR
+            )
+            .select_related("reward_model")
+            .first()
+        )
+        if version is None:
+            message = (
+                f"{field.removeprefix('config.')} {value!r} is not a scalar reward-model version of this project: "
+                f"GET /api/projects/{self.project.pk}/reward-model-versions/ lists them with the entry to use"
+            )
+            raise InvalidInput(message, {field: [message]})
+        if not self.resolve:
+            return value
+        stored = str(version.params.get("model") or "")
+        if stored.startswith((CHECKPOINT_PREFIX, TINY_PREFIX)):  # a checkpoint must still have its files
+            return self.model(stored, field)
+        if (
+            version.origin == Origin.FOLDER
+        ):  # a model root may have been changed since: checked as a typed folder
+            return self.model(version.folder, field)
+        if not Path(version.folder).is_dir():
+            message = (
+                f"{field.removeprefix('config.')} {value!r}: the checkpoint of {version} is no longer on this "
+                "server; train or add a new version"
+            )
+            raise InvalidInput(message, {field: [message]})
+        return version.folder
+
+    def judge(self, params: dict[str, Any], field: str) -> None:
+        url = params.get("base_url")
+        if isinstance(url, str):
+            check_url_on_list(
+                url, settings.RLVR_JUDGE_ENDPOINTS, setting="RLVR_JUDGE_ENDPOINTS", what="judge endpoint",
+                field=f"{field}.base_url",
+            )  # fmt: skip
+        name = params.get("api_key_secret")
+        if (
+            self.resolve
+            and isinstance(name, str)
+            and not ProjectSecret.objects.filter(project=self.project, name=name).exists()
+        ):
+            message = (
+                f"{field.removeprefix('config.')}.api_key_secret: this project has no secret named {name!r}: "
+                "add it on the project's Secrets page (or PUT "
+                f"/api/projects/{self.project.pk}/secrets/{name}/), or fix the name"
+            )
+            raise InvalidInput(message, {f"{field}.api_key_secret": [message]})
+
+
+def _joined(refused: list[InvalidInput]) -> InvalidInput:
+    fields = {path: messages for err in refused for path, messages in err.fields.items()}
+    more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+    return InvalidInput(refused[0].message + more, fields)
+
+
+def url_on_list(url: str, allowed: list[str]) -> bool:
+    """Whether ``url`` is at or under one of the ``allowed`` URL prefixes: the same scheme, host and port, and a
+    path equal to the prefix's or below it (whole segments: ``/v1`` allows ``/v1/`` and ``/v1/x``, not ``/v12``).
+    A path with ``.`` or ``..`` segments (plain or percent-encoded) is never on the list.
+
+    >>> url_on_list("http://judge:8000/v1", ["http://judge:8000/v1/"]), url_on_list("http://judge:8001/v1", ["http://judge:8000"])
+    (True, False)
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    path = parts.path.rstrip("/")
+    if (
+        any(segment in (".", "..") for segment in unquote(path).split("/"))
+        or parts.username
+        or parts.password
+    ):
+        return False
+    for entry in allowed:
+        try:
+            listed = urlsplit(entry)
+            listed_port = listed.port
+        except ValueError:
+            continue
+        same_place = (
+            parts.scheme.lower() == listed.scheme.lower()
+            and (parts.hostname or "") == (listed.hostname or "")
+            and (port or _DEFAULT_PORTS.get(parts.scheme.lower()))
+            == (listed_port or _DEFAULT_PORTS.get(listed.scheme.lower()))
+        )
+        prefix = listed.path.rstrip("/")
+        if same_place and bool(parts.hostname) and (path == prefix or path.startswith(prefix + "/")):
+            return True
+    return False
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def check_url_on_list(
+    url: str, allowed: list[str], *, setting: str, what: str, field: str, fix: str = ""
+) -> None:
+    """InvalidInput keyed by ``field`` unless ``url`` is on ``allowed`` (the deployment setting ``setting``)."""
+    if url_on_list(url, allowed):
+        return
+    listed = (
+        ", ".join(allowed) if allowed else f"none are configured: the server's administrator sets {setting}"
+    )
+    message = f"{what} {url!r} is not one this deployment lists in {setting} ({listed})" + (
+        f"; {fix}" if fix else ""
+    )
+    raise InvalidInput(message, {field: [message]})
+
+
+def judge_secret_names(config: dict[str, Any]) -> list[str]:
+    """The project secrets a config's judges name (its ``verifiers`` and its inline benchmarks' ``verifiers``),
+    in order, once each: what the worker decrypts and provides before scoring."""
+    lists = [config.get("verifiers") or []]
+    lists += [
+        spec.get("verifiers") or []
+        for spec in (config.get("evaluation") or {}).get("benchmarks") or []
+        if isinstance(spec, dict)
+    ]
+    names: list[str] = []
+    for entries in lists:
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get("name") == JUDGE_SOURCE:
+                name = (entry.get("params") or {}).get("api_key_secret")
+                if isinstance(name, str) and name not in names:
+                    names.append(name)
+    return names
 
 
 def confine_experiment_config(
@@ -193,7 +370,7 @@ def confine_experiment_config(
             lambda: model("teacher", "name_or_path", teacher["name_or_path"], f"{field}.teacher.name_or_path")
         )
     rubric = config.get("rubric")
-    if rubric:
+    if rubric and (rubric.get("judge_model") or {}).get("name_or_path"):  # rules-only rubrics name no judge
         judge = f"{field}.rubric.judge_model.name_or_path"
         attempt(
             lambda: out["rubric"]["judge_model"].update(
@@ -210,11 +387,14 @@ def confine_experiment_config(
 
         attempt(benchmark)
     attempt(lambda: confiner.method_files(config, out, field))
+    attempt(
+        lambda: out.update(
+            verifiers=confiner.reward_sources(config.get("verifiers") or [], f"{field}.verifiers")
+        )
+    )
     attempt(lambda: _check_rollout_server(config, f"{field}.rollout.vllm_server_url"))
     if refused:
-        fields = {path: messages for err in refused for path, messages in err.fields.items()}
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise InvalidInput(refused[0].message + more, fields)
+        raise _joined(refused)
     return out
 
 
@@ -222,14 +402,17 @@ def _check_rollout_server(config: dict[str, Any], field: str) -> None:
     url = (config.get("rollout") or {}).get("vllm_server_url")
     if not url:
         return
-    allowed = [u.rstrip("/") for u in settings.RLVR_ROLLOUT_SERVERS]
-    if url.rstrip("/") not in allowed:
-        listed = ", ".join(allowed) or "none are configured"
-        message = (
-            f"rollout server {url!r} is not one this deployment lists in RLVR_ROLLOUT_SERVERS ({listed}); "
-            "leave vllm_server_url empty and the run starts its own server"
-        )
-        raise InvalidInput(message, {field: [message]})
+    # A rollout server is named by its base URL: exactly a listed one (a trailing slash aside), where a judge may
+    # be any path under a listed prefix.
+    exact = [
+        u
+        for u in settings.RLVR_ROLLOUT_SERVERS
+        if urlsplit(u).path.rstrip("/") == urlsplit(url).path.rstrip("/")
+    ]
+    check_url_on_list(
+        url, exact, setting="RLVR_ROLLOUT_SERVERS", what="rollout server", field=field,
+        fix="leave vllm_server_url empty and the run starts its own server",
+    )  # fmt: skip
 
 
 def confine_benchmark_config(
@@ -237,9 +420,29 @@ def confine_benchmark_config(
 ) -> dict[str, Any]:
     """As ``confine_experiment_config`` for a benchmark config (its ``data`` section)."""
     out = dict(config)
-    if isinstance(config.get("data"), dict):
-        out["data"] = _Confiner(project, resolve).data(config["data"], f"{field}.data")
+    confiner = _Confiner(project, resolve)
+    refused: list[InvalidInput] = []
+    try:
+        if isinstance(config.get("data"), dict):
+            out["data"] = confiner.data(config["data"], f"{field}.data")
+    except InvalidInput as err:
+        refused.append(err)
+    try:
+        if isinstance(config.get("verifiers"), list):
+            out["verifiers"] = confiner.reward_sources(config["verifiers"], f"{field}.verifiers")
+    except InvalidInput as err:
+        refused.append(err)
+    if refused:
+        raise _joined(refused)
     return out
+
+
+def confine_reward_sources(
+    entries: list[Any], *, project: Project, resolve: bool = False, field: str = "config.verifiers"
+) -> list[Any]:
+    """A ``verifiers`` list (any caller's: saved verifier versions, annotation scoring) checked as a config's are;
+    with ``resolve`` its reward models name server folders."""
+    return _Confiner(project, resolve).reward_sources(entries, field)
 
 
 def confine_model(value: str, *, project: Project, resolve: bool = False, field: str = "model") -> str:
@@ -266,5 +469,10 @@ def references(stored: dict[str, Any], resolved: dict[str, Any]) -> dict[str, st
         (stored[s]["name_or_path"], resolved[s]["name_or_path"])
         for s in ("model", "teacher")
         if stored.get(s)
+    ]
+    pairs += [  # a reward model's folder is shown as the rm:<id> the config named
+        ((old.get("params") or {}).get("model"), (new.get("params") or {}).get("model"))
+        for old, new in zip(stored.get("verifiers") or [], resolved.get("verifiers") or [], strict=False)
+        if isinstance(old, dict) and isinstance(new, dict) and old.get("name") == REWARD_MODEL_SOURCE
     ]
     return {new: old for old, new in pairs if isinstance(old, str) and isinstance(new, str) and old != new}

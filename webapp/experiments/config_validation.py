@@ -214,7 +214,10 @@ def _cross_section_problems(config: ExperimentConfig) -> Iterable[tuple[str, Loc
             yield home, path, message
     for axis in AXES.values():  # each method's own checks (ExperimentConfig._check_methods), with its place
         section, key = axis.config_field.split(".")
-        chosen = getattr(getattr(config, section), key)
+        owner = getattr(config, section)
+        if owner is None:  # an optional section that is off (process_reward): nothing chosen there
+            continue
+        chosen = getattr(owner, key)
         for index, choice in enumerate(chosen if isinstance(chosen, list) else [chosen]):
             method = choice.active()
             place: Loc = (section, key, index) if isinstance(chosen, list) else (section, key)

@@ -50,9 +50,11 @@ MAX_KEY_LENGTH = 200  # MetricPoint.key's max_length
 # Words (of a key's last segment, split on anything not a letter or digit) whose metric is better lower.
 # Entropy is deliberately not here: in RL on language models low entropy is collapse, which DAPO's
 # clip-higher exists to prevent, so "min" would rank collapsed runs best; a column can still choose min.
+# A reward source's unscored share and its call time (``reward/<key>_absent_frac``, ``reward/dropped_frac``,
+# ``reward/<key>_latency_s``: trainer/step/collect.py) are better lower too.
 LOWER_IS_BETTER_WORDS = frozenset(
     {"loss", "kl", "error", "err", "perplexity", "ppl", "time", "seconds", "s", "ms", "memory", "gb", "mb",
-     "truncated", "regret"}
+     "truncated", "regret", "absent", "dropped", "latency"}
 )  # fmt: skip
 RATE_WORD = "per"  # "gen_tokens_per_s" is a throughput: higher is better whatever unit follows
 
@@ -61,7 +63,7 @@ def metric_direction(key: str) -> Direction:
     """``"min"`` where a lower value is better, else ``"max"``.
 
     The rule reads the key's last ``/`` segment as words: ``actor/pg_loss``, ``actor/kl``,
-    ``teacher/reverse_kl``, ``perf/step_s``, ``perf/peak_memory_gb`` read min; a rate
+    ``teacher/reverse_kl``, ``perf/step_s``, ``perf/peak_memory_gb``, ``reward/judge_absent_frac`` read min; a rate
     (``perf/gen_tokens_per_s``) and everything else (rewards, accuracies, ``actor/entropy``) read max.
 
     >>> metric_direction("actor/kl_loss"), metric_direction("perf/train_tokens_per_s")

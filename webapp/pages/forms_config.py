@@ -45,6 +45,7 @@ TITLES = {
     "training": "Advanced: training", "checkpoint": "Checkpoints", "evaluation": "Periodic evaluation",
     "shaping": "Reward and advantage shaping", "budget": "Rollout budget and prompt selection",
     "teacher": "Teacher (distillation)", "rubric": "Rubric reward",
+    "reward_watch": "Reward hacking watch", "reward_absence": "Absent scores (reward model and judge failures)",
 }  # fmt: skip
 LABELS = {
     "model.name_or_path": "Model", "data.source": "Data source", "data.path": "Data file",

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from trainer.config import config_schema
 from trainer.rubrics.rules import RULES
+from trainer.verifiers import VERIFIERS
 
 Schema = dict[str, Any]
 FieldSpec = dict[str, Any]
@@ -45,7 +48,22 @@ def verifier_choices() -> list[FieldSpec]:
     """Every registered verifier, with its one-line description and its params model's fields: the config
     schema's ``x-choices`` of a verifier's name (trainer/verifiers/spec.py), as for a method choice."""
     name = config_schema()["$defs"]["VerifierSpec"]["properties"]["name"]
-    return method_choices(name["x-choices"])
+    choices = method_choices(name["x-choices"])
+    for choice in choices:
+        _factory_defaults(choice, VERIFIERS.get(choice["name"]).Params)
+    return choices
+
+
+def _factory_defaults(choice: FieldSpec, params: type[BaseModel]) -> None:
+    """Fill in the defaults the schema leaves out: a parameter whose default is built by a factory (the judge's
+    ``parse``, a nested model) has none in the JSON schema, and the editor would send null for it."""
+    for spec in choice["fields"]:
+        info = params.model_fields.get(spec["key"])
+        if spec.get("default") is not None or info is None or info.default_factory is None:
+            continue
+        made = info.get_default(call_default_factory=True)
+        default = made.model_dump(mode="json") if isinstance(made, BaseModel) else made
+        spec["default"] = choice["defaults"][spec["key"]] = default
 
 
 def rule_choices() -> list[FieldSpec]:

@@ -3,7 +3,10 @@ verifier details (the REST list defers ``details``; the table shows them) and a 
 
 Within a chosen step the most informative groups come first: those whose advantages differ most (then whose
 rewards differ most). A group whose completions all scored the same has zero advantages under GRPO and
-teaches the policy nothing (DAPO's dynamic sampling drops such groups), so it is not what a page opens on."""
+teaches the policy nothing (DAPO's dynamic sampling drops such groups), so it is not what a page opens on.
+
+A rollout scored step by step (process rewards) carries ``details["process"]``; ``rollout_process`` checks it
+against the rollout's tokens for the token view, which draws the steps as bands (static/js/token_view.js)."""
 
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ def rollout_rows(
     page_size = max(1, min(page_size, MAX_PAGE_SIZE))
     page = max(1, page)
     start = (page - 1) * page_size
-    results = list(rows.values(*ROW_FIELDS)[start : start + page_size])
+    results = [without_process(row) for row in rows.values(*ROW_FIELDS)[start : start + page_size]]
     return {"count": rows.count(), "page": page, "page_size": page_size, "results": results}
 
 
@@ -84,3 +87,94 @@ def most_informative_groups_first(rows: QuerySet[Rollout], *, run: Run) -> Query
         "group",
         "sample_index",
     )
+
+
+# --- a rollout's steps (process rewards) ------------------------------------------------------------------
+
+MAX_STEPS = 64  # steps shown over one completion; a record with more is refused, not truncated
+MAX_NAME = 64  # characters of a scorer or segmenter name
+MAX_NOTE = 500  # characters of the scorer's note (why a score is absent)
+UNREADABLE = "step data unreadable"
+
+
+class _Unreadable(ValueError):
+    """Why a rollout's ``details["process"]`` cannot be drawn."""
+
+
+def _index(value: Any, n_steps: int, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n_steps:
+        raise _Unreadable(f"{what} is not a step of this rollout")
+    return value
+
+
+def _name(value: Any, limit: int = MAX_NAME) -> str:
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def _steps(process: dict[str, Any], token_count: int) -> list[dict[str, Any]]:
+    spans, scores = process.get("spans"), process.get("scores")
+    if not isinstance(spans, list) or not isinstance(scores, list):
+        raise _Unreadable("spans and scores must be lists")
+    if len(spans) > MAX_STEPS:
+        raise _Unreadable(f"{len(spans)} steps, more than the {MAX_STEPS} the token view draws")
+    if len(scores) != len(spans):
+        raise _Unreadable(f"{len(scores)} scores for {len(spans)} steps")
+    steps: list[dict[str, Any]] = []
+    previous_end = 0
+    for k, (span, score) in enumerate(zip(spans, scores, strict=True)):
+        if (
+            not isinstance(span, list | tuple)
+            or len(span) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in span)
+        ):
+            raise _Unreadable(f"step {k + 1}: a span is two token indices")
+        start, end = span
+        if not previous_end <= start < end <= token_count:
+            raise _Unreadable(
+                f"step {k + 1}: span [{start}, {end}) is out of order or outside the {token_count} tokens"
+            )
+        previous_end = end
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= score <= 1.0
+        ):
+            raise _Unreadable(f"step {k + 1}: a score is a number in [0, 1] or null")
+        steps.append({"start": start, "end": end, "score": None if score is None else float(score)})
+    return steps
+
+
+def rollout_process(*, details: Any, token_count: int) -> dict[str, Any] | None:
+    """What the token view draws of a rollout's steps: None when the record has no ``details["process"]``;
+    ``{"error": "step data unreadable", "reason"}`` when it is malformed (an outside run can send anything:
+    the page must still open); else ``{"steps": [{"start", "end", "score"}], "blamed", "oracle_first_wrong",
+    "scorer", "segmenter", "note"}`` with at most ``MAX_STEPS`` steps, each a half-open span over the completion's
+    ``token_count`` tokens, in order and without overlap, and ``blamed`` / ``oracle_first_wrong`` step indices
+    (0-based) or None. Nothing is stored: this only checks and reshapes what the trainer or the ingest API
+    wrote (trainer/step/reporting.py)."""
+    if not isinstance(details, dict) or "process" not in details:
+        return None
+    process = details["process"]
+    try:
+        if not isinstance(process, dict):
+            raise _Unreadable("process is not an object")
+        steps = _steps(process, token_count)
+        return {
+            "steps": steps,
+            "blamed": _index(process.get("blamed"), len(steps), "blamed"),
+            "oracle_first_wrong": _index(process.get("oracle_first_wrong"), len(steps), "oracle_first_wrong"),
+            "scorer": _name(process.get("scorer")),
+            "segmenter": _name(process.get("segmenter")),
+            "note": _name(process.get("note"), MAX_NOTE),
+        }
+    except _Unreadable as exc:
+        return {"error": UNREADABLE, "reason": str(exc)}
+
+
+def without_process(row: dict[str, Any]) -> dict[str, Any]:
+    """A table row with ``details["process"]`` left out: the token view reads it (``rollout_process``), the
+    table does not show it, and an outside run's unbounded copy must not ride along in every page of rows."""
+    details = row.get("details")
+    if isinstance(details, dict) and "process" in details:
+        row["details"] = {k: v for k, v in details.items() if k != "process"}
+    return row

@@ -1,4 +1,5 @@
-"""The rollout browser page and the JSON rows its table reads (session auth, members only, outsiders 404).
+"""The rollout browser page, the JSON rows its table reads and the one rollout its token view draws (session
+auth, members only, outsiders 404).
 
 The page embeds its first rows with ``json_script`` (escaped for a <script> element), so model text is
 never in the HTML as markup; rollouts.js and token_view.js insert it with ``textContent`` only.
@@ -14,9 +15,15 @@ from django.shortcuts import render
 from django.urls import reverse
 from rest_framework import serializers
 
-from webapp.experiments.selectors import run_get_for_user
-from webapp.experiments.serializers import RolloutFilterIn
-from webapp.pages.selectors_rollouts import rollout_finish_reasons, rollout_rows, rollout_steps
+from webapp.experiments.selectors import rollout_detail, run_get_for_user
+from webapp.experiments.serializers import RolloutFilterIn, rollout_detail_data
+from webapp.pages.selectors_rollouts import (
+    rollout_finish_reasons,
+    rollout_process,
+    rollout_rows,
+    rollout_steps,
+    without_process,
+)
 
 # The range of the integer columns these filters meet: past it a query is a 400, not a database error.
 MAX_INT = 2**31 - 1
@@ -55,7 +62,7 @@ def rollout_browser(request: HttpRequest, run_id: int) -> HttpResponse:
         "step": step,
         "finish_reasons": rollout_finish_reasons(run=run),
         "rows_url": reverse("rollout-rows", args=[run.pk]),
-        "rollout_api": f"/api/runs/{run.pk}/rollouts/",
+        "tokens_base": reverse("rollout-browser", args=[run.pk]),  # + "<rollout id>/tokens/"
         "first_rows": first_rows,
         "open_rollout": int(request.GET["rollout"]) if request.GET.get("rollout", "").isdigit() else None,
     }
@@ -71,3 +78,14 @@ def rollout_browser_rows(request: HttpRequest, run_id: int) -> JsonResponse:
         return JsonResponse({"error": "invalid filter", "fields": exc.detail}, status=400)
     page_args = {k: query.pop(k) for k in PAGE_ONLY if k in query}
     return JsonResponse(rollout_rows(run=run, filters=query, **page_args))
+
+
+@login_required
+def rollout_browser_tokens(request: HttpRequest, run_id: int, rollout_id: int) -> JsonResponse:
+    """One rollout as ``GET /api/runs/<id>/rollouts/<rid>/`` gives it, plus ``process``: its steps checked
+    against its tokens (``rollout_process``: None without step data, ``{"error"}`` when unreadable)."""
+    run = run_get_for_user(run_id=run_id, user=request.user)
+    detail = rollout_detail(run=run, rollout_id=rollout_id)
+    data = without_process(rollout_detail_data(detail))
+    data["process"] = rollout_process(details=detail.rollout.details, token_count=len(detail.token_ids))
+    return JsonResponse(data)

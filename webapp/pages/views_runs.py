@@ -15,6 +15,7 @@ from webapp.experiments.headline import run_headlines
 from webapp.experiments.models import FINISHED_STATUSES, RunStatus
 from webapp.experiments.phases import phase_view
 from webapp.experiments.retention import describe_retention, run_policy
+from webapp.experiments.reward_watch import run_reward_watch
 from webapp.experiments.selectors import (
     events_for_run,
     run_get_for_user,
@@ -36,6 +37,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     events.reverse()
     project = run.experiment.project
     headlines = run_headlines(run=run)  # greedy accuracy on held-out problems, before training and now
+    reward_watch = run_reward_watch(run=run)  # learned reward vs its weight-0 monitor verifier, and the flag
     context = {
         "project": project,
         "experiment": run.experiment,
@@ -52,6 +54,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "phase": phase_view(run),  # the model build before step 1, rendered in place of "step 0 / N"
         "retention": describe_retention(run_policy(run)),
         "headlines": headlines,
+        "reward_watch": reward_watch,
         "page_data": {
             "run_id": run.pk,
             "status": run.status,
@@ -59,6 +62,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "max_steps": run.max_steps,
             "phase": run_phase_payload(run=run),
             "headlines": headlines,
+            "reward_watch": reward_watch,  # static/js/reward_watch.js
             # pins, panels, x-axis, smoothing: the member's own, shared with the project's other run pages
             "project_id": project.pk,
             "chart_layout": chart_layout_for_member(project=project, user=request.user),

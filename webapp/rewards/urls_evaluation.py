@@ -1,5 +1,15 @@
-"""/api/ routes: urls_evaluation (included from webapp/api/urls.py)."""
+"""/api/ routes of reward-source evaluations (included from webapp/api/urls.py)."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from webapp.rewards import evaluation_api as api
+
+urlpatterns: list[URLPattern] = [
+    path("projects/<int:project_id>/reward-evaluations/", api.EvaluationListApi.as_view(),
+         name="reward-evaluation-list"),
+    path("reward-evaluations/<int:job_id>/", api.EvaluationDetailApi.as_view(), name="reward-evaluation-detail"),
+    path("reward-evaluations/<int:job_id>/cancel/", api.EvaluationCancelApi.as_view(),
+         name="reward-evaluation-cancel"),
+    path("reward-evaluations/<int:job_id>/export/<str:kind>/", api.EvaluationExportApi.as_view(),
+         name="reward-evaluation-export"),
+]  # fmt: skip

@@ -1,5 +1,10 @@
-"""Pages: urls_pages_evaluation (joined into urls_pages.py, the ``rewards`` namespace)."""
+"""Reward-source evaluation pages (joined into urls_pages.py, the ``rewards`` namespace)."""
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from webapp.rewards import evaluation_views as views
+
+urlpatterns: list[URLPattern] = [
+    path("projects/<int:project_id>/reward-evaluations/", views.evaluation_list, name="evaluation-list"),
+    path("reward-evaluations/<int:job_id>/", views.evaluation_detail, name="evaluation-detail"),
+]

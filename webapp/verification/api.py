@@ -88,7 +88,11 @@ class DefinitionOut(serializers.ModelSerializer[VerifierDefinition]):
 class DefinitionIn(serializers.Serializer[None]):
     name = serializers.CharField(max_length=120, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    verifier = serializers.CharField(max_length=64, help_text="A trainer verifier registry name.")
+    verifier = serializers.CharField(
+        max_length=64,
+        help_text="A trainer verifier registry name, one of verifier-registry/ (judges and reward models are "
+        "reward models of the project, not verifiers).",
+    )
     params = StrictJSONField(required=False, default=dict, help_text="The verifier's parameters.")
 
 

@@ -11,6 +11,7 @@ run would get. Nothing here touches the database (services.py and job_services.p
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,21 +20,55 @@ from django.conf import settings
 
 from trainer.errors import RLVRError
 from trainer.samples import Sample
-from trainer.verifiers import Verifier, VerifierResult, build_verifier
+from trainer.verifiers import VERIFIERS, Verifier, VerifierResult, build_verifier
 from trainer.verifiers.audit import AuditReport, audit_verifier, generate_variants
 from trainer.verifiers.isolated import score_isolated
-from webapp.core.errors import ApplicationError
+from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.verification.models import VerifierTestCase, VerifierVersion
 
 CHANGED_ROWS_KEPT = 1000  # changed verdicts listed in a rescore's result (all are counted)
 CASES_BUDGET_FACTOR = 3  # the saved test cases together get this many single-verdict budgets
+# Reward sources that call a model or an endpoint. They are defined on the project's Reward models page
+# (webapp/rewards), which confines a judge's endpoint to the server's allow-list and a reward model to the
+# project's own folders (webapp/experiments/config_paths.py); a verifier definition skips those checks, so it
+# may never name one, and nothing here builds one (a version saved before this rule included).
+REWARD_SOURCES = frozenset({"reward_model", "judge"})
+
+
+def is_reward_source(verifier: str) -> bool:
+    """Whether ``verifier`` names a model or endpoint reward source (``REWARD_SOURCES``, or any registry entry
+    whose failures are absent scores rather than errors, the trainer's mark of such a source)."""
+    if verifier in REWARD_SOURCES:
+        return True
+    return verifier in VERIFIERS and bool(getattr(VERIFIERS.get(verifier), "absent_on_failure", False))
+
+
+def verifier_names() -> list[str]:
+    """The registry names a verifier definition may use: every registered verifier but the reward sources."""
+    return [name for name in VERIFIERS.names() if not is_reward_source(name)]
+
+
+def reward_source_message(verifier: str) -> str:
+    """Why ``verifier`` cannot be a verifier definition, and where to add it instead."""
+    return (
+        f"{verifier!r} is a reward source that calls a model or an endpoint, not a verifier: add it on the "
+        "project's Reward models page (which checks the endpoint and the model it may use), then pick it in "
+        "the experiment form."
+    )
+
+
+def refuse_reward_source(verifier: str) -> None:
+    """InvalidInput (keyed on ``verifier``) for a model or endpoint reward source; nothing otherwise."""
+    if is_reward_source(verifier):
+        message = reward_source_message(verifier)
+        raise InvalidInput(message, {"verifier": [message]})
 
 
 @dataclass(frozen=True)
 class Verdict:
     """One completion's verdict as the test bench shows it."""
 
-    reward: float
+    reward: float | None  # None: absent (see ``verdict_of``)
     correct: bool
     extracted: str | None
     reason: str
@@ -48,7 +83,9 @@ class Verdict:
 
 
 def built(verifier: str, params: dict[str, Any]) -> Verifier:
-    """The trainer's verifier; a bad name or params becomes an ApplicationError with the trainer's message."""
+    """The trainer's verifier; a bad name or params becomes an ApplicationError with the trainer's message, and
+    a model or endpoint reward source is refused (``refuse_reward_source``)."""
+    refuse_reward_source(verifier)
     try:
         return build_verifier(verifier, params)
     except RLVRError as err:
@@ -56,14 +93,26 @@ def built(verifier: str, params: dict[str, Any]) -> Verifier:
 
 
 def verdict_of(result: VerifierResult) -> Verdict:
+    """The bench's verdict of one result. An absent score (``absent_result``: reward nan) has reward None, which
+    JSON can hold where nan is no JSON, and a reason that says it is absent and why; any other reward that is not
+    a finite number is None too."""
     detail = dict(result.detail)
     extracted = detail.get("extracted")
     error = detail.get("error")
+    reason = str(detail.get("reason") or error or "")
+    score = float(result.reward)
+    reward: float | None = score
+    if result.absent:
+        reward, why = None, str(detail["absent"])
+        if not reason.startswith("absent"):
+            reason = f"absent: {why}" + (f" ({reason})" if reason and reason != why else "")
+    elif not math.isfinite(score):
+        reward, reason = None, reason or f"non-finite reward ({score})"
     return Verdict(
-        reward=float(result.reward),
+        reward=reward,
         correct=bool(result.correct),
         extracted=None if extracted is None else str(extracted),
-        reason=str(detail.get("reason") or error or ""),
+        reason=reason,
         error=None if error is None else str(error),
         detail=detail,
     )
@@ -77,6 +126,7 @@ def budget_s() -> float:
 def score(version: VerifierVersion, pairs: Sequence[tuple[str, str | None]]) -> list[Verdict]:
     """Verdicts of (completion, reference) pairs under ``version``, each scored out of this process under
     ``budget_s()``, all of them under ``CASES_BUDGET_FACTOR`` times that (see the module docstring)."""
+    refuse_reward_source(version.verifier)
     budget = budget_s()
     try:
         results = score_isolated(

@@ -142,7 +142,9 @@ def _start(
     *, version: VerifierVersion, actor: AnyUser, kind: JobKind, run: Run | None, limit: int | None, total: int
 ) -> VerificationJob:
     """A new queued job, sent to a worker after commit; a second click on the same button while the first
-    job is still queued or running gets that job back instead of a duplicate."""
+    job is still queued or running gets that job back instead of a duplicate. A version naming a model or
+    endpoint reward source (saved before definitions refused them) is refused here too."""
+    bench.refuse_reward_source(version.verifier)
     with transaction.atomic():
         same = VerificationJob.objects.select_for_update().filter(
             version=version,

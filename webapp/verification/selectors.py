@@ -9,11 +9,13 @@ from django.http import Http404
 
 from trainer.errors import RLVRError
 from trainer.verifiers import VERIFIERS
+from trainer.verifiers.spec import params_schema
 from webapp.core.queues import QueuePosition, queue_position
 from webapp.experiments.models import Rollout, Run
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
+from webapp.verification.bench import verifier_names
 from webapp.verification.models import (
     JobKind,
     VerificationJob,
@@ -137,15 +139,15 @@ def versions_matching_config(*, project: Project, verifiers: list[dict[str, Any]
 
 
 def registry_schema() -> list[dict[str, Any]]:
-    """Every registered verifier with its docstring summary, parameter JSON schema and defaults."""
+    """Every verifier a definition may use (``bench.verifier_names``: not the model and endpoint reward sources,
+    which the Reward models page defines) with its docstring summary, parameter JSON schema and defaults."""
     items = []
-    for name in VERIFIERS.names():
+    for name in verifier_names():
         cls = VERIFIERS.get(name)
         doc = (cls.__doc__ or "").strip().splitlines()
         defaults = canonical_params(name, {})
         items.append(
-            {"name": name, "summary": doc[0] if doc else "", "schema": cls.Params.model_json_schema(),
-             "defaults": defaults}
+            {"name": name, "summary": doc[0] if doc else "", "schema": params_schema(name), "defaults": defaults}
         )  # fmt: skip
     return items
 

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from trainer.errors import ConfigError, VerifierError
-from trainer.verifiers import build_verifier
+from trainer.verifiers import VERIFIERS, build_verifier
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.teams.models import Project
 from webapp.teams.permissions import EDIT_EXPERIMENTS, require_role
@@ -152,13 +152,19 @@ def _recheck_latest(definition: VerifierDefinition) -> None:
 
 def _validated(verifier: str, params: Any) -> dict[str, Any]:
     """The params with every default filled in, or InvalidInput carrying the trainer's own message."""
+    bench.refuse_reward_source(
+        verifier
+    )  # its endpoint or model folder is checked on the Reward models page only
     if params is not None and not isinstance(params, dict):
         raise InvalidInput(
             "params must be a JSON object.", {"params": ['Write an object, e.g. {"extract": "boxed"}.']}
         )
+    if verifier not in VERIFIERS:  # the valid names offered are the definable ones
+        message = f"unknown verifier {verifier!r}; valid names are: {', '.join(bench.verifier_names())}"
+        raise InvalidInput(message, {"verifier": [message]})
     try:
         build_verifier(verifier, params or {})
-    except ConfigError as err:  # unknown registry name: the message lists the valid ones
+    except ConfigError as err:  # a registry lookup refused the name
         raise InvalidInput(str(err), {"verifier": [str(err)]}) from None
     except VerifierError as err:  # the verifier's own schema refused a parameter
         raise InvalidInput(str(err), {"params": [str(err)]}) from None

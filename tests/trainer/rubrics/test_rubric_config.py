@@ -21,7 +21,8 @@ def test_no_rubric_by_default() -> None:
 
 
 def test_a_rubric_section_validates_and_fills_defaults() -> None:
-    cfg = config_from_dict(rubric(criteria=[RULE, {"name": "judged", "scorer": "judge", "scale": "likert5"}]))
+    judged = {"name": "judged", "scorer": "judge", "scale": "likert5"}
+    cfg = config_from_dict(rubric(criteria=[RULE, judged], judge_model={"name_or_path": "tiny:addition"}))
     assert cfg.rubric is not None
     assert cfg.rubric.aggregation == "weighted_sum" and cfg.rubric.reward_weight == 1.0
     judged = cfg.rubric.criteria[1]

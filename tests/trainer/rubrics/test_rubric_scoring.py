@@ -106,6 +106,8 @@ def test_a_rule_that_raises_scores_that_rollout_nan_and_keeps_the_error() -> Non
 
 
 def test_a_judge_rubric_needs_a_judge() -> None:
-    config = RubricConfig.model_validate({"criteria": [{"name": "j", "scorer": "judge"}]})
+    config = RubricConfig.model_validate(
+        {"criteria": [{"name": "j", "scorer": "judge"}], "judge_model": {"name_or_path": "tiny:addition"}}
+    )
     with pytest.raises(ValueError, match="pass the LLMJudge"):
         RubricScorer(config)

@@ -137,6 +137,9 @@ def test_only_the_runs_and_keys_asked_for_come_back(run: Run, experiment: Experi
         ("actor/pg_loss", "min"), ("actor/kl", "min"), ("teacher/reverse_kl", "min"), ("actor/kl_loss", "min"),
         ("perf/step_s", "min"), ("perf/peak_memory_gb", "min"), ("rollout/truncated_frac", "min"),
         ("perf/gen_tokens_per_s", "max"), ("eval/val_loss", "min"), ("trl/grad_norm", "max"),
+        # a reward source's unscored share and call time: lower is better; its reward is not
+        ("reward/judge_absent_frac", "min"), ("reward/dropped_frac", "min"), ("reward/rm_latency_s", "min"),
+        ("reward/judge_latency", "min"), ("reward/judge_mean", "max"), ("reward/rm_mean", "max"),
     ],
 )  # fmt: skip
 def test_the_direction_rule_reads_the_last_segment_of_a_key(key: str, direction: str) -> None:

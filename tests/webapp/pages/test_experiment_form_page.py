@@ -95,6 +95,9 @@ def test_the_common_fields_come_first_and_open_and_the_rest_are_folded_by_sectio
         "budget",
         "teacher",
         "rubric",
+        "reward_watch",
+        "process_reward",
+        "reward_absence",
     ]
     for key in keys[1:]:
         assert sections[key]["folded"] and not sections[key]["open"], key
@@ -265,3 +268,58 @@ def test_the_edit_form_shows_the_saved_config(
     assert 'value="addition"' in html  # the one name
     stored = re.search(r'<textarea id="cfg-verifiers"[^>]*>(.*?)</textarea>', html, re.S)
     assert stored and json.loads(stored.group(1).replace("&quot;", '"')) == experiment.config["verifiers"]
+
+
+def test_the_reward_watch_and_absence_sections_render_with_titles_and_the_saved_values(
+    browser_as: Callable[[str | None], Client], project: Project, alice: User
+) -> None:
+    from trainer.config.reward_absence import RewardAbsenceConfig
+    from trainer.config.reward_watch import RewardWatchConfig
+    from webapp.experiments.services import experiment_create
+
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    sections = sections_of(html)
+    summaries = {k: " ".join(s["summary"].split()) for k, s in sections.items()}
+    assert summaries["reward_watch"] == "Reward hacking watch 0 changed"
+    assert summaries["reward_absence"] == "Absent scores (reward model and judge failures) 0 changed"
+    assert sections["reward_watch"]["paths"] == [f"reward_watch.{k}" for k in RewardWatchConfig.model_fields]
+    assert sections["reward_absence"]["paths"] == [
+        f"reward_absence.{k}" for k in RewardAbsenceConfig.model_fields
+    ]
+    assert '<option value="drop" selected>drop</option>' in html
+    config = {
+        **SMALL_CONFIG,
+        "reward_absence": {"mode": "fail", "fail_above": 0.25},
+        "reward_watch": {"window": 7},
+    }
+    experiment = experiment_create(project=project, actor=alice, name="absence", config=config)
+    edit = browser_as("owner").get(f"/experiments/{experiment.pk}/edit/").content.decode()
+    changed = {k: " ".join(s["summary"].split()) for k, s in sections_of(edit).items()}
+    assert changed["reward_absence"].endswith("2 changed") and changed["reward_watch"].endswith("1 changed")
+    assert '<option value="fail" selected>fail</option>' in edit
+    assert 'data-path="reward_absence.fail_above" data-kind="number" value="0.25"' in edit
+
+
+def test_the_judge_editor_has_its_nested_params_inlined_with_usable_defaults(
+    browser_as: Callable[[str | None], Client], project: Project
+) -> None:
+    html = browser_as("owner").get(f"/projects/{project.pk}/experiments/new/").content.decode()
+    choices = {c["name"]: c for c in page_data(html)["editors"]["verifiers"]["item"]["choices"]}
+    judge = choices["judge"]
+
+    def references(node: Any) -> list[str]:  # every "$ref" key, or string pointing into a "$defs", anywhere
+        if isinstance(node, dict):
+            return [r for k, v in node.items() for r in (["$ref"] if k == "$ref" else []) + references(v)]
+        if isinstance(node, list):
+            return [r for v in node for r in references(v)]
+        return [node] if isinstance(node, str) and "#/$defs/" in node else []
+
+    assert references(page_data(html)["editors"]) == []
+    fields = {f["key"]: f for f in judge["fields"]}
+    assert fields["parse"]["kind"] == "json" and "verdict" in fields["parse"]["help"]
+    assert judge["defaults"]["parse"] == fields["parse"]["default"]
+    assert judge["defaults"]["parse"]["kind"] == "score" and judge["defaults"]["parse"]["max"] == 10.0
+    # the editor's defaults, with the two required fields filled in, are valid judge params as they are
+    params = {**judge["defaults"], "base_url": "http://judge.example/v1", "model": "m"}
+    assert VERIFIERS.get("judge").Params.model_validate(params).model_dump()["parse"]["kind"] == "score"
+    assert fields["base_url"]["kind"] == "text" and fields["concurrency"]["max"] == 64

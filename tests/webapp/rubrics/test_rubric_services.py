@@ -32,7 +32,9 @@ def test_a_rubric_keeps_its_criteria_in_order_with_fixed_scale_bounds(
 def test_rubric_to_config_is_a_valid_trainer_rubric_section(
     project: Project, alice: User, rubric_payload: dict[str, Any]
 ) -> None:
-    section = rubric_to_config(create(project, alice, rubric_payload))
+    section = rubric_to_config(
+        create(project, alice, rubric_payload), judge_model={"name_or_path": "tiny:addition"}
+    )
     cfg = config_from_dict({"rubric": section})
     assert cfg.rubric is not None and cfg.rubric.aggregation == "rank"
     assert [c.name for c in cfg.rubric.trained_criteria] == ["correct", "boxed", "clarity"]

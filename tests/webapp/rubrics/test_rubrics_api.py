@@ -117,7 +117,9 @@ def test_an_experiment_with_the_rubric_section_validates(
 ) -> None:
     from tests.webapp.helpers import SMALL_CONFIG
 
-    config = {**SMALL_CONFIG, "rubric": client_for(alice).get(f"/api/rubrics/{rubric.pk}/").json()["config"]}
+    section = client_for(alice).get(f"/api/rubrics/{rubric.pk}/").json()["config"]
+    section["judge_model"] = {"name_or_path": "tiny:addition"}  # a judged criterion names its judge
+    config = {**SMALL_CONFIG, "rubric": section}
     resp = client_for(alice).post(
         f"/api/projects/{project.pk}/experiments/", {"name": "with rubric", "config": config}, format="json"
     )

@@ -1,0 +1,1 @@
+"""Process rewards: steps, step scorers and their records (see README.md)."""

@@ -1,0 +1,335 @@
+"""The ``eval`` queue's reward-source evaluation: score held-out pairs, Best-of-N samples, the judge audit and an
+annotation task's items with every source of a ``RewardJob(kind=evaluate)``, and store the figures side by side.
+
+The statistics are trainer/rewards/evaluation.py's; the reads and writes are webapp/rewards' evaluation services and
+selectors. The Best-of-N samples are generated once per job by the evaluation engine (trainer/evaluation/engine.py:
+k seeded samples per problem, verified by the benchmark's oracle) and cached in RLVR_DATA_DIR/reward-evaluations/job-<id>/,
+so a re-delivered job (late acknowledgement) does not sample again; then each source scores them in batches.
+Progress (phase, done, total) is written at most once a second, and each write reads the cancel flag: a cancelled
+job stops at its next batch and keeps what it had computed. Like the other tasks it takes an id and imports the
+trainer inside its body (the web process imports this module's name only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from celery import Task
+
+from workers.celery_app import app
+from workers.failures import describe_failure
+
+if TYPE_CHECKING:
+    from trainer.samples import Sample
+    from trainer.verifiers.base import Verifier
+    from webapp.rewards.models import RewardJob
+
+logger = logging.getLogger(__name__)
+PROGRESS_EVERY_S = 1.0
+
+
+class _Cancelled(Exception):
+    pass
+
+
+class _Progress:
+    """Writes (phase, done, total) at most once a second; raises ``_Cancelled`` once a cancel was asked for."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id, self.last, self.cancelled = job_id, 0.0, False
+        self.state: dict[str, Any] = {"phase": "starting", "done": 0, "total": 0}
+
+    def __call__(self, phase: str, done: int, total: int, *, force: bool = False) -> None:
+        from webapp.rewards.evaluation_services import evaluation_progress
+
+        self.state = {**self.state, "phase": phase, "done": done, "total": total}
+        now = time.monotonic()
+        if force or now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            self.cancelled = evaluation_progress(job_id=self.job_id, progress=dict(self.state))
+        if self.cancelled:
+            raise _Cancelled()
+
+
+@app.task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    name="workers.tasks_reward_eval.run_reward_evaluation",
+)
+def run_reward_evaluation(self: Task[Any, Any], job_id: int) -> str:
+    """Evaluate job ``job_id`` to its end: 'succeeded', 'cancelled', 'failed' or 'skipped' (gone or finished)."""
+    from trainer.verifiers.secrets import forget_secrets
+    from webapp.rewards import evaluation_services as services
+
+    job = services.evaluation_mark_started(job_id=job_id)
+    if job is None:
+        return "skipped"
+    result: dict[str, Any] = {"sources": [], "timings": {}}
+    try:
+        _evaluate(job, result, _Progress(job_id))
+    except _Cancelled:
+        services.evaluation_finish(job_id=job_id, status="cancelled", result={**result, "cancelled": True})
+        return "cancelled"
+    except Exception as err:
+        message, _trace = describe_failure(err, f"reward evaluation {job_id}")
+        services.evaluation_fail(job_id=job_id, message=message)
+        return "failed"
+    finally:
+        forget_secrets()
+    services.evaluation_finish(job_id=job_id, status="succeeded", result=result)
+    return "succeeded"
+
+
+def _evaluate(job: RewardJob, result: dict[str, Any], progress: _Progress) -> None:
+    """Fill ``result`` part by part (a cancel keeps the parts already done)."""
+    from trainer.verifiers import build_verifier
+    from trainer.verifiers.secrets import provide_secrets
+    from webapp.rewards.evaluation_services import evaluation_inputs_for_worker
+    from webapp.rewards.selectors import secret_values_for_worker
+
+    inputs = evaluation_inputs_for_worker(job=job)
+    # The API keys its judges name, decrypted for this process only (forgotten when the task ends).
+    provide_secrets(secret_values_for_worker(project=job.project, names=inputs["secret_names"]))
+    sources = [build_verifier(e["name"], e["params"]) for e in inputs["sources"]]
+    rows = result["sources"]
+    for stored in job.config["sources"]:  # as stored: references, never server paths
+        rows.append({"label": stored["label"], "name": stored["name"], "origin": stored.get("origin", {}),
+                     "scoring_s": 0.0, "scored": 0})  # fmt: skip
+    scorer = _Scorer(sources, rows, inputs["score_batch_size"], progress)
+    started = time.perf_counter()
+    if inputs.get("pairwise"):
+        _pairwise(job, inputs, scorer, result)
+    thresholds: dict[int, float] = {}
+    if inputs.get("best_of_n"):
+        thresholds = _best_of_n(job, inputs, scorer, result, progress)
+    if inputs.get("audit"):
+        _audit(inputs, scorer, result, thresholds)
+    if inputs.get("agreement"):
+        _agreement(job, inputs, scorer, result)
+    result["timings"]["total_s"] = time.perf_counter() - started
+    for row in rows:
+        row["latency_s_per_completion"] = row["scoring_s"] / row["scored"] if row["scored"] else None
+
+
+class _Scorer:
+    """Scores completions with each source in batches, timing them and reporting progress."""
+
+    def __init__(
+        self, sources: list[Verifier], rows: list[dict[str, Any]], batch: int, progress: _Progress
+    ) -> None:
+        self.sources, self.rows, self.batch, self.progress = sources, rows, batch, progress
+
+    def __call__(
+        self, index: int, completions: Sequence[str], samples: Sequence[Sample], phase: str
+    ) -> list[float]:
+        from trainer.rewards.evaluation import score_of
+
+        scores: list[float] = []
+        for start in range(0, len(completions), self.batch):
+            t0 = time.perf_counter()
+            results = self.sources[index](
+                completions[start : start + self.batch], samples[start : start + self.batch]
+            )
+            self.rows[index]["scoring_s"] += time.perf_counter() - t0
+            self.rows[index]["scored"] += len(results)
+            scores.extend(score_of(r) for r in results)
+            label = self.rows[index]["label"]
+            self.progress(f"{phase}: {label}", len(scores), len(completions))
+        return scores
+
+
+def _pairwise(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any]) -> None:
+    from trainer.rewards.evaluation import pairwise_accuracy
+    from trainer.samples import Sample
+    from webapp.rewards.evaluation_selectors import pairs_for_evaluation
+
+    pairs = pairs_for_evaluation(project=job.project, spec=inputs["pairwise"])
+    samples = [Sample(id=f"pair-{i}", prompt=p["prompt"], answer=p["answer"]) for i, p in enumerate(pairs)]
+    result["pairwise"] = {"pairs": len(pairs), "from": job.config["pairwise"]}
+    for i, row in enumerate(scorer.rows):
+        chosen = scorer(i, [p["chosen"] for p in pairs], samples, "pairwise (chosen)")
+        rejected = scorer(i, [p["rejected"] for p in pairs], samples, "pairwise (rejected)")
+        row["pairwise"] = pairwise_accuracy(
+            chosen, rejected, seed=inputs["seed"], resamples=inputs["bootstrap_resamples"]
+        ).to_json()
+
+
+def _bon_samples(
+    job: RewardJob, inputs: dict[str, Any], progress: _Progress
+) -> tuple[list[Any], list[Sample]]:
+    """(problems [{id, texts, correct, answers}], their Samples): generated once, then read from the job's cache."""
+    from django.conf import settings
+
+    from trainer.evaluation.engine import evaluate, load_benchmark_samples
+    from trainer.evaluation.suite import resolve_benchmark
+
+    bon = inputs["best_of_n"]
+    overrides: dict[str, Any] = {"n_samples": bon["n"], "greedy": False, "temperature": bon["temperature"],
+                                 "max_problems": bon["problems"], "seed": inputs["seed"], "bootstrap_samples": 0}  # fmt: skip
+    if bon.get("max_tokens"):
+        overrides["max_tokens"] = bon["max_tokens"]
+    config = resolve_benchmark(inputs.get("benchmark_config") or bon["benchmark"], **overrides)
+    samples = load_benchmark_samples(config)
+    # Keyed by what was sampled and when the job was made: job ids restart with a new database, a key does not.
+    key = json.dumps([config.model_dump(mode="json"), bon["policy"], str(job.created_at)], sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    cache = Path(settings.DATA_DIR) / "reward-evaluations" / f"job-{job.pk}" / f"samples-{digest}.json"
+    if cache.is_file():
+        return json.loads(cache.read_text(encoding="utf-8")), samples
+
+    class Sink:
+        done = 0
+
+        def on_start(self, total_problems: int, done: int) -> None:
+            progress("sampling", done, total_problems, force=True)
+
+        def on_problem(self, problem: Any) -> None:
+            self.done += 1
+            progress("sampling", self.done, len(samples))
+
+        def on_end(self, result: Any) -> None:
+            pass
+
+    evaluated = evaluate(config, bon["policy"], sink=Sink(), should_stop=lambda: progress.cancelled)
+    if evaluated.status == "cancelled":
+        raise _Cancelled()
+    problems = [
+        {"id": p.problem_id, "texts": [s.text for s in p.samples], "correct": [bool(s.correct) for s in p.samples],
+         "answers": [s.extracted_answer for s in p.samples]}
+        for p in evaluated.problems
+    ]  # fmt: skip
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(problems), encoding="utf-8")
+    return problems, samples
+
+
+def _best_of_n(
+    job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any], progress: _Progress
+) -> dict[int, float]:
+    """Each source's curve; returns, per source index, the median score it gave the oracle's correct samples (the
+    audit's threshold for a reward model that has no verdict of its own)."""
+    from trainer.rewards.evaluation import BestOfNSpec, ScoredSample, best_of_n_baselines, best_of_n_curve
+
+    t0 = time.perf_counter()
+    problems, samples = _bon_samples(job, inputs, progress)
+    by_id = {s.id: s for s in samples}
+    texts = [t for p in problems for t in p["texts"]]
+    owners = [by_id[p["id"]] for p in problems for _ in p["texts"]]
+    ns = BestOfNSpec.model_validate(inputs["best_of_n"]).ns
+
+    def groups(scores: list[float]) -> list[list[ScoredSample]]:
+        it = iter(scores)
+        return [
+            [ScoredSample(a, c, next(it)) for a, c in zip(p["answers"], p["correct"], strict=True)]
+            for p in problems
+        ]
+
+    seed = inputs["seed"]
+    base = best_of_n_baselines(groups([0.0] * len(texts)), ns, seed=seed)
+    stored = job.config["best_of_n"]
+    result["best_of_n"] = {**{k: stored[k] for k in ("benchmark", "policy", "n", "problems")}, "ns": ns,
+                           "baselines": base, "sampling_s": time.perf_counter() - t0}  # fmt: skip
+    thresholds: dict[int, float] = {}
+    for i, row in enumerate(scorer.rows):
+        scores = scorer(i, texts, owners, "best-of-n")
+        curve = best_of_n_curve(groups(scores), ns, seed=seed, resamples=min(inputs["bootstrap_resamples"], 1000),
+                                baselines=base)  # fmt: skip
+        row["best_of_n"] = curve.to_json()
+        correct_scores = [s for s, c in zip(scores, (c for p in problems for c in p["correct"]), strict=True)
+                          if c and math.isfinite(s)]  # fmt: skip
+        if correct_scores:
+            thresholds[i] = statistics.median(correct_scores)
+    return thresholds
+
+
+def _audit(
+    inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any], thresholds: dict[int, float]
+) -> None:
+    from trainer.evaluation.engine import load_benchmark_samples
+    from trainer.evaluation.suite import resolve_benchmark
+    from trainer.rewards.evaluation import audit_judge
+
+    benchmark = (inputs.get("best_of_n") or {}).get("benchmark", "builtin:chain_arithmetic")
+    spec = inputs.get("benchmark_config") or benchmark
+    problems = load_benchmark_samples(resolve_benchmark(spec, max_problems=inputs["audit_problems"]))
+    result["audit"] = {"benchmark": benchmark, "problems": len(problems)}
+    for i, (row, entry) in enumerate(zip(scorer.rows, inputs["sources"], strict=True)):
+        threshold = None
+        if entry["name"] == "reward_model" and entry["params"].get("correct_above") is None:
+            if i not in thresholds:
+                row["audit"] = {"fpr": None, "note": "A reward model without correct_above needs a Best-of-N part: "
+                                "its threshold is the median score it gives the oracle's correct samples."}  # fmt: skip
+                continue
+            threshold = thresholds[i]
+
+        def tick(done: int, total: int, label: str = row["label"]) -> None:
+            scorer.progress(f"audit: {label}", done, total)
+
+        t0 = time.perf_counter()
+        audit = audit_judge(
+            scorer.sources[i], problems, threshold=threshold, batch_size=scorer.batch, on_batch=tick
+        )
+        row["scoring_s"] += time.perf_counter() - t0
+        row["scored"] += sum(r.responses for r in audit.rows)
+        row["audit"] = audit.to_json()
+
+
+def _agreement(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any]) -> None:
+    from trainer.samples import Sample
+    from webapp.annotation.agreement import scorer_vs_people
+    from webapp.rewards.evaluation_selectors import agreement_items
+
+    task = agreement_items(project=job.project, task_id=inputs["agreement"]["annotation_task"])
+    items = task["items"]
+    result["agreement"] = {
+        "task": task["task"],
+        "name": task["name"],
+        "kind": task["kind"],
+        "items": len(items),
+    }
+    samples = [Sample(id=f"item-{it['id']}", prompt=it["prompt"], answer=it["answer"]) for it in items]
+    for i, row in enumerate(scorer.rows):
+        if task["kind"] == "pairwise":
+            left = scorer(i, [it["left"] for it in items], samples, "agreement (left)")
+            right = scorer(i, [it["right"] for it in items], samples, "agreement (right)")
+            row["agreement"] = _pairwise_agreement(left, right, [it["decision"] for it in items])
+            continue
+        scores = scorer(i, [it["completion"] for it in items], samples, "agreement")
+        machine = _unit_scale({it["id"]: s for it, s in zip(items, scores, strict=True) if math.isfinite(s)})
+        people = {it["id"]: it["people"] for it in items}
+        row["agreement"] = {
+            **scorer_vs_people(machine, people).as_dict(),
+            "absent": len(items) - len(machine),
+        }
+
+
+def _pairwise_agreement(left: list[float], right: list[float], decisions: list[str]) -> dict[str, Any]:
+    """The share of people's final left/right choices the source agrees with (its tie counts half)."""
+    agree: list[float] = []
+    for lv, rv, decision in zip(left, right, decisions, strict=True):
+        if not (math.isfinite(lv) and math.isfinite(rv)):
+            continue
+        prefers = "tie" if lv == rv else "left" if lv > rv else "right"
+        agree.append(0.5 if prefers == "tie" else float(prefers == decision))
+    return {
+        "share": sum(agree) / len(agree) if agree else None,
+        "items": len(agree),
+        "absent": len(left) - len(agree),
+    }
+
+
+def _unit_scale(values: dict[int, float]) -> dict[int, float]:
+    """Min-max to 0-1 (the people's mean is on 0-1), so Krippendorff's alpha compares like with like."""
+    if not values:
+        return values
+    low, high = min(values.values()), max(values.values())
+    return {k: (v - low) / (high - low) if high > low else 0.5 for k, v in values.items()}
