@@ -143,10 +143,8 @@ def compute_advantages(
         return advantages
     out = rewards.new_zeros(rewards.shape)  # [N]
     kept = present.nonzero().squeeze(-1)  # [M]
-    if kept.numel():
-        out[kept] = estimate(
-            rewards[kept], group_ids[kept], params, None if lengths is None else lengths[kept]
-        )
+    # called even with nothing kept: batch-wide estimators gather every process's values, so each must take part
+    out[kept] = estimate(rewards[kept], group_ids[kept], params, None if lengths is None else lengths[kept])
     return out
 
 

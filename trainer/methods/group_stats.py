@@ -16,7 +16,7 @@ def group_mean(values: Tensor, group_ids: Tensor) -> Tensor:
     """Mean of each completion's group, broadcast back to the completion. [N] -> [N]."""
     import torch
 
-    num_groups = int(group_ids.max().item()) + 1
+    num_groups = _num_groups(group_ids)
     sums = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(0, group_ids, values)
     counts = torch.bincount(group_ids, minlength=num_groups).to(values.dtype)
     return (sums / counts.clamp(min=1))[group_ids]
@@ -29,7 +29,7 @@ def group_std(values: Tensor, group_ids: Tensor) -> Tensor:
     """
     import torch
 
-    num_groups = int(group_ids.max().item()) + 1
+    num_groups = _num_groups(group_ids)
     centred = values - group_mean(values, group_ids)
     sq = torch.zeros(num_groups, dtype=values.dtype, device=values.device).index_add_(
         0, group_ids, centred**2
@@ -44,3 +44,9 @@ def group_sizes(group_ids: Tensor) -> Tensor:
     import torch
 
     return torch.bincount(group_ids)[group_ids]
+
+
+def _num_groups(group_ids: Tensor) -> int:
+    """Groups the ids index (0 for an empty batch: a process whose every sample was dropped still takes part in the
+    step's collective statistics with nothing)."""
+    return int(group_ids.max().item()) + 1 if group_ids.numel() else 0

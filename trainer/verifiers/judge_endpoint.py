@@ -170,7 +170,12 @@ class JudgeParams(VerifierParams):
             problem = secret_name_problem(self.api_key_secret)
             if problem:
                 raise ValueError(f"api_key_secret {problem}")
-        if self.parse.kind == "verdict" and "prompt_template" not in self.model_fields_set:
+        # The score kind's default, sent back unchanged (the experiment form fills every default), means "the
+        # default" for a verdict judge too, not a template to refuse for its {min}/{max}.
+        default = (
+            "prompt_template" not in self.model_fields_set or self.prompt_template == DEFAULT_SCORE_TEMPLATE
+        )
+        if self.parse.kind == "verdict" and default:
             object.__setattr__(self, "prompt_template", DEFAULT_VERDICT_TEMPLATE)
         _check_template(self.prompt_template, self.parse.kind)
         return self

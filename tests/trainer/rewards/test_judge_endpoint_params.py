@@ -178,3 +178,19 @@ def test_a_key_given_as_a_secret_name_is_refused_without_repeating_it() -> None:
 @pytest.mark.parametrize(("header", "seconds"), [("2", 2.0), ("3600", 30.0), ("soon", None), ("-5", 0.0)])
 def test_retry_after_is_honoured_up_to_its_cap(header: str, seconds: float | None) -> None:
     assert _retry_after(header) == seconds
+
+
+def test_a_verdict_judge_sent_the_score_kinds_default_template_uses_its_own_default() -> None:
+    """The experiment form sends every default back: switching parse.kind to verdict must not be refused for the
+    score template's {min}/{max}."""
+    from trainer.verifiers.judge_endpoint import DEFAULT_SCORE_TEMPLATE, DEFAULT_VERDICT_TEMPLATE, JudgeParams
+
+    params = JudgeParams.model_validate(
+        {
+            "base_url": "http://judge.example:8000/v1",
+            "model": "m",
+            "prompt_template": DEFAULT_SCORE_TEMPLATE,
+            "parse": {"kind": "verdict"},
+        }
+    )
+    assert params.prompt_template == DEFAULT_VERDICT_TEMPLATE

@@ -81,3 +81,40 @@ def test_every_rank_decides_on_the_whole_steps_absent_fraction(
         assert all("last reason: HTTP 429 rate limited" in r for r in results)
     else:  # each rank reports its own share and drops its own absent rows
         assert results == ["ok 1.0 4", "ok 0.0 0"], results
+
+
+def _advantages_rank_main(rank: int, store: str, result_dir: str, estimator: dict[str, object]) -> None:
+    import torch.distributed as dist
+
+    from trainer.methods.advantages import compute_advantages
+
+    out = Path(result_dir) / f"rank{rank}.txt"
+    try:
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+        cfg = config_from_dict({"algorithm": {"advantage_estimator": estimator}}).algorithm
+        rewards = torch.tensor([1.0, 0.0, 1.0, 0.0]) * (rank + 1)
+        groups = torch.tensor([0, 0, 1, 1])
+        present = torch.full((4,), rank == 1)  # rank 0 dropped every sample of its share
+        advantages = compute_advantages(rewards, groups, cfg, torch.tensor([2, 2, 3, 3]), present)
+        dist.barrier()
+        dist.destroy_process_group()
+        out.write_text("ok " + " ".join(f"{float(a):.3f}" for a in advantages))
+    except BaseException:
+        out.write_text(traceback.format_exc())
+
+
+@pytest.mark.parametrize(
+    "estimator", [{"name": "grpo", "params": {"scale_rewards": "batch"}}, "reinforce_pp", "grpo"]
+)
+def test_a_rank_whose_every_sample_was_dropped_still_takes_part_in_batch_statistics(
+    tmp_path: Path, estimator: dict[str, object]
+) -> None:
+    results = run_forked_ranks(
+        _advantages_rank_main,
+        lambda r: (r, str(tmp_path / "store"), str(tmp_path), estimator),
+        tmp_path,
+        "a rank hung: the rank with nothing kept skipped the step's collective statistics",
+    )
+    assert results[0] == "ok 0.000 0.000 0.000 0.000", results  # dropped: advantage 0
+    assert results[1].startswith("ok ") and results[1] != "ok 0.000 0.000 0.000 0.000", results
