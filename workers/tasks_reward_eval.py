@@ -5,6 +5,9 @@ The statistics are trainer/rewards/evaluation.py's; the reads and writes are web
 selectors. The Best-of-N samples are generated once per job by the evaluation engine (trainer/evaluation/engine.py:
 k seeded samples per problem, verified by the benchmark's oracle) and cached in RLVR_DATA_DIR/reward-evaluations/job-<id>/,
 so a re-delivered job (late acknowledgement) does not sample again; then each source scores them in batches.
+A rubric source (trainer/rewards/evaluation.py's ``RubricSource``) scores its criteria in the same batches and then
+aggregates each phase's scores with their groups: a Best-of-N problem's samples, a pair, an annotation prompt's items
+(its judge model, when a criterion needs one, is loaded here on the CPU).
 Progress (phase, done, total) is written at most once a second, and each write reads the cancel flag: a cancelled
 job stops at its next batch and keeps what it had computed. Like the other tasks it takes an id and imports the
 trainer inside its body (the web process imports this module's name only).
@@ -28,6 +31,7 @@ from workers.celery_app import app
 from workers.failures import describe_failure
 
 if TYPE_CHECKING:
+    from trainer.rewards.evaluation import RubricSource
     from trainer.samples import Sample
     from trainer.verifiers.base import Verifier
     from webapp.rewards.models import RewardJob
@@ -91,7 +95,6 @@ def run_reward_evaluation(self: Task[Any, Any], job_id: int) -> str:
 
 def _evaluate(job: RewardJob, result: dict[str, Any], progress: _Progress) -> None:
     """Fill ``result`` part by part (a cancel keeps the parts already done)."""
-    from trainer.verifiers import build_verifier
     from trainer.verifiers.secrets import provide_secrets
     from webapp.rewards.evaluation_services import evaluation_inputs_for_worker
     from webapp.rewards.selectors import secret_values_for_worker
@@ -99,7 +102,7 @@ def _evaluate(job: RewardJob, result: dict[str, Any], progress: _Progress) -> No
     inputs = evaluation_inputs_for_worker(job=job)
     # The API keys its judges name, decrypted for this process only (forgotten when the task ends).
     provide_secrets(secret_values_for_worker(project=job.project, names=inputs["secret_names"]))
-    sources = [build_verifier(e["name"], e["params"]) for e in inputs["sources"]]
+    sources = [_build_source(e, inputs["seed"]) for e in inputs["sources"]]
     rows = result["sources"]
     for stored in job.config["sources"]:  # as stored: references, never server paths
         rows.append({"label": stored["label"], "name": stored["name"], "origin": stored.get("origin", {}),
@@ -120,30 +123,73 @@ def _evaluate(job: RewardJob, result: dict[str, Any], progress: _Progress) -> No
         row["latency_s_per_completion"] = row["scoring_s"] / row["scored"] if row["scored"] else None
 
 
+def _build_source(entry: dict[str, Any], seed: int) -> Verifier:
+    """A verifier for a config ``verifiers`` entry; a ``RubricSource`` (its judge model loaded) for a rubric's."""
+    from trainer.rewards.evaluation import RUBRIC_SOURCE, RubricSource
+    from trainer.verifiers import build_verifier
+
+    if entry["name"] != RUBRIC_SOURCE:
+        return build_verifier(entry["name"], entry["params"])
+    from trainer.rubrics.config import RubricConfig
+
+    config = RubricConfig.model_validate(entry["params"])
+    judge = None
+    if config.uses_judge:
+        import torch
+
+        from trainer.rubrics.judge import load_judge
+
+        judge = load_judge(config.judge_model, "float32", torch.device("cpu"), seed)
+    return RubricSource(config, judge)
+
+
 class _Scorer:
-    """Scores completions with each source in batches, timing them and reporting progress."""
+    """Scores completions with each source in batches, timing them and reporting progress. ``groups`` (one id per
+    completion) are the completions a group-relative rubric compares; other sources ignore them."""
 
     def __init__(
         self, sources: list[Verifier], rows: list[dict[str, Any]], batch: int, progress: _Progress
     ) -> None:
         self.sources, self.rows, self.batch, self.progress = sources, rows, batch, progress
 
+    def rubric(self, index: int) -> RubricSource | None:
+        from trainer.rewards.evaluation import RubricSource
+
+        source = self.sources[index]
+        return source if isinstance(source, RubricSource) else None
+
+    def is_rubric(self, index: int) -> bool:
+        return self.rubric(index) is not None
+
+    def group_relative(self, index: int) -> bool:
+        rubric = self.rubric(index)
+        return rubric is not None and rubric.group_relative
+
     def __call__(
-        self, index: int, completions: Sequence[str], samples: Sequence[Sample], phase: str
+        self,
+        index: int,
+        completions: Sequence[str],
+        samples: Sequence[Sample],
+        phase: str,
+        groups: Sequence[int] | None = None,
     ) -> list[float]:
         from trainer.rewards.evaluation import score_of
 
-        scores: list[float] = []
+        source, rubric = self.sources[index], self.rubric(index)
+        scores: list[Any] = []  # floats, or a rubric's criterion rows (aggregated below)
         for start in range(0, len(completions), self.batch):
             t0 = time.perf_counter()
-            results = self.sources[index](
-                completions[start : start + self.batch], samples[start : start + self.batch]
-            )
+            chunk, owners = completions[start : start + self.batch], samples[start : start + self.batch]
+            if rubric is not None:
+                scores.extend(rubric.criterion_scores(chunk, owners))
+            else:
+                scores.extend(score_of(r) for r in source(chunk, owners))
             self.rows[index]["scoring_s"] += time.perf_counter() - t0
-            self.rows[index]["scored"] += len(results)
-            scores.extend(score_of(r) for r in results)
+            self.rows[index]["scored"] += len(chunk)
             label = self.rows[index]["label"]
             self.progress(f"{phase}: {label}", len(scores), len(completions))
+        if rubric is not None:
+            return rubric.aggregate(scores, groups if groups is not None else range(len(scores)))
         return scores
 
 
@@ -156,8 +202,13 @@ def _pairwise(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: d
     samples = [Sample(id=f"pair-{i}", prompt=p["prompt"], answer=p["answer"]) for i, p in enumerate(pairs)]
     result["pairwise"] = {"pairs": len(pairs), "from": job.config["pairwise"]}
     for i, row in enumerate(scorer.rows):
-        chosen = scorer(i, [p["chosen"] for p in pairs], samples, "pairwise (chosen)")
-        rejected = scorer(i, [p["rejected"] for p in pairs], samples, "pairwise (rejected)")
+        if scorer.group_relative(i):  # a rank rubric compares the two responses of each pair
+            both = [p["chosen"] for p in pairs] + [p["rejected"] for p in pairs]
+            scores = scorer(i, both, samples + samples, "pairwise", groups=[*range(len(pairs))] * 2)
+            chosen, rejected = scores[: len(pairs)], scores[len(pairs) :]
+        else:
+            chosen = scorer(i, [p["chosen"] for p in pairs], samples, "pairwise (chosen)")
+            rejected = scorer(i, [p["rejected"] for p in pairs], samples, "pairwise (rejected)")
         row["pairwise"] = pairwise_accuracy(
             chosen, rejected, seed=inputs["seed"], resamples=inputs["bootstrap_resamples"]
         ).to_json()
@@ -224,6 +275,7 @@ def _best_of_n(
     by_id = {s.id: s for s in samples}
     texts = [t for p in problems for t in p["texts"]]
     owners = [by_id[p["id"]] for p in problems for _ in p["texts"]]
+    problem_of = [k for k, p in enumerate(problems) for _ in p["texts"]]  # a rank rubric's groups
     ns = BestOfNSpec.model_validate(inputs["best_of_n"]).ns
 
     def groups(scores: list[float]) -> list[list[ScoredSample]]:
@@ -240,7 +292,7 @@ def _best_of_n(
                            "baselines": base, "sampling_s": time.perf_counter() - t0}  # fmt: skip
     thresholds: dict[int, float] = {}
     for i, row in enumerate(scorer.rows):
-        scores = scorer(i, texts, owners, "best-of-n")
+        scores = scorer(i, texts, owners, "best-of-n", groups=problem_of)
         curve = best_of_n_curve(groups(scores), ns, seed=seed, resamples=min(inputs["bootstrap_resamples"], 1000),
                                 baselines=base)  # fmt: skip
         row["best_of_n"] = curve.to_json()
@@ -264,10 +316,17 @@ def _audit(
     result["audit"] = {"benchmark": benchmark, "problems": len(problems)}
     for i, (row, entry) in enumerate(zip(scorer.rows, inputs["sources"], strict=True)):
         threshold = None
-        if entry["name"] == "reward_model" and entry["params"].get("correct_above") is None:
+        if scorer.group_relative(i):
+            row["audit"] = {"fpr": None, "note": "A rubric aggregated by rank scores each response against the others "
+                            "of its group: it has no absolute score that accepts or rejects one response."}  # fmt: skip
+            continue
+        if scorer.is_rubric(i) or (
+            entry["name"] == "reward_model" and entry["params"].get("correct_above") is None
+        ):
             if i not in thresholds:
-                row["audit"] = {"fpr": None, "note": "A reward model without correct_above needs a Best-of-N part: "
-                                "its threshold is the median score it gives the oracle's correct samples."}  # fmt: skip
+                row["audit"] = {"fpr": None, "note": "A reward model without correct_above, or a rubric, needs a "
+                                "Best-of-N part: its threshold is the median score it gives the oracle's correct "
+                                "samples."}  # fmt: skip
                 continue
             threshold = thresholds[i]
 
@@ -297,13 +356,20 @@ def _agreement(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: 
         "items": len(items),
     }
     samples = [Sample(id=f"item-{it['id']}", prompt=it["prompt"], answer=it["answer"]) for it in items]
+    prompts: dict[str, int] = {}
+    same_prompt = [prompts.setdefault(it["prompt"], len(prompts)) for it in items]  # a rank rubric's groups
     for i, row in enumerate(scorer.rows):
         if task["kind"] == "pairwise":
-            left = scorer(i, [it["left"] for it in items], samples, "agreement (left)")
-            right = scorer(i, [it["right"] for it in items], samples, "agreement (right)")
+            if scorer.group_relative(i):  # a rank rubric compares the two responses of each item
+                both = [it["left"] for it in items] + [it["right"] for it in items]
+                scores = scorer(i, both, samples + samples, "agreement", groups=[*range(len(items))] * 2)
+                left, right = scores[: len(items)], scores[len(items) :]
+            else:
+                left = scorer(i, [it["left"] for it in items], samples, "agreement (left)")
+                right = scorer(i, [it["right"] for it in items], samples, "agreement (right)")
             row["agreement"] = _pairwise_agreement(left, right, [it["decision"] for it in items])
             continue
-        scores = scorer(i, [it["completion"] for it in items], samples, "agreement")
+        scores = scorer(i, [it["completion"] for it in items], samples, "agreement", groups=same_prompt)
         machine = _unit_scale({it["id"]: s for it, s in zip(items, scores, strict=True) if math.isfinite(s)})
         people = {it["id"]: it["people"] for it in items}
         row["agreement"] = {

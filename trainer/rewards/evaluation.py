@@ -17,13 +17,18 @@
   closed form: it enumerates every N-subset when there are at most ``majority_draws`` of them, else averages that
   many random subsets drawn with ``seed`` (a vote tie is the mean over the tied answers, i.e. a random tie-break in
   expectation). Intervals are percentile bootstraps over problems (``seed``).
+- ``RubricSource``: a project's rubric (trainer/rubrics) as a reward source. Each completion's score is the rubric's
+  per-completion aggregate (``weighted_sum``: the weighted mean of the criterion scores normalised to [0, 1]; ``rank``:
+  RLVR^2's within-group win rate, so the caller says which completions form a group: a Best-of-N problem's N samples,
+  a preference pair). A criterion the rubric could not score (an unparseable judge output, a rule that failed) makes
+  the completion's score absent (``nan``), never 0 as training's aggregators count it.
 - ``audit_judge``: the false-positive rate of a source on responses that answer nothing (trainer/rewards/
   master_keys.py: "One Token to Fool LLM-as-a-Judge"'s master keys, and repeats of the question): the share it
   accepts, per key and overall. "Accepts" is the source's own ``correct`` verdict, or a score above ``threshold``
   when one is given (a scalar reward model has no verdict of its own).
 
 Agreement with people is computed on the web side (webapp/annotation's machine-scorer agreement), not here.
-Torch-free: numpy and the verifier seam only.
+Torch-free: numpy, the verifier seam and the rubric scorer (a judge model is loaded by the caller).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -40,8 +45,11 @@ from pydantic import Field, model_validator
 from trainer.bounds import MAX_SEED, BoundedModel
 from trainer.evaluation.metrics import bootstrap_ci, pass_at_k
 from trainer.rewards.master_keys import audit_responses
+from trainer.rubrics.config import RubricConfig
+from trainer.rubrics.judge import LLMJudge
+from trainer.rubrics.scoring import RubricScorer
 from trainer.samples import Sample
-from trainer.verifiers.base import Verifier, VerifierResult
+from trainer.verifiers.base import Verifier, VerifierParams, VerifierResult, absent_result
 
 DEFAULT_NS = (1, 2, 4, 8, 16, 32, 64)
 CONFIDENCE = 0.95
@@ -108,7 +116,10 @@ class RewardEvaluationConfig(BoundedModel):
     """What a reward-source evaluation job computes (each part optional, at least one)."""
 
     sources: list[dict[str, Any]] = Field(
-        min_length=1, max_length=MAX_SOURCES, description="The reward sources: config 'verifiers' entries."
+        min_length=1,
+        max_length=MAX_SOURCES,
+        description="The reward sources: config 'verifiers' entries, or a rubric's entry "
+        "{'name': 'rubric', 'params': <its config section>}.",
     )
     pairwise: PairwiseSpec | None = None
     best_of_n: BestOfNSpec | None = None
@@ -136,6 +147,70 @@ def score_of(result: VerifierResult) -> float:
 
 def is_absent(score: float | None) -> bool:
     return score is None or not math.isfinite(score)
+
+
+# ---------------------------------------------------------------------------------------------------- rubrics
+
+RUBRIC_SOURCE = (
+    "rubric"  # a source entry's name for a rubric ({"name": "rubric", "params": <rubric section>})
+)
+
+
+class RubricSource:
+    """A rubric as a reward source: criterion scores per completion, then the rubric's aggregate (module docstring).
+
+    ``criterion_scores`` scores in any batches (no criterion looks at another completion); ``aggregate`` then folds
+    a whole phase's rows with their group ids, so a ``rank`` rubric compares exactly a group's members. Calling the
+    source like a verifier scores each completion alone (its own group): right for ``weighted_sum``, while ``rank``
+    would give every completion 0.5, so callers use ``group_relative`` to tell.
+    """
+
+    name: ClassVar[str] = RUBRIC_SOURCE
+    Params: ClassVar[type[VerifierParams]] = VerifierParams  # its parameters are the rubric's config section
+
+    def __init__(self, config: RubricConfig, judge: LLMJudge | None = None) -> None:
+        self.config = config
+        self.scorer = RubricScorer(config, judge)  # refuses judge criteria without a judge
+
+    @property
+    def group_relative(self) -> bool:
+        return self.config.aggregation == "rank"
+
+    def criterion_scores(self, completions: Sequence[str], samples: Sequence[Sample]) -> list[list[float]]:
+        """[N, C]: each completion's score per trained criterion on the criterion's scale (``nan``: not scored)."""
+        scored = self.scorer.score(completions, samples, list(range(len(completions))))
+        return [[scored.scores[c.name][i] for c in self.scorer.criteria] for i in range(len(completions))]
+
+    def aggregate(self, rows: Sequence[Sequence[float]], group_ids: Sequence[int]) -> list[float]:
+        """One score per row: the rubric's aggregate over the rows whose every criterion was scored (``rank``: within
+        each group, among those), ``nan`` for a row with an unscored criterion."""
+        if len(rows) != len(group_ids):
+            raise ValueError(f"{len(rows)} score rows but {len(group_ids)} group ids")
+        present = [i for i, row in enumerate(rows) if all(math.isfinite(v) for v in row)]
+        out = [math.nan] * len(rows)
+        if present:
+            values = self.scorer.aggregate(
+                [rows[i] for i in present], self.scorer.criteria, [group_ids[i] for i in present]
+            )
+            for i, value in zip(present, values, strict=True):
+                out[i] = float(value)
+        return out
+
+    def score(
+        self, completions: Sequence[str], samples: Sequence[Sample], group_ids: Sequence[int]
+    ) -> list[float]:
+        return self.aggregate(self.criterion_scores(completions, samples), group_ids)
+
+    def __call__(self, completions: Sequence[str], samples: Sequence[Sample]) -> list[VerifierResult]:
+        """The verifier seam, each completion its own group; no verdict of its own (``correct`` False): an audit of
+        a rubric needs a threshold."""
+        scores = self.score(completions, samples, list(range(len(completions))))
+        return [
+            absent_result("a rubric criterion was not scored")
+            if is_absent(s)
+            else VerifierResult(s, False, {})
+            for s in scores
+        ]
 
 
 # ---------------------------------------------------------------------------------------------------- pairwise

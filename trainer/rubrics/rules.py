@@ -370,6 +370,13 @@ class VerifierRule:
         from trainer.errors import VerifierError
         from trainer.verifiers import build_verifier
 
+        from trainer.verifiers.base import VERIFIERS
+
+        if params.name in VERIFIERS and getattr(VERIFIERS.get(params.name), "absent_on_failure", False):
+            raise ConfigError(
+                f"verifier {params.name!r} is a reward source (a model or an endpoint), not a verifiable rule: list "
+                "it under 'verifiers' with a weight instead of inside a rubric criterion"
+            )
         try:
             self.verifier = build_verifier(params.name, params.params)
         except VerifierError as err:

@@ -34,7 +34,8 @@ class EvaluationIn(serializers.Serializer[None]):
     name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     sources = StrictJSONField(
         help_text='Reward sources: config verifiers entries ({"name", "params", "label"}), '
-        '{"reward_model_version": id} or {"verifier_version": id}.'
+        '{"reward_model_version": id}, {"verifier_version": id}, or {"rubric": id} (with "judge_model", a local '
+        "model or the rubric judge_model settings, when a criterion is scored by a judge)."
     )
     pairwise = StrictJSONField(required=False, allow_null=True, default=None,
                                help_text='{"dataset"|"annotation_task"|"run": id, "max_pairs"}')  # fmt: skip

@@ -221,6 +221,7 @@ def form_choices(*, project: Project) -> dict[str, Any]:
     """What the new-evaluation form offers: the project's saved sources, pair sources and annotation tasks."""
     from trainer.evaluation.suite import builtin_benchmark_names
     from webapp.rewards.models import RewardModelVersion
+    from webapp.rubrics.models import Rubric
     from webapp.verification.models import VerifierVersion
 
     return {
@@ -232,6 +233,7 @@ def form_choices(*, project: Project) -> dict[str, Any]:
         "verifier_versions": list(
             VerifierVersion.objects.filter(definition__project=project).select_related("definition")[:100]
         ),
+        "rubrics": list(Rubric.objects.filter(project=project).order_by("name", "id")[:100]),
         "tasks": list(AnnotationTask.objects.filter(project=project).order_by("-id")[:100]),
         "datasets": list(Dataset.objects.filter(project=project, format="jsonl").order_by("-id")[:100]),
         "runs": list(Run.objects.filter(experiment__project=project).order_by("-id")[:50]),

@@ -7,6 +7,11 @@ after commit (dispatch_evaluation.py); the page polls the job. Who may start one
 verifier audit (webapp/verification/job_services.py): it only scores and stores figures, changing nothing a run
 holds. Cancel: whoever started it, or an admin.
 
+A saved rubric (``{"rubric": id}``, optionally with ``"judge_model"``: the local model of its judge criteria, a name or
+the ``rubric.judge_model`` settings) is stored as ``{"name": "rubric", "params": <its config section>, "label": <its
+name>}``: a snapshot, so editing the rubric later does not change a job. Its judge model and any reward model or judge
+a ``verifier`` rule names are confined as an experiment's rubric and verifiers are.
+
 Every reference is checked here when the job is stored (sources through webapp/experiments/config_paths.py, as a
 benchmark's verifiers are; pairs, tasks and the policy must be the project's) and again on the worker
 (``evaluation_inputs_for_worker``), which resolves them to server paths only then.
@@ -26,10 +31,17 @@ from webapp.core.dispatch import send_after_commit
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.core.paths import DATASET_PREFIX, parse_reference
 from webapp.datafiles.models import Dataset
-from webapp.experiments.config_paths import confine_benchmark_config, confine_model, judge_secret_names
+from webapp.experiments.config_paths import (
+    confine_benchmark_config,
+    confine_model,
+    confine_reward_sources,
+    judge_secret_names,
+)
 from webapp.rewards.dispatch_evaluation import enqueue_reward_evaluation
 from webapp.rewards.evaluation_selectors import check_reference
 from webapp.rewards.models import JobKind, JobStatus, RewardJob, RewardModelVersion
+from webapp.rubrics.models import Rubric
+from webapp.rubrics.selectors import rubric_to_config
 from webapp.teams.models import Project, Role
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
@@ -44,6 +56,7 @@ DATASET_MAX_TOKENS = (
     256  # new tokens per sample on an uploaded benchmark unless best_of_n.max_tokens says otherwise
 )
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+RUBRIC_SOURCE = "rubric"  # trainer/rewards/evaluation.py's RUBRIC_SOURCE
 
 
 def reward_evaluation_start(*, project: Project, actor: AnyUser, data: Any, name: str = "") -> RewardJob:
@@ -134,7 +147,9 @@ def evaluation_inputs_for_worker(*, job: RewardJob) -> dict[str, Any]:
             config["benchmark_config"] = _benchmark_for_worker(job.project, bon)
     except InvalidInput as err:
         raise ConfigError(f"reward evaluation {job.pk}: {err.message}") from None
-    config["secret_names"] = judge_secret_names({"verifiers": config["sources"]})
+    config["secret_names"] = judge_secret_names(
+        {"verifiers": config["sources"] + _rule_verifiers(config["sources"])}
+    )
     return config
 
 
@@ -188,6 +203,8 @@ def _entry(project: Project, item: dict[str, Any], field: str) -> dict[str, Any]
 
     if "reward_model_version" in item or "verifier_version" in item:
         return _saved_entry(project, item, field)
+    if RUBRIC_SOURCE in item and "name" not in item:
+        return _rubric_entry(project, item, field)
     try:
         spec = VerifierSpec.model_validate(item)
     except ValidationError as err:
@@ -235,6 +252,69 @@ def _saved_entry(project: Project, item: dict[str, Any], field: str) -> dict[str
     return {**entry, "label": f"{entry['label']}_v{number}", "origin": {kind: ref, "name": shown}}
 
 
+def _rubric_entry(project: Project, item: dict[str, Any], field: str) -> dict[str, Any]:
+    """A rubric of the project as a source entry: its config section (validated as the trainer's ``rubric``)."""
+    from trainer.rubrics.config import RubricConfig
+
+    ref, judge_model = item.get(RUBRIC_SOURCE), item.get("judge_model")
+    if not isinstance(ref, int) or isinstance(ref, bool) or not set(item) <= {RUBRIC_SOURCE, "judge_model"}:
+        raise _invalid(field, 'Give {"rubric": <id>} and, for judge criteria, "judge_model", nothing else.')
+    if isinstance(judge_model, str):
+        judge_model = {"name_or_path": judge_model}
+    if judge_model is not None and not isinstance(judge_model, dict):
+        raise _invalid(
+            f"{field}.judge_model", "Name a local judge model, or give the rubric judge_model settings."
+        )
+    rubric = Rubric.objects.prefetch_related("criteria").filter(pk=ref, project=project).first()
+    if rubric is None:
+        raise _invalid(field, f"Rubric {ref} is not a rubric of this project.")
+    try:
+        section = RubricConfig.model_validate(rubric_to_config(rubric, judge_model=judge_model))
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = [str(p) for p in e["loc"]]
+        where = ".".join([field, *loc]) if loc[:1] == ["judge_model"] else field
+        raise _invalid(
+            where, f"Rubric {rubric.name!r}: {str(e['msg']).removeprefix('Value error, ')}"
+        ) from None
+    return {
+        "name": RUBRIC_SOURCE,
+        "params": section.model_dump(mode="json"),
+        "label": rubric.name,
+        "origin": {RUBRIC_SOURCE: rubric.pk, "name": rubric.name},
+    }
+
+
+def _rule_verifiers(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verifier entries the ``verifier`` rules of the rubric sources name (their judges' secrets count too)."""
+    return [
+        (criterion.get("rule") or {}).get("params") or {}
+        for entry in entries
+        if entry.get("name") == RUBRIC_SOURCE
+        for criterion in entry["params"].get("criteria") or []
+        if (criterion.get("rule") or {}).get("type") == "verifier"
+    ]
+
+
+def _confined_rubric(project: Project, entry: dict[str, Any], *, resolve: bool, field: str) -> dict[str, Any]:
+    """A rubric entry whose judge model and ``verifier`` rules name only what the project may use (with ``resolve``
+    server paths), as an experiment's ``rubric`` and ``verifiers`` are confined."""
+    out = copy.deepcopy(entry)
+    params = out["params"]
+    judge = params.get("judge_model") or {}
+    if judge.get("name_or_path"):
+        judge["name_or_path"] = confine_model(
+            judge["name_or_path"], project=project, resolve=resolve, field=f"{field}.judge_model.name_or_path"
+        )
+    for k, criterion in enumerate(params.get("criteria") or []):
+        rule = criterion.get("rule") or {}
+        if rule.get("type") == "verifier":
+            where = f"{field}.params.criteria.{k}.rule.params"
+            rule["params"] = confine_reward_sources([rule.get("params") or {}], project=project, resolve=resolve,
+                                                    field=where)[0]  # fmt: skip
+    return out
+
+
 def _plain(entry: dict[str, Any]) -> dict[str, Any]:
     return {"name": entry["name"], "params": entry.get("params") or {}, "label": entry["label"]}
 
@@ -248,7 +328,13 @@ def _confined(project: Project, entries: list[dict[str, Any]], *, resolve: bool)
     except InvalidInput as err:
         fields = {k.replace("sources.verifiers.", "sources.", 1): v for k, v in err.fields.items()}
         raise InvalidInput(err.message.replace("verifiers.", "sources.", 1), fields) from None
-    return list(out.get("verifiers", entries))
+    confined = list(out.get("verifiers", entries))
+    return [
+        _confined_rubric(project, e, resolve=resolve, field=f"sources.{i}")
+        if e.get("name") == RUBRIC_SOURCE
+        else e
+        for i, e in enumerate(confined)
+    ]
 
 
 def _check_references(project: Project, config: dict[str, Any]) -> None:
@@ -268,6 +354,10 @@ def _check_references(project: Project, config: dict[str, Any]) -> None:
         dataset_id = parse_reference(bon["benchmark"], DATASET_PREFIX)
         if dataset_id is not None:
             _dataset_benchmark(project, dataset_id)
+            if RUBRIC_SOURCE in (bon.get("oracle") or {}):
+                raise _invalid(
+                    "best_of_n.oracle", "The oracle is a verifier that knows the answer, not a rubric."
+                )
             bon["oracle"] = _plain(
                 _entry(project, bon.get("oracle") or {"name": "exact"}, "best_of_n.oracle")
             )

@@ -34,7 +34,7 @@ from webapp.teams.selectors import project_get_for_user
 DEFAULT_FORM = {
     "name": "", "sources_json": '[{"name": "chain_arithmetic"}]', "pairwise_kind": "", "pairwise_id": "",
     "bon": "on", "bon_benchmark": "builtin:chain_arithmetic", "bon_policy": "tiny:chain", "bon_n": "16",
-    "bon_problems": "100", "audit": "on", "audit_problems": "20", "agreement_task": "",
+    "bon_problems": "100", "audit": "on", "audit_problems": "20", "agreement_task": "", "rubric_judge_model": "",
 }  # fmt: skip
 
 
@@ -57,8 +57,15 @@ def _request_data(post: Any) -> dict[str, Any]:
         ) from None
     if not isinstance(extra, list):
         raise InvalidInput("Other sources must be a JSON list of entries.", {"sources": ["Expected a list."]})
-    sources = [{"reward_model_version": _int(v, "sources")} for v in post.getlist("source_rm")]
+    sources: list[dict[str, Any]] = [
+        {"reward_model_version": _int(v, "sources")} for v in post.getlist("source_rm")
+    ]
     sources += [{"verifier_version": _int(v, "sources")} for v in post.getlist("source_vv")]
+    judge_model = (post.get("rubric_judge_model") or "").strip()
+    sources += [
+        {"rubric": _int(v, "sources"), **({"judge_model": judge_model} if judge_model else {})}
+        for v in post.getlist("source_rubric")
+    ]
     data: dict[str, Any] = {"sources": sources + extra, "audit": post.get("audit") == "on"}
     if post.get("pairwise_kind") in ("dataset", "annotation_task", "run") and post.get("pairwise_id"):
         data["pairwise"] = {post["pairwise_kind"]: _int(post["pairwise_id"], "pairwise")}
@@ -94,6 +101,9 @@ def evaluation_list(request: HttpRequest, project_id: int) -> HttpResponse:
         # ?source_rm=<id> preselects a version (a reward model version page's "Evaluate" link).
         "chosen_rm": (request.POST if request.method == "POST" else request.GET).getlist("source_rm"),
         "chosen_vv": (request.POST if request.method == "POST" else request.GET).getlist("source_vv"),
+        "chosen_rubrics": (request.POST if request.method == "POST" else request.GET).getlist(
+            "source_rubric"
+        ),
         **form_choices(project=project),
         **role_context(project=project, request=request),
     }

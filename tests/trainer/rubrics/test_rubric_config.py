@@ -80,3 +80,18 @@ def test_the_section_imports_no_torch() -> None:
         ).stdout.strip()
         == "False"
     )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"name": "judge", "params": {"base_url": "http://judge.example:8000/v1", "model": "m"}},
+        {"name": "reward_model", "params": {"model": "tiny:chain"}},
+    ],
+)
+def test_a_reward_source_is_refused_as_a_rubric_rule(source: dict[str, Any]) -> None:
+    """A model or an endpoint inside a rubric criterion would escape the checks the web app applies to the
+    config's reward sources (the judge allow-list, the model folders): it is listed under verifiers instead."""
+    criterion = {"name": "graded", "rule": {"type": "verifier", "params": source}}
+    with pytest.raises(ConfigError, match="is a reward source .* list it under 'verifiers'"):
+        config_from_dict({"rubric": {"criteria": [criterion]}})
