@@ -369,7 +369,6 @@ class VerifierRule:
     def __init__(self, params: VerifierRuleParams) -> None:
         from trainer.errors import VerifierError
         from trainer.verifiers import build_verifier
-
         from trainer.verifiers.base import VERIFIERS
 
         if params.name in VERIFIERS and getattr(VERIFIERS.get(params.name), "absent_on_failure", False):

@@ -93,5 +93,5 @@ def test_a_reward_source_is_refused_as_a_rubric_rule(source: dict[str, Any]) -> 
     """A model or an endpoint inside a rubric criterion would escape the checks the web app applies to the
     config's reward sources (the judge allow-list, the model folders): it is listed under verifiers instead."""
     criterion = {"name": "graded", "rule": {"type": "verifier", "params": source}}
-    with pytest.raises(ConfigError, match="is a reward source .* list it under 'verifiers'"):
+    with pytest.raises(ConfigError, match=r"is a reward source .* list it under 'verifiers'"):
         config_from_dict({"rubric": {"criteria": [criterion]}})
