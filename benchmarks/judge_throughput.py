@@ -27,7 +27,6 @@ import platform
 import random
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,18 +35,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from benchmarks.provenance import code_revision  # noqa: E402 -- after the path
+
 RESULTS = REPO / "benchmarks" / "results" / "judge_throughput.json"
 LATENCY_S = 0.2
-
-
-def revision() -> str:
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
-    ).stdout.strip()
-    return sha + ("+uncommitted" if dirty else "")
 
 
 def _judge(base_url: str, concurrency: int) -> Any:
@@ -125,7 +116,7 @@ def main() -> None:
         proxy.close()
         server.close()
     report = {
-        "revision": revision(),
+        "revision": code_revision(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_before": load_before,
                     "load_after": os.getloadavg()},
         "model": "tiny:addition through vLLM's OpenAI-compatible server (CPU build)",

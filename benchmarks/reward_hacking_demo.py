@@ -29,13 +29,11 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import hashlib
 import json
 import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,27 +42,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from benchmarks.provenance import code_revision, weights_hash  # noqa: E402 -- after the path
 
 GREEDY = "eval/chain_arithmetic/accuracy (greedy)"
 SERIES = ("rollout/reward_mean", "rollout/response_len_mean", "actor/entropy", "actor/kl", "watch/hacking")
-
-
-def revision() -> str:
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-        )
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True)
-        return sha.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
-    except OSError:
-        return "unknown"
-
-
-def weights_hash(model_dir: str | Path) -> str:
-    digest = hashlib.sha256()
-    for f in sorted(Path(model_dir).glob("*.safetensors")):
-        digest.update(f.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def length_pairs(outcomes: list[Any], per_prompt: int, seed: int) -> list[Any]:
@@ -320,7 +301,7 @@ def main() -> int:
         data = arm_config(arm, rm_path, args.steps, args.seed, args.window, work / arm)
         arms[arm] = train_arm(arm, data)
     result = {
-        "revision": revision(),
+        "revision": code_revision(),
         "command": " ".join(sys.argv),
         "torch_threads": threads,
         "settings": {

@@ -20,38 +20,22 @@ before and after is recorded because a shared machine skews every figure.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
 import random
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from benchmarks.provenance import code_revision, weights_hash  # noqa: E402 -- after the path
+
 RESULTS = REPO / "benchmarks" / "results" / "reward_model_throughput.json"
-
-
-def git_revision() -> str:
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-        )
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True)
-        return sha.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
-    except OSError:
-        return "unknown"
-
-
-def weights_hash(model_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for f in sorted(model_dir.glob("*.safetensors")):
-        digest.update(f.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def build_reward_model(out_dir: Path, seed: int) -> Path:
@@ -150,7 +134,7 @@ def main() -> None:
     ours, loop = args.n / statistics.median(ours_s), args.n / statistics.median(loop_s)
     out = {
         "benchmark": "reward_model_throughput",
-        "revision": git_revision(),
+        "revision": code_revision(),
         "model": f"tiny:chain + one-output head (seed {args.seed}), sha256 {model_hash}",
         "model_hash": model_hash,
         "completions": args.n,

@@ -17,38 +17,22 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
 import shutil
-import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from benchmarks.provenance import code_revision, weights_hash  # noqa: E402 -- after the path
+
 RESULTS = REPO / "benchmarks" / "results" / "tiny_rm.json"
 NS = (1, 2, 4, 8, 16)
-
-
-def git_revision() -> str:
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-        )
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True)
-        return sha.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
-    except OSError:
-        return "unknown"
-
-
-def weights_hash(model_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for f in sorted(model_dir.glob("*.safetensors")):
-        digest.update(f.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def build(home: Path) -> tuple[Path, dict[str, Any], float]:
@@ -131,7 +115,7 @@ def main() -> int:
         policy_hash = weights_hash(Path(tmp) / "home" / "models" / "chain-v3")
     k = args.samples
     result = {
-        "git_revision": git_revision(),
+        "git_revision": code_revision(),
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
