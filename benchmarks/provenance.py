@@ -10,12 +10,19 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def code_revision(repo: Path = REPO) -> str:
-    """The checkout's short commit, with ``+uncommitted`` when tracked or untracked files differ from it."""
+    """The checkout's short commit, with ``+uncommitted`` when files other than results differ from it."""
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True
         )
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True)
+        dirty = (
+            subprocess.run(  # results files are outputs, not code: writing one does not make the next dirty
+                ["git", "status", "--porcelain", "--", ".", ":(exclude)benchmarks/results"],
+                cwd=repo,
+                capture_output=True,
+                text=True,
+            )
+        )
     except OSError:
         return "unknown"
     return sha.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
