@@ -315,6 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_train_rm_parser(sub)  # rlvr train-rm (trainer/rewards/train_rm_cli.py)
 
+    from trainer.process.train_prm_cli import add_train_prm_parser
+
+    add_train_prm_parser(sub)  # rlvr train-prm (trainer/process/train_prm_cli.py)
+
     p = sub.add_parser("config-schema", help="print the experiment config's JSON schema")
     p.set_defaults(func=_cmd_config_schema)
 

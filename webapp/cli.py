@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from rlvr_client.cli import COMMAND_HELP
 
 TRAINER_COMMANDS = frozenset(
-    {"train", "eval", "export", "demo", "init-model", "train-rm", "config-schema", "methods"}
+    {"train", "eval", "export", "demo", "init-model", "train-rm", "train-prm", "config-schema", "methods"}
 )
 STACK_COMMANDS = frozenset({"stack", "serve", "createuser"})
 
@@ -29,6 +29,7 @@ training (this machine, no server):
   init-model          build and warm-start the built-in tiny model (cached)
   eval                evaluate a model or checkpoint on a benchmark (Avg@n, Pass@k, maj@k)
   train-rm            train a Bradley-Terry reward model from pairs (--recipe chain: the tiny chain RM)
+  train-prm           train a process reward model from step labels (--recipe chain: the tiny chain PRM)
   export CKPT OUT     write a plain Hugging Face model from a checkpoint (merges LoRA adapters)
   config-schema       print the experiment config's JSON schema
   methods             list every training method by the config field that chooses it
