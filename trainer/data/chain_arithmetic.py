@@ -245,3 +245,18 @@ def chain_arithmetic_samples(
             )
         )
     return samples
+
+
+# builtin:chain_arithmetic's held-out problems (trainer/evaluation/suite.py): 500 of data seed 1234, level "mixed"
+BENCHMARK_SEED, BENCHMARK_SIZE = 1234, 500
+
+
+def problems_off_the_benchmark(count: int, seed: int, level: str) -> list[Sample]:
+    """``count`` distinct chain problems drawn with ``seed``, none of them a held-out benchmark problem (what the tiny
+    reward-model and PRM recipes train on)."""
+    benchmark = {
+        s.prompt for s in chain_arithmetic_samples(BENCHMARK_SIZE, seed=BENCHMARK_SEED, level="mixed")
+    }
+    drawn = chain_arithmetic_samples(count * 2, seed=seed, level=level)
+    unique = {s.prompt: s for s in drawn if s.prompt not in benchmark}
+    return list(unique.values())[:count]

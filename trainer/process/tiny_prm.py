@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.data.chain_arithmetic import chain_arithmetic_samples
+from trainer.data.chain_arithmetic import problems_off_the_benchmark
 from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, rlvr_home
 from trainer.process.prm_config import PRMTrainingConfig
 from trainer.process.prm_training import (
@@ -46,10 +46,6 @@ from trainer.rollout.hf_engine import HFRolloutEngine
 from trainer.samples import Sample
 
 POLICY = "tiny:chain"  # the PRM's base weights
-BENCHMARK_SEED, BENCHMARK_SIZE = (
-    1234,
-    500,
-)  # builtin:chain_arithmetic's problems (trainer/evaluation/suite.py)
 
 
 @dataclass(frozen=True)
@@ -81,12 +77,7 @@ def tiny_prm_path(recipe: ChainPRMRecipe = RECIPE) -> Path:
 
 def training_problems(recipe: ChainPRMRecipe) -> list[Sample]:
     """``recipe.prompts`` chain problems drawn with ``data_seed``, none of them a benchmark problem."""
-    benchmark = {
-        s.prompt for s in chain_arithmetic_samples(BENCHMARK_SIZE, seed=BENCHMARK_SEED, level="mixed")
-    }
-    drawn = chain_arithmetic_samples(recipe.prompts * 2, seed=recipe.data_seed, level=recipe.level)
-    unique = {s.prompt: s for s in drawn if s.prompt not in benchmark}
-    return list(unique.values())[: recipe.prompts]
+    return problems_off_the_benchmark(recipe.prompts, recipe.data_seed, recipe.level)
 
 
 def chain_prm_examples(

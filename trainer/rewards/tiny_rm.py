@@ -26,7 +26,11 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trainer.data.chain_arithmetic import chain_arithmetic_samples
+from trainer.data.chain_arithmetic import (  # noqa: F401 -- BENCHMARK_*: re-exported
+    BENCHMARK_SEED,
+    BENCHMARK_SIZE,
+    problems_off_the_benchmark,
+)
 from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, rlvr_home
 from trainer.rewards.bradley_terry import RMProgress, RMTrainingConfig, RMTrainingResult, train_reward_model
 from trainer.rewards.pairs import Outcome, PreferencePair, pairs_from_outcomes
@@ -37,10 +41,6 @@ from trainer.verifiers.base import build_verifier
 
 CHAIN_RM = "tiny:chain-rm"
 POLICY = "tiny:chain"
-BENCHMARK_SEED, BENCHMARK_SIZE = (
-    1234,
-    500,
-)  # builtin:chain_arithmetic's problems (trainer/evaluation/suite.py)
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,7 @@ def tiny_rm_path(recipe: ChainRMRecipe = RECIPE) -> Path:
 
 def training_problems(recipe: ChainRMRecipe) -> list[Sample]:
     """``recipe.prompts`` chain problems drawn with ``data_seed``, none of them a benchmark problem."""
-    benchmark = {
-        s.prompt for s in chain_arithmetic_samples(BENCHMARK_SIZE, seed=BENCHMARK_SEED, level="mixed")
-    }
-    drawn = chain_arithmetic_samples(recipe.prompts * 2, seed=recipe.data_seed, level="mixed")
-    unique = {s.prompt: s for s in drawn if s.prompt not in benchmark}
-    return list(unique.values())[: recipe.prompts]
+    return problems_off_the_benchmark(recipe.prompts, recipe.data_seed, "mixed")
 
 
 def sample_outcomes(
