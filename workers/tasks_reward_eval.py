@@ -8,6 +8,8 @@ so a re-delivered job (late acknowledgement) does not sample again; then each so
 A rubric source (trainer/rewards/evaluation.py's ``RubricSource``) scores its criteria in the same batches and then
 aggregates each phase's scores with their groups: a Best-of-N problem's samples, a pair, an annotation prompt's items
 (its judge model, when a criterion needs one, is loaded here on the CPU).
+Step scorers among the sources (``kind: process``) take no part in these parts: workers/tasks_process_eval.py evaluates
+them as PRMs in the ``process`` part, on the same cached Best-of-N samples, beside the other sources' curves.
 Progress (phase, done, total) is written at most once a second, and each write reads the cancel flag: a cancelled
 job stops at its next batch and keeps what it had computed. Like the other tasks it takes an id and imports the
 trainer inside its body (the web process imports this module's name only).
@@ -31,6 +33,7 @@ from workers.celery_app import app
 from workers.failures import describe_failure
 
 if TYPE_CHECKING:
+    from trainer.evaluation.config import BenchmarkConfig
     from trainer.rewards.evaluation import RubricSource
     from trainer.samples import Sample
     from trainer.verifiers.base import Verifier
@@ -102,32 +105,46 @@ def _evaluate(job: RewardJob, result: dict[str, Any], progress: _Progress) -> No
     inputs = evaluation_inputs_for_worker(job=job)
     # The API keys its judges name, decrypted for this process only (forgotten when the task ends).
     provide_secrets(secret_values_for_worker(project=job.project, names=inputs["secret_names"]))
-    sources = [_build_source(e, inputs["seed"]) for e in inputs["sources"]]
+    sources = [_build_source(e, inputs["seed"]) for e in inputs["sources"]]  # None: a step scorer
     rows = result["sources"]
     for stored in job.config["sources"]:  # as stored: references, never server paths
+        kind = {"kind": stored["kind"]} if stored.get("kind") else {}  # "process": a step scorer
         rows.append({"label": stored["label"], "name": stored["name"], "origin": stored.get("origin", {}),
-                     "scoring_s": 0.0, "scored": 0})  # fmt: skip
+                     "scoring_s": 0.0, "scored": 0, **kind})  # fmt: skip
     scorer = _Scorer(sources, rows, inputs["score_batch_size"], progress)
     started = time.perf_counter()
     if inputs.get("pairwise"):
         _pairwise(job, inputs, scorer, result)
     thresholds: dict[int, float] = {}
+    orm_scores: dict[
+        int, list[float]
+    ] = {}  # each scalar source's Best-of-N scores (the process part reuses them)
+    bon = None
     if inputs.get("best_of_n"):
-        thresholds = _best_of_n(job, inputs, scorer, result, progress)
+        bon = _bon_samples(job, inputs, progress)
+        thresholds = _best_of_n(job, inputs, scorer, result, bon, orm_scores)
     if inputs.get("audit"):
         _audit(inputs, scorer, result, thresholds)
     if inputs.get("agreement"):
         _agreement(job, inputs, scorer, result)
+    if inputs.get("process"):
+        from workers.tasks_process_eval import process_part
+
+        process_part(inputs, rows, result, progress, bon, orm_scores)
     result["timings"]["total_s"] = time.perf_counter() - started
     for row in rows:
         row["latency_s_per_completion"] = row["scoring_s"] / row["scored"] if row["scored"] else None
 
 
-def _build_source(entry: dict[str, Any], seed: int) -> Verifier:
-    """A verifier for a config ``verifiers`` entry; a ``RubricSource`` (its judge model loaded) for a rubric's."""
+def _build_source(entry: dict[str, Any], seed: int) -> Verifier | None:
+    """A verifier for a config ``verifiers`` entry; a ``RubricSource`` (its judge model loaded) for a rubric's; None
+    for a step scorer (the process part builds it)."""
     from trainer.rewards.evaluation import RUBRIC_SOURCE, RubricSource
+    from trainer.rewards.evaluation_process import PROCESS_KIND
     from trainer.verifiers import build_verifier
 
+    if entry.get("kind") == PROCESS_KIND:
+        return None
     if entry["name"] != RUBRIC_SOURCE:
         return build_verifier(entry["name"], entry["params"])
     from trainer.rubrics.config import RubricConfig
@@ -148,9 +165,13 @@ class _Scorer:
     completion) are the completions a group-relative rubric compares; other sources ignore them."""
 
     def __init__(
-        self, sources: list[Verifier], rows: list[dict[str, Any]], batch: int, progress: _Progress
+        self, sources: list[Verifier | None], rows: list[dict[str, Any]], batch: int, progress: _Progress
     ) -> None:
         self.sources, self.rows, self.batch, self.progress = sources, rows, batch, progress
+
+    def scalar_rows(self) -> list[tuple[int, dict[str, Any]]]:
+        """(index, row) of the sources that score whole responses (not the step scorers)."""
+        return [(i, row) for i, row in enumerate(self.rows) if self.sources[i] is not None]
 
     def rubric(self, index: int) -> RubricSource | None:
         from trainer.rewards.evaluation import RubricSource
@@ -176,6 +197,7 @@ class _Scorer:
         from trainer.rewards.evaluation import score_of
 
         source, rubric = self.sources[index], self.rubric(index)
+        assert source is not None, "a step scorer is scored by the process part"
         scores: list[Any] = []  # floats, or a rubric's criterion rows (aggregated below)
         for start in range(0, len(completions), self.batch):
             t0 = time.perf_counter()
@@ -201,7 +223,7 @@ def _pairwise(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: d
     pairs = pairs_for_evaluation(project=job.project, spec=inputs["pairwise"])
     samples = [Sample(id=f"pair-{i}", prompt=p["prompt"], answer=p["answer"]) for i, p in enumerate(pairs)]
     result["pairwise"] = {"pairs": len(pairs), "from": job.config["pairwise"]}
-    for i, row in enumerate(scorer.rows):
+    for i, row in scorer.scalar_rows():
         if scorer.group_relative(i):  # a rank rubric compares the two responses of each pair
             both = [p["chosen"] for p in pairs] + [p["rejected"] for p in pairs]
             scores = scorer(i, both, samples + samples, "pairwise", groups=[*range(len(pairs))] * 2)
@@ -216,8 +238,9 @@ def _pairwise(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: d
 
 def _bon_samples(
     job: RewardJob, inputs: dict[str, Any], progress: _Progress
-) -> tuple[list[Any], list[Sample]]:
-    """(problems [{id, texts, correct, answers}], their Samples): generated once, then read from the job's cache."""
+) -> tuple[list[Any], list[Sample], BenchmarkConfig]:
+    """(problems [{id, texts, correct, answers, token_ids}], their Samples, the benchmark config): generated once,
+    then read from the job's cache."""
     from django.conf import settings
 
     from trainer.evaluation.engine import evaluate, load_benchmark_samples
@@ -235,7 +258,7 @@ def _bon_samples(
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     cache = Path(settings.DATA_DIR) / "reward-evaluations" / f"job-{job.pk}" / f"samples-{digest}.json"
     if cache.is_file():
-        return json.loads(cache.read_text(encoding="utf-8")), samples
+        return json.loads(cache.read_text(encoding="utf-8")), samples, config
 
     class Sink:
         done = 0
@@ -255,23 +278,24 @@ def _bon_samples(
         raise _Cancelled()
     problems = [
         {"id": p.problem_id, "texts": [s.text for s in p.samples], "correct": [bool(s.correct) for s in p.samples],
-         "answers": [s.extracted_answer for s in p.samples]}
+         "answers": [s.extracted_answer for s in p.samples], "token_ids": [list(s.token_ids) for s in p.samples]}
         for p in evaluated.problems
     ]  # fmt: skip
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(problems), encoding="utf-8")
-    return problems, samples
+    return problems, samples, config
 
 
 def _best_of_n(
-    job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any], progress: _Progress
-) -> dict[int, float]:
-    """Each source's curve; returns, per source index, the median score it gave the oracle's correct samples (the
-    audit's threshold for a reward model that has no verdict of its own)."""
+    job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: dict[str, Any],
+    bon: tuple[list[Any], list[Sample], BenchmarkConfig], scores_out: dict[int, list[float]],
+) -> dict[int, float]:  # fmt: skip
+    """Each scalar source's curve (its scores kept in ``scores_out``); returns, per source index, the median score it
+    gave the oracle's correct samples (the audit's threshold for a reward model that has no verdict of its own)."""
     from trainer.rewards.evaluation import BestOfNSpec, ScoredSample, best_of_n_baselines, best_of_n_curve
 
     t0 = time.perf_counter()
-    problems, samples = _bon_samples(job, inputs, progress)
+    problems, samples, _config = bon
     by_id = {s.id: s for s in samples}
     texts = [t for p in problems for t in p["texts"]]
     owners = [by_id[p["id"]] for p in problems for _ in p["texts"]]
@@ -291,8 +315,9 @@ def _best_of_n(
     result["best_of_n"] = {**{k: stored[k] for k in ("benchmark", "policy", "n", "problems")}, "ns": ns,
                            "baselines": base, "sampling_s": time.perf_counter() - t0}  # fmt: skip
     thresholds: dict[int, float] = {}
-    for i, row in enumerate(scorer.rows):
+    for i, row in scorer.scalar_rows():
         scores = scorer(i, texts, owners, "best-of-n", groups=problem_of)
+        scores_out[i] = scores
         curve = best_of_n_curve(groups(scores), ns, seed=seed, resamples=min(inputs["bootstrap_resamples"], 1000),
                                 baselines=base)  # fmt: skip
         row["best_of_n"] = curve.to_json()
@@ -315,7 +340,9 @@ def _audit(
     problems = load_benchmark_samples(resolve_benchmark(spec, max_problems=inputs["audit_problems"]))
     result["audit"] = {"benchmark": benchmark, "problems": len(problems)}
     for i, (row, entry) in enumerate(zip(scorer.rows, inputs["sources"], strict=True)):
-        threshold = None
+        threshold, source = None, scorer.sources[i]
+        if source is None:  # a step scorer
+            continue
         if scorer.group_relative(i):
             row["audit"] = {"fpr": None, "note": "A rubric aggregated by rank scores each response against the others "
                             "of its group: it has no absolute score that accepts or rejects one response."}  # fmt: skip
@@ -334,9 +361,7 @@ def _audit(
             scorer.progress(f"audit: {label}", done, total)
 
         t0 = time.perf_counter()
-        audit = audit_judge(
-            scorer.sources[i], problems, threshold=threshold, batch_size=scorer.batch, on_batch=tick
-        )
+        audit = audit_judge(source, problems, threshold=threshold, batch_size=scorer.batch, on_batch=tick)
         row["scoring_s"] += time.perf_counter() - t0
         row["scored"] += sum(r.responses for r in audit.rows)
         row["audit"] = audit.to_json()
@@ -358,7 +383,7 @@ def _agreement(job: RewardJob, inputs: dict[str, Any], scorer: _Scorer, result: 
     samples = [Sample(id=f"item-{it['id']}", prompt=it["prompt"], answer=it["answer"]) for it in items]
     prompts: dict[str, int] = {}
     same_prompt = [prompts.setdefault(it["prompt"], len(prompts)) for it in items]  # a rank rubric's groups
-    for i, row in enumerate(scorer.rows):
+    for i, row in scorer.scalar_rows():
         if task["kind"] == "pairwise":
             if scorer.group_relative(i):  # a rank rubric compares the two responses of each item
                 both = [it["left"] for it in items] + [it["right"] for it in items]

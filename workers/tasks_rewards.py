@@ -1,4 +1,5 @@
-"""The ``training`` queue's reward-model training task: Bradley-Terry training of a new reward model version.
+"""The ``training`` queue's reward-model training task: Bradley-Terry training of a new reward model version, or
+a process reward model's training when the job names step ``labels`` (workers/tasks_prm.py).
 
 Like the other tasks it takes an id and imports webapp and trainer inside its body. The web side
 (webapp/rewards/training_services.py) stores the job and sends this task after commit; here the job is marked
@@ -80,6 +81,10 @@ def train_reward_model(self: Task[Any, Any], job_id: int) -> str:
     job = services.training_mark_started(job_id=job_id)
     if job is None:
         return "skipped"
+    if "labels" in job.config:  # a process reward model: step labels, not pairs
+        from workers.tasks_prm import run_prm_job
+
+        return run_prm_job(job)
     writer = ProgressWriter(job.pk, services.training_progress)
     try:
         pairs = pairs_for_source(project=job.project, source=job.config["source"])

@@ -76,6 +76,12 @@ def _models(config: dict[str, Any]) -> dict[str, str]:
     teacher = (config.get("teacher") or {}).get("name_or_path")
     if teacher:
         out["teacher"] = model_hash(str(resolve_model_path(teacher)))
+    scorer = (config.get("process_reward") or {}).get("scorer") or {}
+    scorer_model = (scorer.get("params") or {}).get("model")
+    if scorer_model:  # a step scorer's model (the tiny chain PRM is built on first use)
+        from trainer.process.records import step_scorer_model
+
+        out["step_scorer"] = model_hash(step_scorer_model(scorer_model))
     prior = (config.get("budget") or {}).get("prior_file")
     if prior:
         out["prior_file"] = hashlib.sha256(Path(prior).read_bytes()).hexdigest()[:16]

@@ -1,24 +1,21 @@
 /* Reward evaluation page: the Best-of-N chart (one line per source, plus random choice, majority vote and the
- * oracle), live progress while the job runs (polls the API each second, reloads when it ends), and Cancel. */
+ * oracle; the step scorers' PRM Best-of-N curves dashed beside them, or in the process card's own chart when the
+ * process part scored a subset of the samples), live progress while the job runs (polls the API each second,
+ * reloads when it ends), and Cancel. */
 "use strict";
 (function () {
   const data = window.rlvr.pageData();
   const result = window.rlvr.pageData("result-data") || {};
   const ACTIVE = ["queued", "running"];
 
-  function drawChart() {
-    const div = document.getElementById("bon-chart");
-    const bon = result.best_of_n;
-    if (!div || !bon || !window.Plotly) return;
-    const traces = [];
-    for (const row of result.sources || []) {
-      if (!row.best_of_n) continue;
-      traces.push({ x: row.best_of_n.ns, y: row.best_of_n.best_of_n, name: row.label, mode: "lines+markers" });
-    }
-    const base = bon.baselines || {};
-    const dashed = { random: "random choice", majority: "majority vote", oracle: "oracle (pass@N)" };
-    for (const [key, name] of Object.entries(dashed)) {
-      if (base[key]) traces.push({ x: bon.ns, y: base[key], name: name, mode: "lines", line: { dash: "dot" } });
+  const DASHED = { random: "random choice", majority: "majority vote", oracle: "oracle (pass@N)" };
+
+  function plot(div, lines, ns, baselines) {
+    const traces = lines.slice();
+    for (const [key, name] of Object.entries(DASHED)) {
+      if (baselines && baselines[key]) {
+        traces.push({ x: ns, y: baselines[key], name: name, mode: "lines", line: { dash: "dot" } });
+      }
     }
     div.textContent = "";
     Plotly.react(div, traces, {
@@ -27,6 +24,41 @@
       yaxis: { title: { text: "accuracy of the chosen sample" }, rangemode: "tozero" },
       legend: { orientation: "h", y: -0.3 },
     }, { displaylogo: false, responsive: true });
+  }
+
+  /* The step scorers' PRM Best-of-N curves (the solution scored by the aggregate of its step scores). */
+  function prmLines() {
+    const process = result.process || {};
+    const lines = [];
+    for (const row of result.sources || []) {
+      const curve = row.process && row.process.best_of_n;
+      if (!curve) continue;
+      lines.push({ x: curve.ns, y: curve.best_of_n, name: row.label + " (PRM, " + (process.aggregate || "min") + ")",
+        mode: "lines+markers", marker: { symbol: "diamond" }, line: { dash: "dash" } });
+    }
+    return lines;
+  }
+
+  function drawCharts() {
+    if (!window.Plotly) return;
+    const bon = result.best_of_n;
+    const shared = (result.process || {}).best_of_n;
+    const main = document.getElementById("bon-chart");
+    if (main && bon) {
+      const lines = [];
+      for (const row of result.sources || []) {
+        if (!row.best_of_n) continue;
+        lines.push({ x: row.best_of_n.ns, y: row.best_of_n.best_of_n, name: row.label, mode: "lines+markers" });
+      }
+      plot(main, shared && shared.same_samples ? lines.concat(prmLines()) : lines, bon.ns, bon.baselines || {});
+    }
+    const own = document.getElementById("prm-bon-chart");
+    if (own && shared) {  // on a subset of the samples: the scalar sources' curves recomputed on the same subset
+      const orm = (shared.orm || []).map(function (c) {
+        return { x: c.ns, y: c.best_of_n, name: c.label, mode: "lines+markers" };
+      });
+      plot(own, orm.concat(prmLines()), shared.ns, shared.baselines || {});
+    }
   }
 
   function showProgress(job) {
@@ -54,6 +86,6 @@
       if (!resp.ok) { cancel.disabled = false; window.alert((resp.body && resp.body.detail) || "Could not cancel."); }
     });
   }
-  drawChart();
+  drawCharts();
   if (ACTIVE.includes(data.status)) poll();
 })();

@@ -1,31 +1,68 @@
-/* The reward job page: polls /api/reward-jobs/<id>/ each second until the job ends; progress ("step 40 / 200 ·
-   about 30 s left"), live loss and held-out pairwise accuracy charts (Plotly), cancel, and the new version's link.
-   Text from the server is set with textContent only. */
+/* The training form: where a reward model may take either kind, only the chosen kind's fields show (pairs for a
+   Bradley-Terry reward model, step labels for a process reward model); without JS both show and the radio decides.
+   The reward job page: polls /api/reward-jobs/<id>/ each second until the job ends; progress ("step 40 / 200 ·
+   about 30 s left"; a PRM's "labelling 40 / 200 problems" first), live loss and held-out accuracy charts (Plotly:
+   pairwise accuracy, or a PRM's step accuracy and first-error accuracy), cancel, and the new version's link with its
+   held-out figures. Text from the server is set with textContent only. */
 "use strict";
 (function () {
+  const form = document.getElementById("rm-train-form");
+  if (form) {
+    const kinds = form.querySelectorAll("input[name=model_kind]");
+    const show = () => {
+      const chosen = form.querySelector("input[name=model_kind]:checked");
+      for (const part of form.querySelectorAll("[data-kind]")) {  // style, not hidden: .stack sets display
+        part.style.display = chosen && part.dataset.kind !== chosen.value ? "none" : "";
+      }
+    };
+    kinds.forEach((input) => input.addEventListener("change", show));
+    show();
+  }
+  if (!document.getElementById("page-data")) return;
   const data = window.rlvr.pageData("page-data");
   const $ = (id) => document.getElementById(id);
   const FINISHED = ["succeeded", "failed", "cancelled"];
   let timer = null;
 
-  function chart(id, series, title) {
+  function chart(id, lines, title) {
     const div = $(id);
     if (!div || !window.Plotly) return;
-    const xs = series.map((p) => p[0]);
-    const ys = series.map((p) => p[1]);
-    window.Plotly.react(div, [{ x: xs, y: ys, mode: "lines+markers", name: title }], {
+    const traces = lines.map(([series, name]) => ({
+      x: series.map((p) => p[0]), y: series.map((p) => p[1]), mode: "lines+markers", name: name,
+    }));
+    window.Plotly.react(div, traces, {
       margin: { t: 10, r: 10, b: 40, l: 50 }, height: 260, xaxis: { title: { text: "step" } },
-      yaxis: { title: { text: title } },
+      yaxis: { title: { text: title } }, showlegend: lines.length > 1, legend: { orientation: "h" },
     }, { displayModeBar: false, responsive: true });
   }
 
+  const fixed = (x) => (typeof x === "number" ? x.toFixed(3) : "—");
+
   function progressText(p) {
+    if (p && !p.total && typeof p.problems === "number") {
+      return (p.phase || "") + " · " + (p.labelled_problems || 0) + " / " + p.problems + " problems sampled, " +
+        (p.examples || 0) + " solutions labelled";
+    }
     if (!p || !p.total) return p && p.phase ? p.phase : "";
     let text = "step " + p.step + " / " + p.total;
     if (typeof p.eta_s === "number" && p.step < p.total) text += " · about " + window.rlvr.formatDuration(p.eta_s) + " left";
     const acc = p.accuracy && p.accuracy.length ? p.accuracy[p.accuracy.length - 1][1] : null;
-    if (acc !== null) text += " · held-out pairwise accuracy " + acc.toFixed(3);
+    if (acc !== null) text += " · held-out " + (data.prm ? "step" : "pairwise") + " accuracy " + acc.toFixed(3);
     return text;
+  }
+
+  function resultText(r) {
+    if (data.prm && typeof r.held_out_step_accuracy === "number") {
+      return " · held-out step accuracy " + fixed(r.held_out_step_accuracy) + " (majority class " +
+        fixed(r.majority_step_accuracy) + ") on " + r.held_out_steps + " steps; first-error accuracy " +
+        fixed(r.held_out_first_error_accuracy) + " (majority class " + fixed(r.majority_first_error_accuracy) +
+        "), first-error F1 " + fixed(r.held_out_first_error_f1) + "; " + r.steps + " steps";
+    }
+    if (typeof r.held_out_accuracy === "number") {
+      return " · held-out pairwise accuracy " + r.held_out_accuracy.toFixed(3) + " on " + r.held_out_pairs +
+        " pairs, " + r.steps + " steps";
+    }
+    return "";
   }
 
   function render(job) {
@@ -41,14 +78,13 @@
     if (job.status === "succeeded" && job.version_url) {
       result.hidden = false;
       result.replaceChildren(window.rlvr.el("a", { href: job.version_url, id: "rm-job-version" }, "Open the new version"));
-      const r = job.result || {};
-      if (typeof r.held_out_accuracy === "number") {
-        result.appendChild(document.createTextNode(" · held-out pairwise accuracy " + r.held_out_accuracy.toFixed(3) +
-          " on " + r.held_out_pairs + " pairs, " + r.steps + " steps"));
-      }
+      result.appendChild(document.createTextNode(resultText(job.result || {})));
     }
-    chart("rm-chart-loss", p.loss || [], "loss");
-    chart("rm-chart-accuracy", p.accuracy || [], "accuracy");
+    chart("rm-chart-loss", [[p.loss || [], "loss"]], "loss");
+    const accuracy = data.prm
+      ? [[p.accuracy || [], "step accuracy"], [p.first_error_accuracy || [], "first-error accuracy"]]
+      : [[p.accuracy || [], "accuracy"]];
+    chart("rm-chart-accuracy", accuracy, "accuracy");
   }
 
   async function poll() {

@@ -1,7 +1,8 @@
 /* Experiment form: add a reward-model version (a scalar reward model or a judge) of the project as one more entry
    of the config's `verifiers` list, with its weight in `algorithm.reward_weights` (the verifier editor's JSON store,
    static/js/config_editors.js, redraws its rows on "input"). Sources already listed keep their weights (1.0 where
-   none were set); an entry with the same label is replaced. */
+   none were set); an entry with the same label is replaced. Process reward model versions (kind "prm") are not
+   verifiers entries: they are offered nowhere here, and their page shows the process_reward snippet to use. */
 "use strict";
 (function () {
   const script = document.currentScript;
@@ -15,8 +16,9 @@
 
   async function init() {
     const resp = await window.rlvr.api("/api/projects/" + script.dataset.project + "/reward-model-versions/");
-    if (!resp.ok || !Array.isArray(resp.body) || resp.body.length === 0) return;
-    const versions = resp.body;
+    if (!resp.ok || !Array.isArray(resp.body)) return;
+    const versions = resp.body.filter((v) => v.kind !== "prm");  // a PRM is the process_reward scorer, not an entry
+    if (versions.length === 0) return;
     const select = el("select", { id: "reward-source-picker", "aria-label": "Reward model version" },
       el("option", { value: "" }, "Reward model…"));
     versions.forEach((v, i) => {

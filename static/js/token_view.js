@@ -227,7 +227,7 @@
   const STEP_HIGH = [27, 122, 47];      // ... and at score 1, linear in between
   const STEP_NONE = "rgb(150,150,150)"; // no score for the step
   // Who blamed the step, in the words of the legend ("PRM blamed step 3"); another scorer is named as sent.
-  const SCORER_LABELS = { prm: "PRM", oracle_chain: "oracle", monte_carlo: "Monte Carlo" };
+  const SCORER_LABELS = { prm: "PRM", oracle_chain: "oracle", monte_carlo: "Monte Carlo", implicit: "implicit PRM" };
 
   function stepColour(score) {
     if (score === null || score === undefined || !Number.isFinite(score)) return STEP_NONE;

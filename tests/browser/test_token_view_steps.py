@@ -1,6 +1,8 @@
 """The token view draws a rollout's steps (process rewards) as bands over their tokens, with each step's score, the
 step the scorer blamed and the oracle's first wrong step; a "steps" checkbox hides them; a rollout without steps
-looks as before, and a malformed record says its step data is unreadable instead of breaking the page."""
+looks as before, and a malformed record says its step data is unreadable instead of breaking the page. A run really
+trained with a ``prm`` scorer (a tiny PRM trained in the fixture) shows, on one of its completions, the steps, the
+step the PRM blamed and the chain oracle's first wrong step."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser.helpers import PASSWORD, long_tokens, seed_run, store_step, token_record
+from tests.workers.prm_helpers import train_tiny_prm
 from trainer.sinks import TOKEN_CHANNELS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -177,4 +180,52 @@ def test_64_steps_over_8k_tokens_render_every_token_in_its_band(
     timing = page.evaluate("() => window.__tokenViewTiming")
     print(f"8192 tokens, 64 steps: fetch {timing['fetch_ms']:.0f} ms, render {timing['render_ms']:.0f} ms")
     assert timing["render_ms"] < 5000
+    assert page.js_errors == []
+
+
+@pytest.fixture(scope="module")
+def prm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return train_tiny_prm(tmp_path_factory.getbasetemp() / "token-view-prm")
+
+
+@pytest.mark.timeout(600)
+def test_a_run_trained_with_a_prm_shows_its_blamed_step_beside_the_oracles_first_wrong_step(
+    page: Any, sign_in: Callable[[str, str], Any], settings: Any, prm_folder: Path,
+    screenshot: Callable[[Any, str], Path],
+) -> None:  # fmt: skip
+    from workers.tasks import run_training
+
+    settings.RLVR_MODEL_ROOTS = [*settings.RLVR_MODEL_ROOTS, prm_folder.parent]
+    config = {
+        "name": "prm-run", "model": {"name_or_path": "tiny:chain-teacher"},
+        "data": {"source": "chain_arithmetic", "task": "mixed", "size": 64},
+        "verifiers": [{"name": "chain_arithmetic"}],
+        "rollout": {"num_generations": 8, "max_completion_length": 64},
+        "training": {"max_steps": 1, "prompts_per_step": 2, "micro_batch_size": 8},
+        "process_reward": {"scorer": {"name": "prm", "params": {"model": str(prm_folder)}}},
+    }  # fmt: skip
+    run = seed_run(config=config)
+    assert (
+        run_training.apply(args=(run.pk,)).get() == "succeeded"
+    )  # trained in this process, stored for the page
+    records = [(r, r.details.get("process") or {}) for r in run.rollouts.order_by("group", "sample_index")]
+    assert records and all(p.get("scorer") == "prm" for _, p in records)
+    both = [(r, p) for r, p in records if p["blamed"] is not None and p["oracle_first_wrong"] is not None]
+    assert both, [(p.get("blamed"), p.get("oracle_first_wrong")) for _, p in records]
+    rollout, process = max(both, key=lambda rp: len(rp[1]["spans"]))  # the completion with the most steps
+    steps, blamed, wrong = len(process["spans"]), process["blamed"], process["oracle_first_wrong"]
+    sign_in("alice", PASSWORD)
+
+    open_token_view(page, run.pk, rollout.pk)
+    assert page.get_attribute("#tv-tokens", "data-steps") == "shown"
+    assert page.locator("#tv-tokens .tv-step").count() == steps
+    assert f"{steps} step" in page.inner_text("#tv-steps-legend")
+    assert "scored by prm" in page.inner_text("#tv-steps-legend")
+    assert page.inner_text("#tv-steps-legend .tv-steps-blamed") == f"PRM blamed step {blamed + 1}"
+    assert page.inner_text("#tv-steps-legend .tv-steps-wrong") == f"really wrong: step {wrong + 1}"
+    assert page.get_attribute("#tv-tokens .tv-step.blamed", "data-step") == str(blamed)
+    assert page.get_attribute("#tv-tokens .tv-step.wrong", "data-step") == str(wrong)
+    score = process["scores"][blamed]
+    assert f"score {score:.3f} (prm)" in str(page.get_attribute("#tv-tokens .tv-step.blamed", "aria-label"))
+    screenshot(page, "token-view-prm-run")
     assert page.js_errors == []

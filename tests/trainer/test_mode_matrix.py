@@ -45,6 +45,8 @@ PROCESS: dict[str, Any] = {
     "segmenter": {"name": "pattern", "params": {"pattern": "[0-9]"}},
     "scorer": {"name": "monte_carlo", "params": {"k": 2}},
 }
+# The same steps scored by PRIME's implicit PRM, trained online at a tiny-model learning rate.
+IMPLICIT: dict[str, Any] = {**PROCESS, "scorer": {"name": "implicit", "params": {"beta": 0.5, "lr": 1e-3}}}
 # On top of tests/trainer/loop_helpers.py's tiny config: 4 prompts x 8 completions of up to 8 tokens.
 BASE: dict[str, dict[str, Any]] = {
     "rollout": {"max_completion_length": 8, "seed_per_prompt": True},
@@ -222,6 +224,13 @@ CONFIGS: dict[str, Case] = {
         {"process_reward": {**PROCESS, "credit": "mean", "success_gated": True}},
         fsdp=True,
     ),
+    # the implicit PRM (PRIME): every rank scores its own rollouts and its PRM's gradients are summed over ranks, so
+    # step 2's scores (after step 1's PRM update) and their credit equal one process's
+    "process_implicit": Case(
+        {"process_reward": {**IMPLICIT, "credit": "sum"}},
+        fsdp=True,
+        expect=lambda r: r[1]["metrics"]["process/implicit_reward_mean"] != 0,  # the PRM moved
+    ),
     "process_last": Case(
         {"process_reward": {**PROCESS, "segmenter": {"name": "entropy"}, "credit": "last"}},
         fsdp=True,
@@ -242,6 +251,9 @@ FEATURES = {
     "algorithm.dual_clip": lambda c: c.algorithm.dual_clip,
     "algorithm.num_iterations > 1": lambda c: c.algorithm.num_iterations > 1,
     "algorithm.beta > 0 (a KL reference)": lambda c: c.algorithm.beta > 0,
+    "process_reward.scorer 'implicit' (a PRM updated every step)": lambda c: (
+        c.process_reward is not None and c.process_reward.scorer.name == "implicit"
+    ),
 }
 
 

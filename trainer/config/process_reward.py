@@ -87,12 +87,14 @@ class SegmenterChoice(_Choice):
 class ScorerChoice(_Choice):
     """What scores each step (trainer/process/scorers.py)."""
 
-    name: Literal["oracle_chain", "prm", "monte_carlo"] = Field(
+    name: Literal["oracle_chain", "prm", "monte_carlo", "implicit"] = Field(
         "oracle_chain",
         description="'oracle_chain': the chain_arithmetic verifier's own step check (1 before the first wrong step, "
         "0 from it on); 'prm': a process reward model checkpoint scored at step ends (a token-classification head, "
         "or a causal LM scored Math-Shepherd style); 'monte_carlo': Math-Shepherd's Monte-Carlo estimate (the share "
-        "of k continuations from each step's end that reach the right answer).",
+        "of k continuations from each step's end that reach the right answer); 'implicit': PRIME's implicit PRM (Cui et "
+        "al. 2025), a copy of the policy's start trained online on the verifier's verdicts, each step scored "
+        "sigmoid(beta * its summed log-ratio to the frozen start).",
     )
 
     @classmethod

@@ -43,6 +43,9 @@ class TrainerState:
     progress: dict[str, float] | None = None
     # The reward-hacking watch's window and flag (trainer/rewards/hacking.py); None without a watch or in older ones.
     reward_watch: dict[str, Any] | None = None
+    # A stateful step scorer's state (trainer/process/base.py ``ScorerState``: the implicit PRM's optimizer); its
+    # models are in subfolders of the step folder. None without one or in older checkpoints.
+    scorer_state: dict[str, Any] | None = None
 
 
 def capture_rng(generator: torch.Generator) -> dict[str, Any]:
@@ -95,11 +98,13 @@ def save_checkpoint(
     state: TrainerState,
     keep: int,
     model_state_dict: dict[str, torch.Tensor] | None = None,
+    extra_models: dict[str, PreTrainedModel] | None = None,
 ) -> Path:
     """Write a checkpoint atomically and prune old ones down to ``keep``. Returns its directory.
 
     ``model_state_dict``: the full weights when ``model`` holds only a shard of them (trainer/distributed/fsdp.py); the
-    files are the same as for an unsharded model."""
+    files are the same as for an unsharded model. ``extra_models``: more models saved in subfolders, by name (a
+    stateful step scorer's, e.g. ``implicit_prm/``), inside the same atomic write."""
     root = checkpoints_dir(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{state.step:06d}"
@@ -108,6 +113,8 @@ def save_checkpoint(
     tmp.mkdir()
     model.save_pretrained(tmp, safe_serialization=True, state_dict=model_state_dict)
     tokenizer.save_pretrained(tmp)
+    for name, extra in (extra_models or {}).items():
+        extra.save_pretrained(tmp / name, safe_serialization=True)
     torch.save(state.__dict__, tmp / STATE_FILE)
     (tmp / COMPLETE_MARKER).write_text(f"{state.step}\n")
     if final.exists():  # re-saving the same step (e.g. cancel right after a periodic save)

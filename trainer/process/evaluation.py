@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from trainer.process.base import ScorerContext
+from trainer.process.records import with_builtin_model
 from trainer.process.scorers import STEP_SCORERS, chain_first_wrong, first_error_f1
 from trainer.process.steps import StepSpans, segment, token_texts
 from trainer.rewards.evaluation import (
@@ -365,7 +366,7 @@ def score_problems(
     from types import SimpleNamespace
 
     entry = STEP_SCORERS.get(scorer)
-    params = (
+    params = with_builtin_model(
         scorer_params
         if isinstance(scorer_params, entry.Params)
         else entry.Params.model_validate(scorer_params or {})
@@ -451,7 +452,7 @@ def score_step_examples(
     the files do not carry). ``batch_size`` examples per scorer call; ``progress`` and ``should_stop`` as in
     ``score_problems`` (a stopped evaluation returns the finished examples)."""
     entry = STEP_SCORERS.get(scorer)
-    params = (
+    params = with_builtin_model(
         scorer_params
         if isinstance(scorer_params, entry.Params)
         else entry.Params.model_validate(scorer_params or {})

@@ -33,6 +33,8 @@ from trainer.bounds import BoundedModel
 from trainer.errors import ConfigError
 from trainer.process.base import ScorerContext, StepScoreBatch
 
+CHAIN_PRM = "tiny:chain-prm"  # the tiny chain PRM (trainer/process/tiny_prm.py), resolved by records.with_builtin_model
+
 if TYPE_CHECKING:
     from trainer.process.steps import StepSpans
     from trainer.samples import Sample
@@ -43,7 +45,8 @@ class PRMParams(BoundedModel):
         min_length=1,
         max_length=1000,
         description="The PRM: a local folder (a token-classification checkpoint, or a causal LM scored with a step "
-        "tag), or a built-in 'tiny:' name. Nothing is downloaded.",
+        "tag), or a built-in 'tiny:' name ('tiny:chain-prm': the tiny chain PRM, built on first use). Nothing is "
+        "downloaded.",
     )
     kind: Literal["auto", "token_classification", "causal_lm"] = Field(
         "auto",

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.process.prm_head import CHAIN_PRM
 from trainer.process.scorers import (
     STEP_SCORERS,
     ScorerContext,
@@ -37,6 +38,26 @@ class ProcessResult:
     metrics: dict[str, float]
 
 
+def step_scorer_model(name_or_path: str) -> str:
+    """A step scorer's ``model`` as a folder: ``tiny:chain-prm`` -> the tiny chain PRM (built on first use,
+    trainer/process/tiny_prm.py), another ``tiny:`` name -> that built-in model, anything else as it is."""
+    if name_or_path == CHAIN_PRM:
+        from trainer.process.tiny_prm import ensure_tiny_prm
+
+        return str(ensure_tiny_prm(log=lambda message: None))
+    from trainer.models.tiny_model import resolve_model_path
+
+    return resolve_model_path(name_or_path)
+
+
+def with_builtin_model(params: Any) -> Any:
+    """``params`` with a ``model`` of ``tiny:chain-prm`` replaced by the tiny chain PRM's folder; any other params as
+    they are (the scorer resolves the other ``tiny:`` names itself)."""
+    if getattr(params, "model", None) != CHAIN_PRM:
+        return params
+    return params.model_copy(update={"model": step_scorer_model(CHAIN_PRM)})
+
+
 def score_process(
     config: Any,
     token_ids: Sequence[Sequence[int]],
@@ -49,7 +70,7 @@ def score_process(
     completion's length). ``context.params`` is set here from the config."""
     spans = segment(token_ids, context.tokenizer, texts, entropies, config.segmenter)
     scorer = STEP_SCORERS.get(config.scorer.name)
-    context.params = config.scorer.params
+    context.params = with_builtin_model(config.scorer.params)
     batch = scorer.score(texts, samples, spans, token_ids, context)
     scores = [[float(s) for s in row] for row in batch.scores]
     oracle: list[int | None] = [None] * len(spans)

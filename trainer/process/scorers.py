@@ -9,7 +9,9 @@ Registered in ``STEP_SCORERS`` (a name, a one-line description, a bounded params
   line is right but the final answer is not (or missing), the step holding the answer is the first wrong one.
   Absent (nan) when the sample has no reference scratchpad;
 - ``prm``: a process reward model checkpoint (trainer/process/prm_head.py);
-- ``monte_carlo``: Math-Shepherd's Monte-Carlo step values (trainer/process/monte_carlo.py).
+- ``monte_carlo``: Math-Shepherd's Monte-Carlo step values (trainer/process/monte_carlo.py);
+- ``implicit``: PRIME's implicit PRM, trained online on the outcome labels (trainer/process/implicit_prm.py); the
+  one stateful scorer: its PRM lives in the run's ``ScorerState`` (``ScorerContext.state``).
 
 A score that cannot be computed is ``nan`` (absent), never 0: the credit methods give its step no process credit.
 Torch-free at import.
@@ -25,6 +27,7 @@ from typing import Any
 
 from trainer.bounds import BoundedModel
 from trainer.process.base import ScorerContext, StepScoreBatch
+from trainer.process.implicit_prm import ImplicitPRMParams, implicit_scores
 from trainer.process.monte_carlo import MonteCarloParams, monte_carlo_scores
 from trainer.process.prm_head import PRMParams, prm_scores
 from trainer.process.steps import StepSpans, TokenText, token_texts
@@ -148,6 +151,15 @@ STEP_SCORERS.register("monte_carlo")(
         "Math-Shepherd's Monte-Carlo values: the share of k continuations from each step's end that are right.",
         MonteCarloParams,
         monte_carlo_scores,
+    )
+)
+STEP_SCORERS.register("implicit")(
+    StepScorer(
+        "implicit",
+        "PRIME's implicit PRM: sigmoid(beta * the step's summed log-ratio of an outcome-trained LM to its frozen "
+        "start), updated online on the verifier's verdicts.",
+        ImplicitPRMParams,
+        implicit_scores,
     )
 )
 

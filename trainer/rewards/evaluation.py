@@ -40,10 +40,11 @@ from itertools import combinations
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from trainer.bounds import MAX_SEED, BoundedModel
 from trainer.evaluation.metrics import bootstrap_ci, pass_at_k
+from trainer.rewards.evaluation_process import PROCESS_SCORER_KEY, ProcessSpec, process_source_entry
 from trainer.rewards.master_keys import audit_responses
 from trainer.rubrics.config import RubricConfig
 from trainer.rubrics.judge import LLMJudge
@@ -118,23 +119,58 @@ class RewardEvaluationConfig(BoundedModel):
     sources: list[dict[str, Any]] = Field(
         min_length=1,
         max_length=MAX_SOURCES,
-        description="The reward sources: config 'verifiers' entries, or a rubric's entry "
-        "{'name': 'rubric', 'params': <its config section>}.",
+        description="The reward sources: config 'verifiers' entries, a rubric's entry "
+        "{'name': 'rubric', 'params': <its config section>}, or a step scorer {'process_scorer': {'name', 'params'}} "
+        "(evaluated by the process part).",
     )
     pairwise: PairwiseSpec | None = None
     best_of_n: BestOfNSpec | None = None
     audit: bool = Field(False, description="Audit each source on master keys and question repeats.")
     audit_problems: int = Field(20, ge=1, le=500, description="Problems the audit uses (x16 responses each).")
     agreement: AgreementSpec | None = None
+    process: ProcessSpec | None = Field(
+        None,
+        description="Evaluate the step scorers among the sources as PRMs (trainer/rewards/evaluation_process.py).",
+    )
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds sampling, subsets and bootstraps.")
     bootstrap_resamples: int = Field(2000, ge=0, le=100_000, description="Resamples of each 95% interval.")
     score_batch_size: int = Field(64, ge=1, le=4096, description="Completions a source scores per call.")
 
+    @field_validator("sources")
+    @classmethod
+    def _step_scorers(cls, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A step scorer's name and params are refused here, naming the entry (the web side checks the parts)."""
+        for i, entry in enumerate(sources):
+            if PROCESS_SCORER_KEY in entry:
+                process_source_entry(entry, f"sources.{i}")
+        return sources
+
     @model_validator(mode="after")
     def _something_to_do(self) -> RewardEvaluationConfig:
-        if not (self.pairwise or self.best_of_n or self.audit or self.agreement):
-            raise ValueError("choose at least one of pairwise, best_of_n, audit or agreement")
+        if not (self.pairwise or self.best_of_n or self.audit or self.agreement or self.process):
+            raise ValueError("choose at least one of pairwise, best_of_n, audit, agreement or process")
+        if self.process is not None:
+            _check_process(self.process, self.best_of_n)
         return self
+
+
+def _check_process(process: ProcessSpec, best_of_n: BestOfNSpec | None) -> None:
+    """The process part scores the Best-of-N samples (or an uploaded file's steps): it needs one of them."""
+    if best_of_n is None and process.labels is None:
+        raise ValueError(
+            "the process part scores the Best-of-N samples step by step: add best_of_n, or give process.labels "
+            "(an uploaded step-labelled file)"
+        )
+    if best_of_n is not None and (process.samples_per_problem or 0) > best_of_n.n:
+        raise ValueError(
+            f"process.samples_per_problem ({process.samples_per_problem}) is more than the {best_of_n.n} samples "
+            "per problem best_of_n.n generates: lower it or raise best_of_n.n"
+        )
+    if best_of_n is not None and (process.problems or 0) > best_of_n.problems:
+        raise ValueError(
+            f"process.problems ({process.problems}) is more than the {best_of_n.problems} problems best_of_n "
+            "samples: lower it or raise best_of_n.problems"
+        )
 
 
 def score_of(result: VerifierResult) -> float:

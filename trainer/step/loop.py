@@ -81,6 +81,7 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
             state,
             keep=cfg.save_total_limit,
             model_state_dict=weights,
+            extra_models=None if run.scorer_state is None else run.scorer_state.checkpoint_models(),
         )
         sink.on_checkpoint(step, str(path))
     if run.dist is not None:

@@ -17,7 +17,7 @@ from trainer.config import ExperimentConfig
 from trainer.data import check_template, load_samples
 from trainer.data.sampler import PromptSource
 from trainer.distributed.context import DistContext, current
-from trainer.distributed.fsdp import load_full_optimizer_state_dict, shard_model
+from trainer.distributed.fsdp import is_sharded, load_full_optimizer_state_dict, shard_model
 from trainer.errors import CheckpointError, ConfigError
 from trainer.methods.axes import ActiveMethod
 from trainer.methods.prompt_samplers import build_prompt_sampler
@@ -33,6 +33,7 @@ from trainer.models.lora import apply_lora, is_lora_model, load_causal_lm, refer
 from trainer.models.memory import MemoryPlan, plan_memory
 from trainer.models.tiny_model import BuildCallback, BuildProgress, resolve_model_path
 from trainer.models.transformers_compat import enable_activation_checkpointing
+from trainer.process.base import ScorerState
 from trainer.rewards.hacking import HackingDetector, detector_for
 from trainer.rollout import HFRolloutEngine, RolloutBatch, RolloutEngine, SamplingParams
 from trainer.rubrics.scoring import RubricScorer, build_rubric_scorer
@@ -100,6 +101,7 @@ class Run:
         default_factory=RunProgress
     )  # elapsed time and tokens so far (trainer/step/progress.py)
     watch: HackingDetector | None = None  # reward_watch (trainer/rewards/hacking.py); None: no watch
+    scorer_state: ScorerState | None = None  # a stateful step scorer's (the implicit PRM); None: none
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -155,6 +157,7 @@ class Run:
             base_model_path=self.base_model_path,
             progress=self.progress.state(),
             reward_watch=None if self.watch is None else self.watch.state(),
+            scorer_state=None if self.scorer_state is None else self.scorer_state.checkpoint_state(),
         )
 
 
@@ -367,6 +370,7 @@ def build_run(
         dist=current(),
         watch=detector_for(config),
     )
+    run.scorer_state = build_scorer_state(run, checkpoint_dir, state)
     if state is not None:
         if fsdp:  # checkpoints hold the full state (trainer/distributed/fsdp.py); each rank keeps its shard
             load_full_optimizer_state_dict(model, optimizer, state.optimizer)
@@ -387,6 +391,31 @@ def build_run(
     if config.training.memory_budget_gb is not None:
         apply_memory_plan(run, samples, log)
     return run
+
+
+def build_scorer_state(
+    run: Run, checkpoint_dir: Path | None, state: TrainerState | None
+) -> ScorerState | None:
+    """The implicit PRM (trainer/process/implicit_prm.py) when process_reward's scorer is 'implicit', restored from
+    the checkpoint when resuming; None for every other scorer. The run's KL reference serves as the PRM's
+    reference when it holds the policy's start weights whole (not sharded)."""
+    cfg = run.config.process_reward
+    if cfg is None or cfg.scorer.name != "implicit":
+        return None
+    from trainer.process.implicit_prm import build_implicit_prm
+
+    ref = run.ref_model if run.ref_model is not None and not is_sharded(run.ref_model) else None
+    return build_implicit_prm(
+        cfg.scorer.params,
+        run.base_model_path,
+        resolve_dtype(run.config.model.dtype),
+        run.device,
+        run.tokenizer,
+        ref_model=ref,
+        dist=run.dist,
+        resume_dir=checkpoint_dir,
+        saved=None if state is None else state.scorer_state,
+    )
 
 
 def apply_memory_plan(run: Run, samples: list[Sample], log: Callable[[str], None]) -> None:

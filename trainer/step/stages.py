@@ -54,7 +54,8 @@ def score_steps(run: Run, step: int, collected: StepRollouts, scored: PolicyScor
     """``process_reward``: each completion's steps (its segmenter) and their scores (its step scorer,
     trainer/process/); None when the config has no process_reward section. Monte Carlo continues step prefixes
     through the run's engine with a generator of its own, seeded from (seed, step), so the run's sampling random
-    numbers are untouched."""
+    numbers are untouched. The implicit PRM (``run.scorer_state``) is scored, then updated on this step's outcome
+    labels, here."""
     cfg = run.config.process_reward
     if cfg is None:
         return None
@@ -71,7 +72,13 @@ def score_steps(run: Run, step: int, collected: StepRollouts, scored: PolicyScor
         correct=list(collected.scores.correct),
         micro_batch_size=run.micro_batch_size,
         chain_params=chain_params_of(run.verifiers),
+        state=run.scorer_state,
     )
+    if cfg.scorer.name == "implicit":  # the implicit PRM reads the prompt tokens the policy saw
+        context.prompt_ids = [
+            row[mask.bool()].tolist() for row, mask in zip(batch.prompt_ids, batch.prompt_mask, strict=True)
+        ]
+        context.dropped = list(collected.dropped) or None
     if cfg.scorer.name == "monte_carlo":
         if run.producer is not None:
             raise ConfigError(

@@ -20,6 +20,10 @@ A config from the browser or the API may name only what its own project owns, pl
   start with a prefix the deployment lists in RLVR_JUDGE_ENDPOINTS (``url_on_list``, the rule rollout servers
   follow too) and its ``params.api_key_secret`` must name a secret of the project (checked at launch and on the
   worker, when the secret has to exist; ``judge_secret_names`` lists them for the worker, which decrypts them).
+- the step scorer of ``process_reward`` (``process_reward.scorer.params.model``, whichever scorer has that
+  param: the ``prm`` scorer's checkpoint, an optional model of another scorer): ``rm:<version id>`` of a process
+  reward model (PRM) version of the same project (resolved to its folder), or any model as above; a scalar
+  reward model's ``rm:<id>`` is refused there, as a PRM's is as a ``reward_model`` verifier.
 - ``checkpoint.output_dir``: chosen by the server (each run writes to RLVR_RUNS_DIR/run-<id>) whatever
   the config says; the worker sets it from the run row.
 
@@ -200,6 +204,7 @@ class _Confiner:
         return out
 
     def reward_model(self, value: Any, field: str) -> str:
+        """A ``reward_model`` verifier's model: ``rm:<id>`` of a scalar version of the project, or a model."""
         if not isinstance(value, str):
             message = (
                 f"{field.removeprefix('config.')} must name the scoring model: {RM_PREFIX}<version id> of a "
@@ -209,19 +214,39 @@ class _Confiner:
         version_id = parse_reference(value, RM_PREFIX)
         if version_id is None:
             return self.model(value, field)
-        version = (
-            RewardModelVersion.objects.filter(
-                pk=version_id, reward_model__project=self.project, kind=SourceKind.SCALAR
+        return self._version_folder(version_id, value, field, SourceKind.SCALAR)
+
+    def process_model(self, value: Any, field: str) -> str:
+        """A step scorer's model (``process_reward.scorer.params.model``): ``rm:<id>`` of a PRM version of the
+        project, or a model."""
+        if not isinstance(value, str):
+            message = (
+                f"{field.removeprefix('config.')} must name the process reward model: {RM_PREFIX}<version id> of a "
+                f"process reward model of this project, or {allowed_models_text()}"
             )
+            raise InvalidInput(message, {field: [message]})
+        version_id = parse_reference(value, RM_PREFIX)
+        if version_id is None:
+            return self.model(value, field)
+        return self._version_folder(version_id, value, field, SourceKind.PRM)
+
+    def process_scorer(self, config: dict[str, Any], out: dict[str, Any], field: str) -> None:
+        """Confine the ``model`` param of whichever step scorer ``process_reward`` chose (null: no model)."""
+        model = _scorer_model(config)
+        if model is None:
+            return
+        where = f"{field}.process_reward.scorer.params.model"
+        out["process_reward"]["scorer"]["params"]["model"] = self.process_model(model, where)
+
+    def _version_folder(self, version_id: int, value: str, field: str, kind: SourceKind) -> str:
+        """The folder of reward-model version ``version_id`` of this project, which must be of ``kind``."""
+        version = (
+            RewardModelVersion.objects.filter(pk=version_id, reward_model__project=self.project)
             .select_related("reward_model")
             .first()
         )
-        if version is None:
-            message = (
-                f"{field.removeprefix('config.')} {value!r} is not a scalar reward-model version of this project: "
-                f"GET /api/projects/{self.project.pk}/reward-model-versions/ lists them with the entry to use"
-            )
-            raise InvalidInput(message, {field: [message]})
+        if version is None or version.kind != kind:
+            raise _wrong_version(value, field, kind, version, self.project.pk)
         if not self.resolve:
             return value
         stored = str(version.params.get("model") or "")
@@ -258,6 +283,30 @@ class _Confiner:
                 f"/api/projects/{self.project.pk}/secrets/{name}/), or fix the name"
             )
             raise InvalidInput(message, {f"{field}.api_key_secret": [message]})
+
+
+def _wrong_version(
+    value: str, field: str, kind: SourceKind, version: RewardModelVersion | None, project_id: int
+) -> InvalidInput:
+    """Why ``rm:<id>`` may not stand where a ``kind`` version is expected (not this project's, or another kind)."""
+    wanted = "process reward model" if kind == SourceKind.PRM else "scalar reward-model"
+    if version is None:
+        problem = f"is not a {wanted} version of this project"
+    elif version.kind == SourceKind.PRM:
+        problem = (
+            "is a process reward model version, not a scalar reward-model version: it scores steps as the config's "
+            f"process_reward.scorer (name: prm, params.model: {RM_PREFIX}{version.pk}), not as a verifiers entry"
+        )
+    else:
+        problem = (
+            f"is a {version.kind} version, not a {wanted} version: it is a verifiers entry (its config_entry), not a "
+            "process_reward scorer's model"
+        )
+    message = (
+        f"{field.removeprefix('config.')} {value!r} {problem}: GET /api/projects/{project_id}/reward-model-versions/ "
+        "lists them with the entry to use"
+    )
+    return InvalidInput(message, {field: [message]})
 
 
 def _joined(refused: list[InvalidInput]) -> InvalidInput:
@@ -392,6 +441,7 @@ def confine_experiment_config(
             verifiers=confiner.reward_sources(config.get("verifiers") or [], f"{field}.verifiers")
         )
     )
+    attempt(lambda: confiner.process_scorer(config, out, field))
     attempt(lambda: _check_rollout_server(config, f"{field}.rollout.vllm_server_url"))
     if refused:
         raise _joined(refused)
@@ -450,6 +500,14 @@ def confine_model(value: str, *, project: Project, resolve: bool = False, field:
     return _Confiner(project, resolve).model(value, field)
 
 
+def confine_process_model(
+    value: Any, *, project: Project, resolve: bool = False, field: str = "model"
+) -> str:
+    """A step scorer's model as a config of ``project`` may name it (``rm:<id>`` of a PRM version, or a model);
+    with ``resolve`` the folder the trainer loads (the reward evaluation's process sources use it)."""
+    return _Confiner(project, resolve).process_model(value, field)
+
+
 def run_config_for_worker(*, run: Run) -> dict[str, Any]:
     """The run's config as the trainer must load it: references resolved to server paths (checked again
     here), written into the run's own folder. ConfigError (shown as it is) if it names what it may not."""
@@ -475,4 +533,13 @@ def references(stored: dict[str, Any], resolved: dict[str, Any]) -> dict[str, st
         for old, new in zip(stored.get("verifiers") or [], resolved.get("verifiers") or [], strict=False)
         if isinstance(old, dict) and isinstance(new, dict) and old.get("name") == REWARD_MODEL_SOURCE
     ]
+    pairs.append((_scorer_model(stored), _scorer_model(resolved)))  # and a PRM's folder as its rm:<id>
     return {new: old for old, new in pairs if isinstance(old, str) and isinstance(new, str) and old != new}
+
+
+def _scorer_model(config: dict[str, Any]) -> Any:
+    """``process_reward.scorer.params.model`` of a config (None when the section, or the param, is absent)."""
+    section = config.get("process_reward")
+    scorer = section.get("scorer") if isinstance(section, dict) else None
+    params = scorer.get("params") if isinstance(scorer, dict) else None
+    return params.get("model") if isinstance(params, dict) else None

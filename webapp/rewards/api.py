@@ -38,6 +38,7 @@ from webapp.rewards.services import (
     reward_model_delete,
     reward_model_update,
     version_create_judge,
+    version_create_prm,
     version_create_scalar,
 )
 from webapp.teams.selectors import project_get_for_user
@@ -113,13 +114,14 @@ class VersionListApi(APIView):
 
     @extend_schema(
         request=RewardVersionIn, responses={201: RewardVersionOut},
-        summary="Add a version: scalar from a checkpoint folder or checkpoint:<id>, or judge from an endpoint",
+        summary="Add a version: scalar or prm from a checkpoint folder or checkpoint:<id>, or judge from an endpoint",
     )  # fmt: skip
     def post(self, request: Request, reward_model_id: int) -> Response:
         reward_model = reward_model_get_for_user(reward_model_id=reward_model_id, user=request.user)
         data = _valid(RewardVersionIn, request.data)
-        if data["kind"] == SourceKind.SCALAR:
-            version = version_create_scalar(
+        if data["kind"] in (SourceKind.SCALAR, SourceKind.PRM):
+            create = version_create_prm if data["kind"] == SourceKind.PRM else version_create_scalar
+            version = create(
                 reward_model=reward_model, actor=request.user, model=data["model"], params=data["params"],
                 note=data["note"],
             )  # fmt: skip

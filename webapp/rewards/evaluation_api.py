@@ -35,7 +35,8 @@ class EvaluationIn(serializers.Serializer[None]):
     sources = StrictJSONField(
         help_text='Reward sources: config verifiers entries ({"name", "params", "label"}), '
         '{"reward_model_version": id}, {"verifier_version": id}, or {"rubric": id} (with "judge_model", a local '
-        "model or the rubric judge_model settings, when a criterion is scored by a judge)."
+        "model or the rubric judge_model settings, when a criterion is scored by a judge), or a step scorer "
+        '{"process_scorer": {"name": "prm"|"oracle_chain"|"monte_carlo", "params"}} (a PRM version counts as one).'
     )
     pairwise = StrictJSONField(required=False, allow_null=True, default=None,
                                help_text='{"dataset"|"annotation_task"|"run": id, "max_pairs"}')  # fmt: skip
@@ -46,6 +47,11 @@ class EvaluationIn(serializers.Serializer[None]):
     agreement = StrictJSONField(
         required=False, allow_null=True, default=None, help_text='{"annotation_task": id}'
     )
+    process = StrictJSONField(
+        required=False, allow_null=True, default=None,
+        help_text='{"problems", "samples_per_problem", "segmenter", "aggregate", "threshold", "bins", "labels": '
+        '{"dataset", "format", "max_examples"}}: evaluate the step scorers among the sources as PRMs.',
+    )  # fmt: skip
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**32 - 1, default=0)
 
 

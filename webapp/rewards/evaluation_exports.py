@@ -1,5 +1,7 @@
 """A reward-source evaluation's result as a download: one CSV row per source (through webapp/core/csv_export.py, so
-a label or a key that looks like a formula stays text) or the whole result as JSON."""
+a label or a key that looks like a formula stays text) or the whole result as JSON. A step scorer's row carries its
+process figures (first-error F1 with its interval, the accuracies on erroneous and right solutions, the step ECE and
+its PRM Best-of-N at the headline N); the other columns of its row are empty, as a scalar source's process ones are."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from webapp.rewards.models import RewardJob
 HEADER = (
     "source", "name", "pairwise_accuracy", "pairwise_ci_low", "pairwise_ci_high", "pairs_scored", "pairs_absent",
     "best_of_n_at", "best_of_n", "random", "majority", "oracle", "audit_fpr", "master_key_fpr",
-    "repeat_question_fpr", "agreement", "agreement_items", "latency_s_per_completion",
+    "repeat_question_fpr", "agreement", "agreement_items", "latency_s_per_completion", "first_error_f1",
+    "first_error_f1_ci_low", "first_error_f1_ci_high", "accuracy_erroneous", "accuracy_correct", "step_ece",
+    "prm_best_of_n",
 )  # fmt: skip
 
 
@@ -47,15 +51,41 @@ def source_summary(result: dict[str, Any], row: dict[str, Any]) -> dict[str, Any
     }  # fmt: skip
 
 
+def process_summary(result: dict[str, Any], row: dict[str, Any]) -> dict[str, Any] | None:
+    """A step scorer's process figures (the page's "Process rewards" table and the CSV), None for other sources."""
+    process = row.get("process")
+    if process is None:
+        return None
+    first = process.get("first_error") or {}
+    ci = first.get("f1_ci") or [None, None]
+    curve = process.get("best_of_n") or {}
+    n = headline_n(result)
+    ns = curve.get("ns") or []
+    if n not in ns and ns:
+        n = 16 if 16 in ns else max(ns)
+    return {
+        "label": row["label"], "scorer": process.get("scorer", row["name"]), "reference": process.get("reference"),
+        "f1": first.get("f1"), "f1_low": ci[0], "f1_high": ci[1],
+        "accuracy_erroneous": first.get("accuracy_erroneous"), "erroneous": first.get("erroneous"),
+        "accuracy_correct": first.get("accuracy_correct"), "correct": first.get("correct"),
+        "ece": (process.get("calibration") or {}).get("ece"), "steps_mean": process.get("steps_mean"),
+        "n": n if n in ns else None, "best_of_n": curve["best_of_n"][ns.index(n)] if n in ns else None,
+        "note": process.get("note"),
+    }  # fmt: skip
+
+
 def to_csv(job: RewardJob) -> str:
     result = job.result or {}
     lines = []
     for row in result.get("sources", []):
         s = source_summary(result, row)
+        p = process_summary(result, row) or {}
         lines.append([
             s["label"], s["name"], s["pairwise"], s["ci_low"], s["ci_high"], s["pairs_scored"], s["pairs_absent"],
             s["n"], s["best_of_n"], s["random"], s["majority"], s["oracle"], s["audit_fpr"], s["master_key_fpr"],
-            s["repeat_question_fpr"], s["agreement"], s["agreement_items"], s["latency"],
+            s["repeat_question_fpr"], s["agreement"], s["agreement_items"], s["latency"], p.get("f1"),
+            p.get("f1_low"), p.get("f1_high"), p.get("accuracy_erroneous"), p.get("accuracy_correct"), p.get("ece"),
+            p.get("best_of_n"),
         ])  # fmt: skip
     return csv_text(HEADER, lines)
 

@@ -236,6 +236,8 @@ def form_choices(*, project: Project) -> dict[str, Any]:
         "rubrics": list(Rubric.objects.filter(project=project).order_by("name", "id")[:100]),
         "tasks": list(AnnotationTask.objects.filter(project=project).order_by("-id")[:100]),
         "datasets": list(Dataset.objects.filter(project=project, format="jsonl").order_by("-id")[:100]),
+        "label_datasets": list(Dataset.objects.filter(project=project).order_by("-id")[:100]),
+        "process_aggregates": ["min", "last", "product", "mean"],
         "runs": list(Run.objects.filter(experiment__project=project).order_by("-id")[:50]),
         "benchmarks": builtin_benchmark_names()
         + [f"dataset:{d.pk}" for d in Dataset.objects.filter(project=project).exclude(answer_field="")[:100]],

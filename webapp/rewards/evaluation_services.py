@@ -12,6 +12,11 @@ the ``rubric.judge_model`` settings) is stored as ``{"name": "rubric", "params":
 name>}``: a snapshot, so editing the rubric later does not change a job. Its judge model and any reward model or judge
 a ``verifier`` rule names are confined as an experiment's rubric and verifiers are.
 
+A step scorer (``{"process_scorer": {name, params}}``, or a PRM version ``{"reward_model_version": id}`` of kind
+``prm``) is stored as ``{"name": <scorer>, "params", "label", "origin", "kind": "process"}`` and only the ``process``
+part evaluates it (trainer/rewards/evaluation_process.py); its ``params.model`` is confined as an experiment's
+``process_reward.scorer.params.model`` (``rm:<id>`` of a PRM version of the project, or a model).
+
 Every reference is checked here when the job is stored (sources through webapp/experiments/config_paths.py, as a
 benchmark's verifiers are; pairs, tasks and the policy must be the project's) and again on the worker
 (``evaluation_inputs_for_worker``), which resolves them to server paths only then.
@@ -34,18 +39,19 @@ from webapp.datafiles.models import Dataset
 from webapp.experiments.config_paths import (
     confine_benchmark_config,
     confine_model,
+    confine_process_model,
     confine_reward_sources,
     judge_secret_names,
 )
 from webapp.rewards.dispatch_evaluation import enqueue_reward_evaluation
 from webapp.rewards.evaluation_selectors import check_reference
-from webapp.rewards.models import JobKind, JobStatus, RewardJob, RewardModelVersion
+from webapp.rewards.models import JobKind, JobStatus, RewardJob, RewardModelVersion, SourceKind
 from webapp.rubrics.models import Rubric
 from webapp.rubrics.selectors import rubric_to_config
 from webapp.teams.models import Project, Role
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
-from webapp.verification.models import VerifierVersion
+from webapp.verification.models import VerifierVersion, config_label
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +63,12 @@ DATASET_MAX_TOKENS = (
 )
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 RUBRIC_SOURCE = "rubric"  # trainer/rewards/evaluation.py's RUBRIC_SOURCE
+PROCESS_KIND = "process"  # trainer/rewards/evaluation_process.py's PROCESS_KIND: a stored step-scorer entry
+PROCESS_SCORER_KEY = "process_scorer"  # ... and how a step scorer is given
+CHAIN_SCORERS = (
+    "oracle_chain",
+    "monte_carlo",
+)  # need each problem's answer: the Best-of-N samples, not a file
 
 
 def reward_evaluation_start(*, project: Project, actor: AnyUser, data: Any, name: str = "") -> RewardJob:
@@ -64,6 +76,7 @@ def reward_evaluation_start(*, project: Project, actor: AnyUser, data: Any, name
     require_role(project=project, user=actor, minimum=START_EVALUATION)
     config = _validated(data)
     config["sources"] = _resolve_sources(project, config["sources"])
+    _check_parts(config)
     _check_references(project, config)
     with transaction.atomic():
         job = RewardJob.objects.create(
@@ -145,6 +158,9 @@ def evaluation_inputs_for_worker(*, job: RewardJob) -> dict[str, Any]:
                 bon["policy"], project=job.project, resolve=True, field="best_of_n.policy"
             )
             config["benchmark_config"] = _benchmark_for_worker(job.project, bon)
+        labels = (config.get("process") or {}).get("labels")
+        if labels:
+            config["process_labels_path"] = _labels_dataset(job.project, labels["dataset"]).path
     except InvalidInput as err:
         raise ConfigError(f"reward evaluation {job.pk}: {err.message}") from None
     config["secret_names"] = judge_secret_names(
@@ -203,6 +219,8 @@ def _entry(project: Project, item: dict[str, Any], field: str) -> dict[str, Any]
 
     if "reward_model_version" in item or "verifier_version" in item:
         return _saved_entry(project, item, field)
+    if PROCESS_SCORER_KEY in item:
+        return _process_entry(item, field, {"entry": True})
     if RUBRIC_SOURCE in item and "name" not in item:
         return _rubric_entry(project, item, field)
     try:
@@ -235,6 +253,10 @@ def _saved_entry(project: Project, item: dict[str, Any], field: str) -> dict[str
         )
         if rm_version is None:
             raise _invalid(field, f"Reward model version {ref} is not a version of this project.")
+        if rm_version.kind == SourceKind.PRM:  # a step scorer: the process part evaluates it
+            label = f"{config_label(rm_version.reward_model.name)}_v{rm_version.number}"
+            item = {PROCESS_SCORER_KEY: rm_version.scorer_entry, "label": label}
+            return _process_entry(item, field, {kind: ref, "name": str(rm_version)})
         entry, shown, number = rm_version.config_entry, str(rm_version), rm_version.number
     else:
         v_version = (
@@ -250,6 +272,18 @@ def _saved_entry(project: Project, item: dict[str, Any], field: str) -> dict[str
             v_version.number,
         )
     return {**entry, "label": f"{entry['label']}_v{number}", "origin": {kind: ref, "name": shown}}
+
+
+def _process_entry(item: dict[str, Any], field: str, origin: dict[str, Any]) -> dict[str, Any]:
+    """A step scorer as a source entry, its params validated by the scorer's own model."""
+    from trainer.rewards.evaluation_process import process_source_entry
+
+    try:
+        entry = process_source_entry(item, field)
+    except ValueError as err:
+        where, _, message = str(err).partition(": ")
+        raise _invalid(where, message) from None
+    return {**entry, "origin": origin}
 
 
 def _rubric_entry(project: Project, item: dict[str, Any], field: str) -> dict[str, Any]:
@@ -316,7 +350,20 @@ def _confined_rubric(project: Project, entry: dict[str, Any], *, resolve: bool, 
 
 
 def _plain(entry: dict[str, Any]) -> dict[str, Any]:
-    return {"name": entry["name"], "params": entry.get("params") or {}, "label": entry["label"]}
+    kind = {"kind": entry["kind"]} if entry.get("kind") else {}
+    return {"name": entry["name"], "params": entry.get("params") or {}, "label": entry["label"], **kind}
+
+
+def _confined_process(
+    project: Project, entry: dict[str, Any], *, resolve: bool, field: str
+) -> dict[str, Any]:
+    """A step scorer entry whose model (the ``prm`` scorer's checkpoint) names only what the project may use."""
+    out = copy.deepcopy(entry)
+    if out["params"].get("model") is not None:
+        out["params"]["model"] = confine_process_model(
+            out["params"]["model"], project=project, resolve=resolve, field=f"{field}.params.model"
+        )
+    return out
 
 
 def _confined(project: Project, entries: list[dict[str, Any]], *, resolve: bool) -> list[dict[str, Any]]:
@@ -330,11 +377,42 @@ def _confined(project: Project, entries: list[dict[str, Any]], *, resolve: bool)
         raise InvalidInput(err.message.replace("verifiers.", "sources.", 1), fields) from None
     confined = list(out.get("verifiers", entries))
     return [
-        _confined_rubric(project, e, resolve=resolve, field=f"sources.{i}")
+        _confined_process(project, e, resolve=resolve, field=f"sources.{i}")
+        if e.get("kind") == PROCESS_KIND
+        else _confined_rubric(project, e, resolve=resolve, field=f"sources.{i}")
         if e.get("name") == RUBRIC_SOURCE
         else e
         for i, e in enumerate(confined)
     ]
+
+
+def _check_parts(config: dict[str, Any]) -> None:
+    """Step scorers go to the process part and the other sources to the other parts: each part needs its kind."""
+    process = [e for e in config["sources"] if e.get("kind") == PROCESS_KIND]
+    scalar_parts = [p for p in ("pairwise", "audit", "agreement") if config.get(p)]
+    if process and not config.get("process"):
+        raise _invalid(
+            "process",
+            f"{process[0]['label']} is a step scorer: tick the process part to evaluate it as a PRM.",
+        )
+    if config.get("process") and not process:
+        raise _invalid(
+            "process",
+            "The process part evaluates step scorers: add a PRM version, the chain oracle or Monte Carlo as a source.",
+        )
+    if scalar_parts and len(process) == len(config["sources"]):
+        raise _invalid(
+            scalar_parts[0],
+            f"{scalar_parts[0]} scores whole responses and every source is a step scorer: add a verifier, reward "
+            "model, judge or rubric, or leave the part out.",
+        )
+    chain = [e for e in process if e["name"] in CHAIN_SCORERS]
+    if chain and not config.get("best_of_n"):
+        raise _invalid(
+            "best_of_n",
+            f"{chain[0]['label']} ({chain[0]['name']}) scores the Best-of-N samples, whose answers it checks: add "
+            "the best_of_n part (a step-labelled file carries no answers).",
+        )
 
 
 def _check_references(project: Project, config: dict[str, Any]) -> None:
@@ -349,6 +427,9 @@ def _check_references(project: Project, config: dict[str, Any]) -> None:
         check_reference(
             project=project, kind="annotation_task", ref_id=task_id, field="agreement.annotation_task"
         )
+    labels = (config.get("process") or {}).get("labels")
+    if labels:
+        _labels_dataset(project, labels["dataset"])
     bon = config.get("best_of_n")
     if bon:
         dataset_id = parse_reference(bon["benchmark"], DATASET_PREFIX)
@@ -375,6 +456,17 @@ def _dataset_benchmark(project: Project, dataset_id: int) -> Dataset:
             "best_of_n.benchmark",
             f"{DATASET_PREFIX}{dataset_id} is not an uploaded data file of this project with an answer column: "
             "Best-of-N needs the reference answers its oracle checks.",
+        )
+    return dataset
+
+
+def _labels_dataset(project: Project, dataset_id: int) -> Dataset:
+    dataset = Dataset.objects.filter(pk=dataset_id, project=project).first()
+    if dataset is None:
+        raise _invalid(
+            "process.labels.dataset",
+            f"{DATASET_PREFIX}{dataset_id} is not an uploaded data file of this project: upload the step-labelled "
+            "file (Math-Shepherd or PRM800K rows) on the project's Datasets page and name its id.",
         )
     return dataset
 

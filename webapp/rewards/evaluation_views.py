@@ -20,7 +20,7 @@ from django.urls import reverse
 from trainer.bounds import UnsafeInput, strict_json_loads
 from webapp.core.errors import ApplicationError, InvalidInput
 from webapp.pages.views_common import report_error, role_context
-from webapp.rewards.evaluation_exports import headline_n, source_summary
+from webapp.rewards.evaluation_exports import headline_n, process_summary, source_summary
 from webapp.rewards.evaluation_selectors import (
     evaluation_get_for_user,
     evaluation_queue_position,
@@ -28,13 +28,16 @@ from webapp.rewards.evaluation_selectors import (
     form_choices,
 )
 from webapp.rewards.evaluation_services import reward_evaluation_start
-from webapp.rewards.models import JobStatus
+from webapp.rewards.models import JobStatus, RewardModelVersion, SourceKind
 from webapp.teams.selectors import project_get_for_user
 
 DEFAULT_FORM = {
     "name": "", "sources_json": '[{"name": "chain_arithmetic"}]', "pairwise_kind": "", "pairwise_id": "",
     "bon": "on", "bon_benchmark": "builtin:chain_arithmetic", "bon_policy": "tiny:chain", "bon_n": "16",
     "bon_problems": "100", "audit": "on", "audit_problems": "20", "agreement_task": "", "rubric_judge_model": "",
+    "process": "", "process_oracle": "", "process_mc": "", "process_mc_k": "4", "process_prm_model": "",
+    "process_problems": "", "process_samples": "", "process_aggregate": "min", "process_labels": "",
+    "process_labels_format": "math_shepherd",
 }  # fmt: skip
 
 
@@ -66,6 +69,7 @@ def _request_data(post: Any) -> dict[str, Any]:
         {"rubric": _int(v, "sources"), **({"judge_model": judge_model} if judge_model else {})}
         for v in post.getlist("source_rubric")
     ]
+    sources += _process_sources(post)
     data: dict[str, Any] = {"sources": sources + extra, "audit": post.get("audit") == "on"}
     if post.get("pairwise_kind") in ("dataset", "annotation_task", "run") and post.get("pairwise_id"):
         data["pairwise"] = {post["pairwise_kind"]: _int(post["pairwise_id"], "pairwise")}
@@ -77,7 +81,35 @@ def _request_data(post: Any) -> dict[str, Any]:
         data["audit_problems"] = _int(post.get("audit_problems", "20"), "audit_problems")
     if post.get("agreement_task"):
         data["agreement"] = {"annotation_task": _int(post["agreement_task"], "agreement")}
+    if post.get("process") == "on":
+        data["process"] = _process_part(post)
     return data
+
+
+def _process_sources(post: Any) -> list[dict[str, Any]]:
+    """The step scorers ticked in the form (a PRM version is a ``source_rm`` like any reward model version)."""
+    out: list[dict[str, Any]] = []
+    if post.get("process_oracle") == "on":
+        out.append({"process_scorer": {"name": "oracle_chain"}})
+    if post.get("process_mc") == "on":
+        k = _int(post.get("process_mc_k") or "4", "process_scorer.params.k")
+        out.append({"process_scorer": {"name": "monte_carlo", "params": {"k": k}}})
+    model = (post.get("process_prm_model") or "").strip()
+    if model:
+        out.append({"process_scorer": {"name": "prm", "params": {"model": model}}})
+    return out
+
+
+def _process_part(post: Any) -> dict[str, Any]:
+    part: dict[str, Any] = {"aggregate": post.get("process_aggregate") or "min"}
+    if post.get("process_problems"):
+        part["problems"] = _int(post["process_problems"], "process.problems")
+    if post.get("process_samples"):
+        part["samples_per_problem"] = _int(post["process_samples"], "process.samples_per_problem")
+    if post.get("process_labels"):
+        part["labels"] = {"dataset": _int(post["process_labels"], "process.labels.dataset"),
+                          "format": post.get("process_labels_format") or "math_shepherd"}  # fmt: skip
+    return part
 
 
 @login_required
@@ -94,6 +126,11 @@ def evaluation_list(request: HttpRequest, project_id: int) -> HttpResponse:
             report_error(request, err)
         else:
             return redirect("rewards:evaluation-detail", job_id=job.pk)
+    choices = form_choices(project=project)
+    if request.method != "POST" and _preselects_a_prm(
+        request.GET.getlist("source_rm"), choices["rm_versions"]
+    ):
+        form["process"] = "on"  # a PRM version's "Evaluate" link: the part that evaluates it, ticked
     context = {
         "project": project,
         "evaluations": evaluations_for_project(project=project),
@@ -104,10 +141,14 @@ def evaluation_list(request: HttpRequest, project_id: int) -> HttpResponse:
         "chosen_rubrics": (request.POST if request.method == "POST" else request.GET).getlist(
             "source_rubric"
         ),
-        **form_choices(project=project),
+        **choices,
         **role_context(project=project, request=request),
     }
     return render(request, "rewards/evaluation_list.html", context)
+
+
+def _preselects_a_prm(chosen: list[str], versions: list[RewardModelVersion]) -> bool:
+    return any(str(v.pk) in chosen and v.kind == SourceKind.PRM for v in versions)
 
 
 @login_required
@@ -117,7 +158,12 @@ def evaluation_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     context = {
         "project": job.project,
         "job": job,
-        "summaries": [source_summary(result, row) for row in result.get("sources", [])],
+        "summaries": [
+            source_summary(result, row) for row in result.get("sources", []) if row.get("kind") != "process"
+        ],
+        "process_rows": [
+            p for row in result.get("sources", []) if (p := process_summary(result, row)) is not None
+        ],
         "headline_n": headline_n(result),
         "result": result,
         "queue_position": evaluation_queue_position(job=job),

@@ -6,7 +6,10 @@ lists under ``verifiers`` with a weight, exactly as a saved verifier version is:
 Versions are never changed afterwards (only their ``metrics`` may be added to), so a run that names ``rm:<id>`` names
 exactly what scored it. Scalar versions hold a sequence-classification checkpoint folder on the server (written by a
 training job, or a folder under RLVR_MODEL_ROOTS); judge versions hold the endpoint and its parse rule, with the API
-key kept apart as a ``ProjectSecret`` (encrypted at rest, never returned).
+key kept apart as a ``ProjectSecret`` (encrypted at rest, never returned). Process reward model (PRM) versions hold a
+token-classification or causal-LM checkpoint folder scored at every step's end (Lightman et al. 2023, "Let's Verify
+Step by Step"); a config uses one as its ``process_reward`` section's ``prm`` scorer, not as a ``verifiers`` entry, so
+their ``config_entry`` is that section's snippet.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from webapp.verification.models import config_label
 # The only fields of an existing version that may be saved again: everything else is its identity.
 MUTABLE_VERSION_FIELDS = frozenset({"metrics"})
 RM_PREFIX = "rm:"  # a config's reference to a reward-model version: rm:<version id>
+PRM_SCORER = "prm"  # trainer/process/prm_head.py's step scorer name (STEP_SCORERS)
 
 
 class RewardModel(models.Model):
@@ -47,6 +51,7 @@ class RewardModel(models.Model):
 class SourceKind(models.TextChoices):
     SCALAR = "scalar", "Scalar reward model"  # trainer verifier 'reward_model'
     JUDGE = "judge", "Judge behind an OpenAI-compatible endpoint"  # trainer verifier 'judge'
+    PRM = "prm", "Process reward model"  # trainer step scorer 'prm' (process_reward.scorer)
 
 
 class Origin(models.TextChoices):
@@ -69,7 +74,8 @@ class RewardModelVersion(models.Model):
         max_length=1000,
         blank=True,
         default="",
-        help_text="Scalar versions: the checkpoint folder on the server (under RLVR_HOME/reward-models or a model root).",
+        help_text="Scalar and PRM versions: the checkpoint folder on the server (under RLVR_HOME/reward-models or a "
+        "model root).",
     )
     training_job = models.ForeignKey(
         "RewardJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -106,16 +112,41 @@ class RewardModelVersion(models.Model):
 
     @property
     def trainer_name(self) -> str:
-        """The trainer registry name of this source ('reward_model' or 'judge')."""
-        return "reward_model" if self.kind == SourceKind.SCALAR else "judge"
+        """The trainer registry name of this source: the verifier 'reward_model' or 'judge', or the step scorer
+        'prm' (trainer/process/scorers.py)."""
+        if self.kind == SourceKind.SCALAR:
+            return "reward_model"
+        return PRM_SCORER if self.kind == SourceKind.PRM else "judge"
+
+    @property
+    def is_process(self) -> bool:
+        """A PRM: a config's ``process_reward`` scorer, never a ``verifiers`` entry."""
+        return self.kind == SourceKind.PRM
+
+    @property
+    def reference_params(self) -> dict[str, Any]:
+        """The source's params as a config names them: a scalar or PRM version's ``model`` is its ``rm:<id>``."""
+        params = dict(self.params)
+        if self.kind in (SourceKind.SCALAR, SourceKind.PRM):
+            params["model"] = f"{RM_PREFIX}{self.pk}"
+        return params
+
+    @property
+    def scorer_entry(self) -> dict[str, Any]:
+        """A PRM version as the ``process_reward.scorer`` choice ``{name: prm, params}`` (other kinds: their
+        verifiers entry without its label)."""
+        return {"name": self.trainer_name, "params": self.reference_params}
 
     @property
     def config_entry(self) -> dict[str, Any]:
-        """The experiment config's ``verifiers`` entry that scores with exactly this version."""
-        params = dict(self.params)
-        if self.kind == SourceKind.SCALAR:
-            params["model"] = f"{RM_PREFIX}{self.pk}"
-        return {"name": self.trainer_name, "params": params, "label": config_label(self.reward_model.name)}
+        """What a config names to score with exactly this version: the ``verifiers`` entry of a scalar or judge
+        version; for a PRM, the ``process_reward`` snippet whose scorer is this version (merge it into the config's
+        section; segmenter and credit keep their own settings)."""
+        if self.is_process:
+            return {"process_reward": {"scorer": self.scorer_entry}}
+        return {
+            "name": self.trainer_name, "params": self.reference_params, "label": config_label(self.reward_model.name),
+        }  # fmt: skip
 
 
 class ProjectSecret(models.Model):

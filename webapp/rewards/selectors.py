@@ -17,7 +17,7 @@ from trainer.errors import ConfigError
 from webapp.core.paths import CHECKPOINT_PREFIX, TINY_PREFIX
 from webapp.experiments.config_paths import judge_secret_names
 from webapp.rewards import secrets
-from webapp.rewards.models import ProjectSecret, RewardModel, RewardModelVersion
+from webapp.rewards.models import ProjectSecret, RewardModel, RewardModelVersion, SourceKind
 from webapp.teams.models import Project
 from webapp.teams.permissions import READ, require_role
 from webapp.teams.selectors import AnyUser
@@ -86,8 +86,15 @@ def versions_for_project(*, project: Project) -> QuerySet[RewardModelVersion]:
     )
 
 
+def reward_model_is_process(*, reward_model: RewardModel) -> bool | None:
+    """True when the reward model's versions are process reward models, False when they are scalar or judge
+    versions, None while it has none (it may then take either family: services.require_family)."""
+    kinds = set(RewardModelVersion.objects.filter(reward_model=reward_model).values_list("kind", flat=True))
+    return None if not kinds else SourceKind.PRM in kinds
+
+
 def version_made_from(version: RewardModelVersion) -> str | None:
-    """The reference a scalar version was made from when it is one a member may see (``checkpoint:<id>``, a
+    """The reference a scalar or PRM version was made from when it is one a member may see (``checkpoint:<id>``, a
     ``tiny:`` name); None for a server folder, whose path stays on the server."""
     stored = str(version.params.get("model") or "")
     return stored if stored.startswith((CHECKPOINT_PREFIX, TINY_PREFIX)) else None

@@ -17,15 +17,19 @@ class RewardVersionOut(serializers.ModelSerializer[RewardModelVersion]):
     reward_model_name = serializers.CharField(source="reward_model.name", read_only=True)
     # A string, not an enum: drf-spectacular names enums after the field and 'kind' is taken by other apps.
     kind = serializers.CharField(
-        read_only=True, help_text="scalar (a reward model checkpoint) or judge (an endpoint)."
+        read_only=True,
+        help_text="scalar (a reward model checkpoint), judge (an endpoint) or prm (a process reward model: the "
+        "config's process_reward scorer).",
     )
     origin = serializers.CharField(read_only=True, help_text="trained, folder or endpoint.")
     config_entry = StrictJSONField(
-        read_only=True, help_text="The experiment config's verifiers entry that scores with this version."
+        read_only=True,
+        help_text="What a config names to score with this version: its verifiers entry (scalar, judge), or for a "
+        "prm the process_reward snippet {process_reward: {scorer: {name: prm, params: {model: rm:<id>, ...}}}}.",
     )
     params = serializers.SerializerMethodField(
-        help_text="The source's parameters, every default filled in; a scalar version's model is its rm:<id> (no "
-        "server path: configs name it by its id)."
+        help_text="The source's parameters, every default filled in; a scalar or prm version's model is its rm:<id> "
+        "(no server path: configs name it by its id)."
     )
     made_from = serializers.SerializerMethodField(
         help_text="Scalar versions made from a run checkpoint or a built-in model: that checkpoint:<id> or tiny: "
@@ -40,7 +44,7 @@ class RewardVersionOut(serializers.ModelSerializer[RewardModelVersion]):
         )  # fmt: skip
 
     def get_params(self, version: RewardModelVersion) -> dict[str, Any]:
-        return dict(version.config_entry["params"])
+        return version.reference_params
 
     def get_made_from(self, version: RewardModelVersion) -> str | None:
         return version_made_from(version)
@@ -68,19 +72,21 @@ class RewardVersionIn(serializers.Serializer[None]):
     kind = serializers.ChoiceField(choices=SourceKind.choices)
     model = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=1000,
-        help_text="scalar: a folder under RLVR_MODEL_ROOTS, checkpoint:<id> of a run of this project, or a tiny: "
-        "name (a sequence-classification checkpoint with one label).",
+        help_text="scalar and prm: a folder under RLVR_MODEL_ROOTS, checkpoint:<id> of a run of this project, or a "
+        "tiny: name (scalar: a sequence-classification checkpoint with one label; prm: a token-classification "
+        "checkpoint or a causal LM).",
     )  # fmt: skip
     params = StrictJSONField(
         required=False, default=dict,
         help_text="The reward source's parameters (scalar: micro_batch_size, max_length, ...; judge: base_url, "
-        "model, api_key_secret (a secret's NAME), prompt_template, parse, ...).",
+        "model, api_key_secret (a secret's NAME), prompt_template, parse, ...; prm: kind, positive_label, step_tag, "
+        "good_token, bad_token, max_length, ...).",
     )  # fmt: skip
     note = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs["kind"] == SourceKind.SCALAR and not attrs.get("model"):
-            raise serializers.ValidationError({"model": ["A scalar version names its checkpoint."]})
+        if attrs["kind"] in (SourceKind.SCALAR, SourceKind.PRM) and not attrs.get("model"):
+            raise serializers.ValidationError({"model": ["A scalar or prm version names its checkpoint."]})
         return attrs
 
 

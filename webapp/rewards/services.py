@@ -3,7 +3,10 @@
 Every function checks the actor's role (admins and owners write; members read through the selectors) and raises
 ApplicationError / InvalidInput with a message that says how to fix the input; a secret's value is never part of
 one. A version's params are validated by the trainer reward source's own schema (``Params`` of the registered
-``reward_model`` / ``judge`` verifier) and stored with every default filled in, as verifier versions are.
+``reward_model`` / ``judge`` verifier, or of the ``prm`` step scorer for a process reward model) and stored with every
+default filled in, as verifier versions are. A reward model holds versions of one family: process reward models
+(PRMs, scored per step) or outcome sources (scalar and judge, one score per completion), never both, so its training
+page and its picker entry mean one thing.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from django.db.models import Max
 from django.http import Http404
 
 from trainer.errors import RLVRError
+from trainer.process.scorers import STEP_SCORERS
 from trainer.verifiers import VERIFIERS
 from webapp.core.errors import Conflict, InvalidInput
 from webapp.core.paths import CHECKPOINT_PREFIX, TINY_PREFIX
@@ -30,6 +34,7 @@ from webapp.experiments.config_paths import (
 from webapp.experiments.models import Run
 from webapp.rewards import secrets
 from webapp.rewards.models import (
+    PRM_SCORER,
     RM_PREFIX,
     Origin,
     ProjectSecret,
@@ -133,6 +138,32 @@ def version_create_judge(
     )  # fmt: skip
 
 
+def version_create_prm(
+    *, reward_model: RewardModel, actor: AnyUser, model: str, params: Any = None, note: str = ""
+) -> RewardModelVersion:
+    """A process reward model version from a folder under RLVR_MODEL_ROOTS, a run checkpoint ``checkpoint:<id>`` of
+    the project or a built-in ``tiny:`` name: a token-classification checkpoint (a step's score is its positive
+    label's probability at the step's last token) or a causal LM scored Math-Shepherd style (step tag, good and bad
+    tokens), told apart from its config.json (the web process never loads the weights)."""
+    project = reward_model.project
+    require_role(project=project, user=actor, minimum=EDIT_REWARD_MODELS)
+    model = (model or "").strip()
+    if model.startswith(RM_PREFIX):
+        message = (
+            f"A new version names a checkpoint itself, not another version ({model!r}): use that version."
+        )
+        raise InvalidInput(message, {"model": [message]})
+    folder = confine_model(model, project=project, resolve=True, field="model")
+    validated = _validated_scorer({**_object(params), "model": folder})
+    if not model.startswith(TINY_PREFIX):
+        _require_prm_head(Path(folder), model, validated)
+    validated["model"] = model if model.startswith((CHECKPOINT_PREFIX, TINY_PREFIX)) else folder
+    return _add_version(
+        reward_model=reward_model, actor=actor, kind=SourceKind.PRM, origin=Origin.FOLDER, params=validated,
+        folder="" if model.startswith(TINY_PREFIX) else folder, note=note,
+    )  # fmt: skip
+
+
 def version_create_trained(
     reward_model: RewardModel,
     folder: str | Path,
@@ -142,19 +173,22 @@ def version_create_trained(
     user: AnyUser | None,
     *,
     note: str = "",
+    kind: SourceKind = SourceKind.SCALAR,
 ) -> RewardModelVersion:
     """The version a training job produced (called by the worker through the job's service, not from a request):
-    ``folder`` is the checkpoint it wrote on the server, ``params`` the reward_model source's params (``model`` is
-    set to ``folder``), ``metrics`` its held-out figures. ``user`` is who started the job (None: nobody)."""
+    ``folder`` is the checkpoint it wrote on the server, ``params`` the source's params (the ``reward_model`` verifier's
+    for a scalar ``kind``, the ``prm`` step scorer's for ``SourceKind.PRM``; ``model`` is set to ``folder``),
+    ``metrics`` its held-out figures. ``user`` is who started the job (None: nobody)."""
     folder = str(Path(folder).resolve())
     if not Path(folder).is_dir():
         raise InvalidInput(
             f"The trained checkpoint {folder} is not a folder.", {"folder": ["No such folder."]}
         )
-    validated = _validated(REWARD_MODEL_SOURCE, {**_object(params), "model": folder})
+    given = {**_object(params), "model": folder}
+    validated = _validated_scorer(given) if kind == SourceKind.PRM else _validated(REWARD_MODEL_SOURCE, given)
     validated["model"] = folder
     return _add_version(
-        reward_model=reward_model, actor=user, kind=SourceKind.SCALAR, origin=Origin.TRAINED, params=validated,
+        reward_model=reward_model, actor=user, kind=kind, origin=Origin.TRAINED, params=validated,
         folder=folder, note=note or (f"trained by job {job.pk}" if job else "trained"), job=job,
         metrics=dict(metrics or {}),
     )  # fmt: skip
@@ -197,6 +231,7 @@ def _add_version(
             RewardModel.objects.select_for_update().filter(
                 pk=reward_model.pk
             ).first()  # one numbering at a time
+            require_family(reward_model=reward_model, process=kind == SourceKind.PRM)
             last = RewardModelVersion.objects.filter(reward_model=reward_model).aggregate(n=Max("number"))[
                 "n"
             ]
@@ -213,9 +248,55 @@ def _add_version(
     return version
 
 
-def _require_scalar_head(folder: Path, shown: str) -> None:
-    """Refuse a folder that is not a sequence-classification checkpoint with one label (a causal LM, a policy
-    checkpoint, a classifier with several labels), from its config.json alone."""
+def require_family(*, reward_model: RewardModel, process: bool) -> None:
+    """InvalidInput unless ``reward_model`` may take a version (or a training job) of this family: process reward
+    models (``process``) and outcome sources (scalar, judge) are never versions of one reward model."""
+    versions = RewardModelVersion.objects.filter(reward_model=reward_model)
+    other = versions.exclude(kind=SourceKind.PRM) if process else versions.filter(kind=SourceKind.PRM)
+    if not other.exists():
+        return
+    held, wanted = (
+        ("scalar or judge versions", "a process reward model") if process else ("process reward model versions",
+                                                                               "a scalar reward model or judge")
+    )  # fmt: skip
+    message = (
+        f"{reward_model.name!r} holds {held}: {wanted} goes in a reward model of its own (create one, then add or "
+        "train its versions there)"
+    )
+    raise InvalidInput(message, {"kind": [message]})
+
+
+def _require_prm_head(folder: Path, shown: str, params: dict[str, Any]) -> None:
+    """Refuse a folder that is neither a token-classification checkpoint nor a causal LM (a scalar reward model, an
+    encoder), or whose kind contradicts ``params.kind``, from its config.json alone."""
+    architectures = _architectures(folder, shown, what="a process reward model")
+    token = any(a.endswith("ForTokenClassification") for a in architectures)
+    causal = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures)
+    found = ", ".join(architectures) or "none"
+    if not (token or causal):
+        message = (
+            f"{shown!r} is neither a token-classification checkpoint nor a causal language model (architectures: "
+            f"{found}): a process reward model scores each step with one of those"
+            + (
+                "; a sequence-classification checkpoint is a scalar reward model: add it to a scalar reward model"
+                if any(a.endswith("ForSequenceClassification") for a in architectures)
+                else ""
+            )
+        )
+        raise InvalidInput(message, {"model": [message]})
+    kind = params.get("kind", "auto")
+    if (kind == "token_classification" and not token) or (kind == "causal_lm" and not causal):
+        message = f"params.kind is {kind!r} but {shown!r} is a {'causal LM' if causal else 'token classifier'}: set kind to auto"
+        raise InvalidInput(message, {"params.kind": [message]})
+
+
+def _architectures(folder: Path, shown: str, *, what: str) -> list[str]:
+    config = _config_json(folder, shown, what=what)
+    return [a for a in config.get("architectures") or [] if isinstance(a, str)]
+
+
+def _config_json(folder: Path, shown: str, *, what: str) -> dict[str, Any]:
+    """A checkpoint folder's config.json; InvalidInput when it has none readable (or one too large to be one)."""
     path = folder / "config.json"
     try:
         if path.stat().st_size > MAX_CONFIG_JSON_BYTES:
@@ -224,10 +305,25 @@ def _require_scalar_head(folder: Path, shown: str) -> None:
     except (OSError, ValueError):
         config = None
     if not isinstance(config, dict):
-        message = (
-            f"{shown!r} has no readable config.json: a reward model is a Hugging Face checkpoint folder."
-        )
+        message = f"{shown!r} has no readable config.json: {what} is a Hugging Face checkpoint folder."
         raise InvalidInput(message, {"model": [message]})
+    return config
+
+
+def _validated_scorer(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``prm`` step scorer's params with every default filled in, or InvalidInput with its messages."""
+    try:
+        cls = STEP_SCORERS.get(PRM_SCORER)
+    except RLVRError:
+        message = f"This server's trainer has no {PRM_SCORER!r} step scorer: update the installation."
+        raise InvalidInput(message, {"kind": [message]}) from None
+    return _params_of(cls.Params, params)
+
+
+def _require_scalar_head(folder: Path, shown: str) -> None:
+    """Refuse a folder that is not a sequence-classification checkpoint with one label (a causal LM, a policy
+    checkpoint, a classifier with several labels), from its config.json alone."""
+    config = _config_json(folder, shown, what="a reward model")
     architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
     labels = config.get("id2label")
     num_labels = len(labels) if isinstance(labels, dict) and labels else config.get("num_labels", 2)
@@ -259,8 +355,12 @@ def _validated(source: str, params: dict[str, Any]) -> dict[str, Any]:
     except RLVRError:
         message = f"This server's trainer has no {source!r} reward source: update the installation."
         raise InvalidInput(message, {"kind": [message]}) from None
+    return _params_of(cls.Params, params)
+
+
+def _params_of(model: Any, params: dict[str, Any]) -> dict[str, Any]:
     try:
-        return dict(cls.Params.model_validate(params).model_dump(mode="json"))
+        return dict(model.model_validate(params).model_dump(mode="json"))
     except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
         fields: dict[str, list[str]] = {}
         for problem in getattr(err, "errors", lambda: [])():
@@ -285,12 +385,19 @@ def _object(params: Any) -> dict[str, Any]:
 
 
 def _models_named(config: Any) -> set[str]:
-    entries = config.get("verifiers") if isinstance(config, dict) else None
-    return {
+    """The models a config's reward_model verifiers and its process_reward scorer name (``rm:<id>`` among them)."""
+    if not isinstance(config, dict):
+        return set()
+    named = {
         str((entry.get("params") or {}).get("model"))
-        for entry in entries or []
+        for entry in config.get("verifiers") or []
         if isinstance(entry, dict) and entry.get("name") == REWARD_MODEL_SOURCE
     }
+    section = config.get("process_reward")
+    scorer = section.get("scorer") if isinstance(section, dict) else None
+    if isinstance(scorer, dict) and isinstance(scorer.get("params"), dict):
+        named.add(str(scorer["params"].get("model")))
+    return named
 
 
 def _name(*, project: Project, name: str, exclude_id: int | None = None) -> str:

@@ -1,6 +1,7 @@
 """Reward-model training over HTTP: start a job, poll any reward job (training or evaluation), cancel one.
 
-``POST projects/<id>/reward-models/<rm id>/train/`` answers 202 with the job; ``GET reward-jobs/<id>/`` is what the
+``POST projects/<id>/reward-models/<rm id>/train/`` answers 202 with the job (``source``: Bradley-Terry from pairs;
+``labels``: a process reward model from step labels, webapp/rewards/training_prm.py); ``GET reward-jobs/<id>/`` is what the
 job page polls each second (kind-agnostic: evaluation jobs are read here too); ``POST reward-jobs/<id>/cancel/``.
 Views stay thin; errors take the API's one shape; outsiders get 404.
 """
@@ -19,15 +20,27 @@ from rest_framework.views import APIView
 from webapp.api.fields import StrictJSONField
 from webapp.rewards.models import JobKind, RewardJob
 from webapp.rewards.selectors import reward_model_get_for_user
+from webapp.rewards.training_prm import prm_training_start
 from webapp.rewards.training_selectors import reward_job_get_for_user
 from webapp.rewards.training_services import reward_job_cancel, reward_training_start
 
 
 class TrainIn(serializers.Serializer[None]):
     source = StrictJSONField(  # type: ignore[assignment]  # the body field "source" (DRF's Field has one too)
-        help_text='Where the pairs come from: {"annotation_task": id} (a pairwise task), {"dataset": id} (an '
-        'uploaded JSONL file with prompt, chosen, rejected) or {"run": id, "verifier": key?, "per_prompt": 8} '
-        "(a correct completion chosen over an incorrect one of the same prompt, from the run's stored rollouts)."
+        required=False,
+        default=None,
+        help_text='A reward model (Bradley-Terry): where the pairs come from: {"annotation_task": id} (a pairwise '
+        'task), {"dataset": id} (an uploaded JSONL file with prompt, chosen, rejected) or {"run": id, "verifier": '
+        'key?, "per_prompt": 8} (a correct completion chosen over an incorrect one of the same prompt, from the '
+        "run's stored rollouts).",
+    )
+    labels = StrictJSONField(
+        required=False,
+        default=None,
+        help_text='A process reward model: where the step labels come from: {"source": "oracle", "policy": model, '
+        '"problems": 200, "samples_per_problem": 2} (the chain task\'s own step check on the policy\'s samples), '
+        '{"source": "monte_carlo", ..., "k": 4} (Math-Shepherd\'s share of k right continuations) or {"source": '
+        '"file", "dataset": id, "format": "math_shepherd"|"prm800k"} (an uploaded step-labelled file).',
     )
     base_model = serializers.CharField(
         max_length=1000,
@@ -36,9 +49,18 @@ class TrainIn(serializers.Serializer[None]):
     hyper = StrictJSONField(
         required=False,
         default=dict,
-        help_text="Hyper-parameters: learning_rate, epochs, batch_size, max_length, ...",
+        help_text="Hyper-parameters: learning_rate, epochs, batch_size, max_length, ... (a PRM's: the trainer's "
+        "PRMHyperParams, with soft_labels, label_threshold, eval_every).",
     )
     name = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if (attrs.get("source") is None) == (attrs.get("labels") is None):
+            message = (
+                "Name either source (pairs: a reward model) or labels (step labels: a process reward model)."
+            )
+            raise serializers.ValidationError({"source": [message], "labels": [message]})
+        return attrs
 
 
 class RewardJobOut(serializers.ModelSerializer[RewardJob]):
@@ -83,7 +105,8 @@ def _job_json(job: RewardJob) -> dict[str, Any]:
 class TrainApi(APIView):
     @extend_schema(
         request=TrainIn, responses={202: RewardJobOut},
-        summary="Train a new version of a reward model (Bradley-Terry) as a background job (owners and admins)",
+        summary="Train a new version of a reward model (Bradley-Terry, from pairs) or a process reward model (from "
+        "step labels) as a background job (owners and admins)",
     )  # fmt: skip
     def post(self, request: Request, project_id: int, reward_model_id: int) -> Response:
         reward_model = reward_model_get_for_user(reward_model_id=reward_model_id, user=request.user)
@@ -94,10 +117,16 @@ class TrainApi(APIView):
         serializer = TrainIn(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        job = reward_training_start(
-            reward_model=reward_model, actor=request.user, source=data["source"], base_model=data["base_model"],
-            hyper=data["hyper"], name=data["name"],
-        )  # fmt: skip
+        if data["labels"] is not None:
+            job = prm_training_start(
+                reward_model=reward_model, actor=request.user, labels=data["labels"], base_model=data["base_model"],
+                hyper=data["hyper"], name=data["name"],
+            )  # fmt: skip
+        else:
+            job = reward_training_start(
+                reward_model=reward_model, actor=request.user, source=data["source"],
+                base_model=data["base_model"], hyper=data["hyper"], name=data["name"],
+            )  # fmt: skip
         return Response(_job_json(job), status=status.HTTP_202_ACCEPTED)
 
 

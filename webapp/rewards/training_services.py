@@ -7,7 +7,8 @@ progress, finish with a new version, fail), plus cancelling either kind of rewar
 ``workers.tasks_rewards.train_reward_model`` to the ``training`` queue after commit. The worker collects the pairs
 (training_selectors.pairs_for_source), trains into RLVR_HOME/reward-models/job-<id>/ and calls
 ``training_finish``, which creates the version with ``version_create_trained``. A finished job delivered again is
-skipped (tasks are acknowledged late); one left running starts again from the beginning.
+skipped (tasks are acknowledged late); one left running starts again from the beginning. A process reward model's
+job (``labels`` instead of ``source``) starts in training_prm.py and shares the worker's steps here.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from webapp.core.errors import Conflict, InvalidInput
 from webapp.experiments.config_paths import confine_model
 from webapp.rewards.dispatch_training import enqueue_reward_training
 from webapp.rewards.models import JobKind, JobStatus, RewardJob, RewardModel, RewardModelVersion
-from webapp.rewards.services import version_create_trained
+from webapp.rewards.services import require_family, version_create_trained
 from webapp.teams.models import Role
 from webapp.teams.permissions import require_role
 from webapp.teams.selectors import AnyUser
@@ -56,9 +57,10 @@ def reward_training_start(
     """Queue a Bradley-Terry training job for a new version of ``reward_model``."""
     project = reward_model.project
     require_role(project=project, user=actor, minimum=START_TRAINING)
+    require_family(reward_model=reward_model, process=False)
     config = {
         "source": _checked_source(source),
-        "base_model": _checked_base_model(base_model, project=project),
+        "base_model": checked_base_model(base_model, project=project),
         "hyper": _checked_hyper(hyper),
     }
     with transaction.atomic():
@@ -68,7 +70,7 @@ def reward_training_start(
             created_by=actor if actor.is_authenticated else None,
             progress={"phase": "queued", "step": 0, "total": 0},
         )  # fmt: skip
-        _enqueue_after_commit(job.pk)
+        enqueue_after_commit(job.pk)
     return job
 
 
@@ -119,7 +121,7 @@ def _checked_source(source: Any) -> dict[str, Any]:
     return out
 
 
-def _checked_base_model(value: Any, *, project: Any) -> str:
+def checked_base_model(value: Any, *, project: Any) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 1000:
         message = "Name a base model: a tiny: model, checkpoint:<id> of this project, or a folder under the model roots."
         raise InvalidInput(message, {"base_model": [message]})
@@ -140,7 +142,7 @@ def _checked_hyper(hyper: Any) -> dict[str, Any]:
             f"{k}: {v[0]}" for k, v in fields.items()), fields) from None  # fmt: skip
 
 
-def _enqueue_after_commit(job_id: int) -> None:
+def enqueue_after_commit(job_id: int) -> None:
     def failed(err: Exception) -> None:
         training_fail(
             job_id=job_id,
@@ -168,7 +170,9 @@ def training_mark_started(*, job_id: int) -> RewardJob | None:
         job.status = JobStatus.RUNNING
         job.started_at = job.started_at or timezone.now()
         job.attempts += 1
-        job.progress = {"phase": "collecting pairs", "step": 0, "total": 0}
+        # A process reward model's job labels steps first; a Bradley-Terry one collects pairs.
+        phase = "labelling steps" if "labels" in job.config else "collecting pairs"
+        job.progress = {"phase": phase, "step": 0, "total": 0}
         job.save(update_fields=["status", "started_at", "attempts", "progress"])
     return job
 

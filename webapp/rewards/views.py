@@ -1,5 +1,5 @@
-"""Reward model pages: list per project, a reward model (versions, new scalar or judge version), a version (its
-config entry as YAML), and the project's Secrets page (names and dates; a write-only form).
+"""Reward model pages: list per project, a reward model (versions, new scalar, judge or process reward model
+version), a version (its config entry as YAML), and the project's Secrets page (names and dates; a write-only form).
 
 Forms post here and call services (errors become messages that never hold a secret's value). Every member
 reads; admins and owners write; outsiders get 404.
@@ -25,6 +25,7 @@ from webapp.rewards.models import SourceKind
 from webapp.rewards.secrets import NAME_RULE
 from webapp.rewards.selectors import (
     reward_model_get_for_user,
+    reward_model_is_process,
     reward_models_for_project,
     secret_names,
     secrets_for_project,
@@ -37,6 +38,7 @@ from webapp.rewards.services import (
     project_secret_set,
     reward_model_create,
     version_create_judge,
+    version_create_prm,
     version_create_scalar,
 )
 from webapp.teams.selectors import project_get_for_user
@@ -88,6 +90,7 @@ def reward_model_detail(request: HttpRequest, reward_model_id: int) -> HttpRespo
     reward_model = reward_model_get_for_user(reward_model_id=reward_model_id, user=request.user)
     project = reward_model.project
     scalar = {"model": "", "params": "{}", "note": ""}
+    prm = dict(scalar)
     judge = {"base_url": "", "model": "", "api_key_secret": "", "parse_kind": "score", "prompt_template": "",
              "params": "{}", "note": ""}  # fmt: skip
     if request.method == "POST":
@@ -100,6 +103,12 @@ def reward_model_detail(request: HttpRequest, reward_model_id: int) -> HttpRespo
                     params=_judge_params(judge),
                     note=judge["note"],
                 )
+            elif request.POST.get("kind") == SourceKind.PRM:
+                prm = {k: request.POST.get(k, v)[:MAX_FORM_JSON_CHARS] for k, v in prm.items()}
+                version = version_create_prm(
+                    reward_model=reward_model, actor=request.user, model=prm["model"],
+                    params=_json_object(prm["params"], "Parameters"), note=prm["note"],
+                )  # fmt: skip
             else:
                 scalar = {k: request.POST.get(k, v)[:MAX_FORM_JSON_CHARS] for k, v in scalar.items()}
                 version = version_create_scalar(
@@ -116,6 +125,8 @@ def reward_model_detail(request: HttpRequest, reward_model_id: int) -> HttpRespo
         "versions": versions_for_reward_model(reward_model=reward_model),
         "scalar": scalar,
         "judge": judge,
+        "prm": prm,
+        "is_process": reward_model_is_process(reward_model=reward_model),
         "secret_names": secret_names(project=project),
         **role_context(project=project, request=request),
     }
@@ -143,16 +154,19 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "project": project,
         "reward_model": version.reward_model,
         "version": version,
-        "params_json": json.dumps(entry["params"], indent=2),  # rm:<id>, never the server folder
+        "params_json": json.dumps(version.reference_params, indent=2),  # rm:<id>, never the server folder
         "made_from": version_made_from(version),
         "metrics_json": json.dumps(version.metrics, indent=2) if version.metrics else "",
         "config_yaml": yaml.dump(
-            {"verifiers": [entry]}, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True
+            entry if version.is_process else {"verifiers": [entry]},
+            Dumper=_BlockDumper,
+            sort_keys=False,
+            allow_unicode=True,
         ),
         "weights_yaml": yaml.safe_dump(
             {"algorithm": {"reward_weights": [1.0, 0.0]}}, sort_keys=False, default_flow_style=None
         ),
-        "entry_label": entry["label"],
+        "entry_label": entry.get("label", ""),
         **role_context(project=project, request=request),
     }
     return render(request, "rewards/version.html", context)
