@@ -88,6 +88,17 @@ def reward_model_delete(*, reward_model: RewardModel, actor: AnyUser) -> None:
     reward_model.delete()
 
 
+def _version_model(model: str, project: Any) -> tuple[str, str]:
+    """(the name a new version gives, the folder it resolves to): a checkpoint itself, never another version."""
+    model = (model or "").strip()
+    if model.startswith(RM_PREFIX):
+        message = (
+            f"A new version names a checkpoint itself, not another version ({model!r}): use that version."
+        )
+        raise InvalidInput(message, {"model": [message]})
+    return model, confine_model(model, project=project, resolve=True, field="model")
+
+
 def version_create_scalar(
     *, reward_model: RewardModel, actor: AnyUser, model: str, params: Any = None, note: str = ""
 ) -> RewardModelVersion:
@@ -96,13 +107,7 @@ def version_create_scalar(
     from its config.json: the web process never loads the weights)."""
     project = reward_model.project
     require_role(project=project, user=actor, minimum=EDIT_REWARD_MODELS)
-    model = (model or "").strip()
-    if model.startswith(RM_PREFIX):
-        message = (
-            f"A new version names a checkpoint itself, not another version ({model!r}): use that version."
-        )
-        raise InvalidInput(message, {"model": [message]})
-    folder = confine_model(model, project=project, resolve=True, field="model")
+    model, folder = _version_model(model, project)
     if not model.startswith(TINY_PREFIX):
         _require_scalar_head(Path(folder), model)
     validated = _validated(REWARD_MODEL_SOURCE, {**_object(params), "model": folder})
@@ -147,13 +152,7 @@ def version_create_prm(
     tokens), told apart from its config.json (the web process never loads the weights)."""
     project = reward_model.project
     require_role(project=project, user=actor, minimum=EDIT_REWARD_MODELS)
-    model = (model or "").strip()
-    if model.startswith(RM_PREFIX):
-        message = (
-            f"A new version names a checkpoint itself, not another version ({model!r}): use that version."
-        )
-        raise InvalidInput(message, {"model": [message]})
-    folder = confine_model(model, project=project, resolve=True, field="model")
+    model, folder = _version_model(model, project)
     validated = _validated_scorer({**_object(params), "model": folder})
     if not model.startswith(TINY_PREFIX):
         _require_prm_head(Path(folder), model, validated)

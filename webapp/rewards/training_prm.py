@@ -32,9 +32,9 @@ from trainer.process.prm_config import PRMHyperParams
 from webapp.core.errors import InvalidInput
 from webapp.datafiles.models import Dataset
 from webapp.experiments.config_paths import confine_model
-from webapp.rewards.models import JobKind, JobStatus, RewardJob, RewardModel, RewardModelVersion, SourceKind
+from webapp.rewards.models import JobStatus, RewardJob, RewardModel, RewardModelVersion, SourceKind
 from webapp.rewards.services import require_family, version_create_trained
-from webapp.rewards.training_services import START_TRAINING, checked_base_model, enqueue_after_commit
+from webapp.rewards.training_services import START_TRAINING, checked_base_model, training_job_create
 from webapp.teams.permissions import require_role
 from webapp.teams.selectors import AnyUser
 
@@ -116,15 +116,7 @@ def prm_training_start(
         "base_model": checked_base_model(base_model, project=project),
         "hyper": checked_prm_hyper(hyper),
     }
-    with transaction.atomic():
-        job = RewardJob.objects.create(
-            project=project, kind=JobKind.TRAIN, reward_model=reward_model, config=config,
-            name=str(name)[:200] or f"train {reward_model.name}",
-            created_by=actor if actor.is_authenticated else None,
-            progress={"phase": "queued", "step": 0, "total": 0},
-        )  # fmt: skip
-        enqueue_after_commit(job.pk)
-    return job
+    return training_job_create(reward_model=reward_model, actor=actor, config=config, name=name)
 
 
 def checked_labels(labels: Any, *, project: Any, resolve: bool = False) -> dict[str, Any]:

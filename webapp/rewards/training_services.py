@@ -63,9 +63,16 @@ def reward_training_start(
         "base_model": checked_base_model(base_model, project=project),
         "hyper": _checked_hyper(hyper),
     }
+    return training_job_create(reward_model=reward_model, actor=actor, config=config, name=name)
+
+
+def training_job_create(
+    *, reward_model: RewardModel, actor: AnyUser, config: dict[str, Any], name: str
+) -> RewardJob:
+    """Store a checked training job (a Bradley-Terry or a PRM one) and send it to the training queue after commit."""
     with transaction.atomic():
         job = RewardJob.objects.create(
-            project=project, kind=JobKind.TRAIN, reward_model=reward_model, config=config,
+            project=reward_model.project, kind=JobKind.TRAIN, reward_model=reward_model, config=config,
             name=str(name)[:200] or f"train {reward_model.name}",
             created_by=actor if actor.is_authenticated else None,
             progress={"phase": "queued", "step": 0, "total": 0},
