@@ -1,5 +1,7 @@
 /* The training form: where a reward model may take either kind, only the chosen kind's fields show (pairs for a
-   Bradley-Terry reward model, step labels for a process reward model); without JS both show and the radio decides.
+   Bradley-Terry reward model, step labels for a process reward model), and of a PRM's only the chosen label source's
+   (policy and problems for the oracle and Monte Carlo, k for Monte Carlo only, the data file for a file); without JS
+   all show and the radios decide.
    The reward job page: polls /api/reward-jobs/<id>/ each second until the job ends; progress ("step 40 / 200 ·
    about 30 s left"; a PRM's "labelling 40 / 200 problems" first), live loss and held-out accuracy charts (Plotly:
    pairwise accuracy, or a PRM's step accuracy and first-error accuracy), cancel, and the new version's link with its
@@ -8,14 +10,27 @@
 (function () {
   const form = document.getElementById("rm-train-form");
   if (form) {
-    const kinds = form.querySelectorAll("input[name=model_kind]");
+    const chosen = (name) => {
+      const input = form.querySelector(`input[name=${name}]:checked`);
+      return input ? input.value : null;
+    };
+    /* A part is off when its radio group has a choice that it does not list (data-kind: model_kind; data-labels:
+       labels_source, space-separated). Its controls are disabled too, so a hidden field is neither sent nor able to
+       block the submit with a validation message no one can see. */
+    const off = (part) => {
+      const kind = chosen("model_kind"), labels = chosen("labels_source");
+      if (part.dataset.kind && kind && part.dataset.kind !== kind) return true;
+      return Boolean(part.dataset.labels && labels && !part.dataset.labels.split(" ").includes(labels));
+    };
     const show = () => {
-      const chosen = form.querySelector("input[name=model_kind]:checked");
-      for (const part of form.querySelectorAll("[data-kind]")) {  // style, not hidden: .stack sets display
-        part.style.display = chosen && part.dataset.kind !== chosen.value ? "none" : "";
+      const parts = Array.from(form.querySelectorAll("[data-kind], [data-labels]"));
+      for (const part of parts) part.style.display = off(part) ? "none" : "";  // style, not hidden: .stack sets display
+      for (const control of form.querySelectorAll("[data-kind] :is(input, select, textarea)")) {
+        control.disabled = parts.some((part) => part.contains(control) && off(part));
       }
     };
-    kinds.forEach((input) => input.addEventListener("change", show));
+    form.querySelectorAll("input[name=model_kind], input[name=labels_source]").forEach(
+      (input) => input.addEventListener("change", show));
     show();
   }
   if (!document.getElementById("page-data")) return;
@@ -24,15 +39,17 @@
   const FINISHED = ["succeeded", "failed", "cancelled"];
   let timer = null;
 
-  function chart(id, lines, title) {
+  function chart(id, lines, title, range) {
     const div = $(id);
     if (!div || !window.Plotly) return;
     const traces = lines.map(([series, name]) => ({
       x: series.map((p) => p[0]), y: series.map((p) => p[1]), mode: "lines+markers", name: name,
     }));
+    const steps = Math.max(0, ...traces.map((t) => (t.x.length ? t.x[t.x.length - 1] : 0)));  // steps only grow
     window.Plotly.react(div, traces, {
-      margin: { t: 10, r: 10, b: 40, l: 50 }, height: 260, xaxis: { title: { text: "step" } },
-      yaxis: { title: { text: title } }, showlegend: lines.length > 1, legend: { orientation: "h" },
+      margin: { t: 10, r: 10, b: 40, l: 50 }, height: 260,
+      xaxis: { title: { text: "step" }, dtick: steps <= 10 ? 1 : undefined },  // a short job: whole steps, not "1.5"
+      yaxis: { title: { text: title }, range: range }, showlegend: lines.length > 1, legend: { orientation: "h" },
     }, { displayModeBar: false, responsive: true });
   }
 
@@ -68,7 +85,7 @@
   function render(job) {
     const p = job.progress || {};
     $("rm-job-status").textContent = job.status + (job.cancel_requested && !FINISHED.includes(job.status) ? " (stopping)" : "");
-    $("rm-job-phase").textContent = p.phase || "";
+    $("rm-job-phase").textContent = p.phase && p.phase !== job.status ? "· " + p.phase : "";  // once, not twice
     $("rm-job-progress").textContent = progressText(p);
     const share = p.total ? Math.min(100, Math.round((100 * p.step) / p.total)) : 0;
     $("rm-job-bar").style.width = (job.status === "succeeded" ? 100 : share) + "%";
@@ -84,7 +101,7 @@
     const accuracy = data.prm
       ? [[p.accuracy || [], "step accuracy"], [p.first_error_accuracy || [], "first-error accuracy"]]
       : [[p.accuracy || [], "accuracy"]];
-    chart("rm-chart-accuracy", accuracy, "accuracy");
+    chart("rm-chart-accuracy", accuracy, "accuracy", [-0.02, 1.02]);  // a share: a flat line stays readable
   }
 
   async function poll() {

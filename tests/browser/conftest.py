@@ -132,7 +132,12 @@ def screenshot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
 
     def take(pg: Any, name: str) -> Path:
         path = SCREENSHOTS / f"{test}--{name}.png"
-        pg.screenshot(path=str(path), full_page=True)
+        scrolled = pg.evaluate("() => [window.scrollX, window.scrollY]")
+        pg.screenshot(path=str(path), full_page=True, animations="disabled")  # a bar mid-transition misleads
+        # Chromium's full-page capture resizes the viewport and leaves the page's scroll offset stale (it reads
+        # the clamped end of the page until the next input, which then jumps back): a click right after would
+        # press on one element and release on another. Scrolling back explicitly makes both agree again.
+        pg.evaluate("([x, y]) => window.scrollTo(x, y)", scrolled)
         return path
 
     return take

@@ -79,3 +79,55 @@ def test_a_prm_trained_from_an_uploaded_file_in_the_browser(
     assert page.is_visible("#prm-held-out")
     screenshot(page, "prm-03-version")
     assert page.js_errors == []
+
+
+def _train_form(page: Any, live_server_url: str, sign_in: Callable[[str, str], Any]) -> None:
+    """alice's empty reward model's training form, process reward model chosen."""
+    from webapp.rewards.services import reward_model_create
+
+    owner = make_user("alice")
+    reward_model = reward_model_create(project=make_project(owner, "Lab"), actor=owner, name="Chain PRM")
+    sign_in("alice", PASSWORD)
+    page.goto(f"{live_server_url}/reward-models/{reward_model.pk}/train/")
+    page.check("input[name=model_kind][value=prm]")
+
+
+def test_the_prm_form_shows_only_the_fields_of_the_chosen_label_source(
+    page: Any, live_server_url: str, sign_in: Callable[[str, str], Any]
+) -> None:
+    _train_form(page, live_server_url, sign_in)
+    sampled, file_fields = (
+        ("#prm-policy", "#prm-level", "#prm-problems", "#prm-samples"),
+        ("#prm-dataset", "#prm-format"),
+    )
+    shown = {
+        "oracle": sampled,
+        "monte_carlo": (*sampled, "#prm-k"),
+        "file": file_fields,
+    }
+    for source, visible in shown.items():
+        page.check(f"input[name=labels_source][value={source}]")
+        for field in (*sampled, "#prm-k", *file_fields):
+            assert page.is_visible(field) == (field in visible), (source, field)
+            assert page.is_enabled(field) == (field in visible), (source, field)  # a hidden field is not sent
+    assert page.js_errors == []
+
+
+def test_the_training_forms_radios_sit_left_of_their_labels(
+    page: Any, live_server_url: str, sign_in: Callable[[str, str], Any]
+) -> None:
+    _train_form(page, live_server_url, sign_in)
+    for name in ("model_kind", "labels_source"):
+        for radio in page.locator(f"input[type=radio][name={name}]").all():
+            box, label = radio.bounding_box(), radio.locator("xpath=..").bounding_box()
+            assert box is not None and label is not None
+            assert box["width"] < 30 and box["x"] - label["x"] < 5, (
+                name,
+                box,
+                label,
+            )  # a box at the label's start
+            assert box["y"] < label["y"] + 20, (
+                name,
+                box,
+                label,
+            )  # on the label's first line, not a line above it

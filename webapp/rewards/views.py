@@ -154,9 +154,10 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
         "project": project,
         "reward_model": version.reward_model,
         "version": version,
-        "params_json": json.dumps(version.reference_params, indent=2),  # rm:<id>, never the server folder
+        # rm:<id>, never the server folder; a step tag such as "ки" as itself, not "\u043a\u0438"
+        "params_json": json.dumps(version.reference_params, indent=2, ensure_ascii=False),
         "made_from": version_made_from(version),
-        "metrics_json": json.dumps(version.metrics, indent=2) if version.metrics else "",
+        "metrics_json": json.dumps(version.metrics, indent=2, ensure_ascii=False) if version.metrics else "",
         "config_yaml": yaml.dump(
             entry if version.is_process else {"verifiers": [entry]},
             Dumper=_BlockDumper,

@@ -174,3 +174,11 @@ def test_a_prm_version_from_the_page(alice: User, prm_model: RewardModel, prm_fo
     version = RewardModelVersion.objects.get(reward_model=prm_model)
     assert resp.status_code == 302 and resp["Location"] == f"/reward-model-versions/{version.pk}/"
     assert version.kind == "prm" and version.params["max_length"] == 64
+
+
+def test_the_version_page_shows_a_non_ascii_step_tag_as_written(alice: User, prm: RewardModelVersion) -> None:
+    client = Client()
+    client.force_login(alice)
+    body = client.get(f"/reward-model-versions/{prm.pk}/").content.decode()
+    params = body.split('id="rm-version-params">', 1)[1].split("</pre>", 1)[0]
+    assert "&quot;step_tag&quot;: &quot;ки&quot;" in params and "\\u043a" not in params
