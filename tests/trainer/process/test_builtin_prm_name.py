@@ -13,7 +13,9 @@ from trainer.process.scorers import OracleChainParams
 from trainer.process.tiny_prm import tiny_prm_path
 
 
-def test_the_tiny_chain_prm_name_becomes_its_cached_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tiny_chain_prm_name_becomes_its_cached_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RLVR_HOME", str(tmp_path))
     folder = tiny_prm_path()
     folder.mkdir(parents=True)
