@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,12 @@ def browser(chromium_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any, live_server_url: str, real_services: None) -> Iterator[Any]:  # noqa: F811
+def page(
+    browser: Any,
+    live_server_url: str,
+    real_services: None,
+    django_db_blocker: Any,  # noqa: F811
+) -> Iterator[Any]:
     """A fresh browser context (no cookies) whose relative URLs resolve against the live server."""
     context = browser.new_context(base_url=live_server_url, viewport={"width": 1400, "height": 1000})
     context.set_default_timeout(15_000)
@@ -106,6 +112,25 @@ def page(browser: Any, live_server_url: str, real_services: None) -> Iterator[An
     pg.js_errors = errors  # read by tests that want a clean console
     yield pg
     context.close()
+    with django_db_blocker.unblock():
+        _wait_for_server_queries()
+
+
+def _wait_for_server_queries(timeout_s: float = 10.0) -> None:
+    """Wait (a bounded time) until no other session of the test database is inside a query or a transaction. A page
+    that polled just before its context closed leaves daphne finishing that request; the test database's flush
+    (TRUNCATE of every table) then deadlocked with it once (seen under load)."""
+    deadline = time.monotonic() + timeout_s
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+            )
+            row = cursor.fetchone()
+            if row is None or row[0] == 0:
+                return
+            time.sleep(0.05)
 
 
 @pytest.fixture
