@@ -4,14 +4,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install vllm-env system-packages demo test test-compose lint typecheck pytest bench clean
+.PHONY: install lock vllm-env system-packages demo test test-compose lint typecheck pytest bench clean
 
-$(STAMP): pyproject.toml
+LOCK := deploy/requirements.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch is pinned to the CPU wheel (torch==2.13.0) in pyproject.toml; pip finds it locally.
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# torch is pinned to the CPU wheel (torch==2.13.0) in pyproject.toml; pip finds it locally. The lock file holds
+	# every other version exactly (constraints), so a fresh clone tests with what the results were made with.
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[dev]'
 	touch $(STAMP)
+
+# After changing pyproject.toml's dependencies: install without the lock, then write it again from .venv.
+lock:
+	$(BIN)/python -m pip install --quiet --upgrade -e '.[dev]'
+	{ sed -n '1,3p' $(LOCK); $(BIN)/python -m pip freeze --exclude-editable; } > $(LOCK).new && mv $(LOCK).new $(LOCK)
 
 # vLLM's CPU build lives in its own environment: it needs transformers < 5.20 and the project's own environment
 # has the newest. The `vllm` engine reaches it through a rollout server (`rlvr rollout-server`) that a run starts
@@ -76,7 +84,7 @@ test-compose: $(STAMP)
 	@cat .cache/compose-figures.json
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[bench]'
 	$(BIN)/python benchmarks/vs_trl.py
 
 clean:

@@ -100,8 +100,8 @@ def browser(chromium_path: Path) -> Iterator[Any]:
 def page(
     browser: Any,
     live_server_url: str,
-    real_services: None,
-    django_db_blocker: Any,  # noqa: F811
+    real_services: None,  # noqa: F811 -- the fixture imported above, by name
+    django_db_blocker: Any,
 ) -> Iterator[Any]:
     """A fresh browser context (no cookies) whose relative URLs resolve against the live server."""
     context = browser.new_context(base_url=live_server_url, viewport={"width": 1400, "height": 1000})
