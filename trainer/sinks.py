@@ -32,6 +32,7 @@ TOKEN_CHANNELS: tuple[str, ...] = (
     "teacher_entropy",  # full-vocabulary teacher entropy at the position (nats), NaN without a teacher
     "segment",  # HISPO segment index within the completion (0, 1, ...; trainer/methods/segments.py), NaN otherwise
     "step_score",  # process_reward: the score of the token's step (trainer/process/), NaN when absent or unscored
+    "env_token",  # environment: 1.0 for a token the environment wrote (never trained), 0.0 for the model's; NaN single-turn
 )
 
 

@@ -46,6 +46,9 @@ RLVR_ROLLOUT_SERVERS = env_list("RLVR_ROLLOUT_SERVERS", [])
 # OpenAI-compatible judge endpoints a reward source may call (URL prefixes, e.g. https://api.openai.com/v1): the
 # same rule as rollout servers (webapp/experiments/config_paths.py). Empty: no judge endpoint is allowed.
 RLVR_JUDGE_ENDPOINTS = env_list("RLVR_JUDGE_ENDPOINTS", [])
+# OpenEnv environment servers an experiment's environment (name: openenv) may drive, as base URLs (e.g.
+# http://envs:8000): exactly a listed one. Empty: no OpenEnv server is allowed.
+RLVR_ENVIRONMENT_SERVERS = env_list("RLVR_ENVIRONMENT_SERVERS", [])
 
 DEBUG = env_bool("RLVR_DEBUG", False)
 
@@ -378,6 +381,7 @@ ENV_VARIABLES = (
     "RLVR_MODEL_ROOTS",
     "RLVR_ROLLOUT_SERVERS",
     "RLVR_JUDGE_ENDPOINTS",
+    "RLVR_ENVIRONMENT_SERVERS",
     "RLVR_SECRETS_KEY",
     "RLVR_DEBUG",
     "RLVR_SECRET_KEY",

@@ -1,5 +1,7 @@
 // Rollout browser: step picker, filters, the table, a prompt's whole group, and the token view.
-// Every model-produced string (prompt, completion, verifier detail) goes in through textContent only.
+// Every model-produced string (prompt, completion, verifier detail) goes in through textContent only. A
+// multi-turn rollout says "N turns" in the table and on its card, and its token view opens with its turns
+// (static/js/episode_view.js).
 "use strict";
 
 (function () {
@@ -23,6 +25,7 @@
   }
   const num = (v, d = 3) => (v === null || v === undefined ? "—" : (+v).toFixed(d));
   const preview = (s, n) => (s.length > n ? s.slice(0, n) + "…" : s);
+  const turnsText = (n) => `${n} turn${n === 1 ? "" : "s"}`;
 
   // --- step picker -------------------------------------------------------------------------------
   range.max = String(Math.max(0, steps.length - 1));
@@ -141,7 +144,10 @@
       b.addEventListener("click", () => openGroup(r));
       p.appendChild(b);
       tr.appendChild(p);
-      tr.appendChild(el("td", preview(r.completion, 160), "rb-completion"));
+      const completion = el("td", null, "rb-completion");
+      if (r.turns) completion.appendChild(el("span", turnsText(r.turns), "rb-turns"));
+      completion.appendChild(document.createTextNode(preview(r.completion, 160)));
+      tr.appendChild(completion);
       const rw = el("td");
       rw.appendChild(el("strong", num(r.reward)));
       if (r.correct !== null) rw.appendChild(el("span", r.correct ? " ✓" : " ✗", verdictClass(r.correct)));
@@ -184,7 +190,7 @@
       card.appendChild(breakdown(s.rewards));
       card.appendChild(el("pre", s.completion, "rb-card-text"));
       card.appendChild(details(s.details));
-      card.appendChild(el("p", `${s.length} tokens · ${s.finish_reason}`, "muted"));
+      card.appendChild(el("p", [`${s.length} tokens`, s.finish_reason, s.turns ? turnsText(s.turns) : ""].filter(Boolean).join(" · "), "muted"));
       const tb = el("button", "tokens", "rb-tokens-btn");
       tb.type = "button";
       tb.addEventListener("click", () => openTokens(s.id));
@@ -203,6 +209,7 @@
     // the REST detail plus its steps, checked against its tokens (webapp/pages/views_rollouts.py)
     const detail = await fetchJson(`${data.tokens_base}${rolloutId}/tokens/`);
     const t1 = performance.now();
+    window.EpisodeView.render($("tv-episode"), detail);
     await view.render(detail);
     const t2 = performance.now();
     $("tv-title").textContent = `Token view · rollout ${detail.id} · step ${detail.step} · group ${detail.group} #${detail.sample_index} · ${detail.tokens.length} tokens`;

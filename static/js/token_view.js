@@ -13,6 +13,10 @@
 // the score in the band's accessible label and hover title; the step the scorer blamed (its first score
 // below 0.5) and the oracle's first wrong step are marked on their bands and in a legend line. The token
 // colouring underneath is unchanged; a "steps" checkbox hides the bands. Steps are numbered from 1 on the page.
+// Turns (multi-turn episodes): when the rollout carries `episode` (checked by webapp/pages/selectors_episodes.py)
+// or an `env_token` channel, the environment's tokens are drawn dimmed and hatched, never coloured by a channel
+// (they are not trained: the loss masks them) and left out of the scale; a legend entry appears only when the
+// rollout has such tokens; a "turn k" mark starts each model turn.
 "use strict";
 
 (function () {
@@ -76,9 +80,12 @@
     return DERIVED[name] || { label: name, scale: "diverging", of: raw(name) };
   }
 
+  // Drawn otherwise, never as a colour: env_token (1 on the environment's tokens) is the hatching and the "turn" row.
+  const NOT_COLOURS = ["env_token"];
+
   // Channels recorded for this rollout that the fixed rows do not cover, then derived ones they enable.
   function extraChannels(channels) {
-    const extra = Object.keys(channels).filter((k) => channels[k] && !PANEL_ROWS.includes(k));
+    const extra = Object.keys(channels).filter((k) => channels[k] && !PANEL_ROWS.includes(k) && !NOT_COLOURS.includes(k));
     for (const [key, spec] of Object.entries(DERIVED)) {
       if (spec.needs && channels[spec.needs] && !PANEL_ROWS.includes(key) && !extra.includes(key)) extra.push(key);
     }
@@ -223,6 +230,29 @@
     },
   };
 
+  const ENV_TITLE = "environment token: not trained";
+
+  // The environment's tokens and each model turn's first token, from the checked episode's spans (and the
+  // `env_token` channel, where recorded); null for a single-turn rollout.
+  function turnsOf(detail) {
+    const n = detail.tokens.length;
+    const turns = detail.episode && Array.isArray(detail.episode.turns) ? detail.episode.turns : [];
+    const channel = detail.channels && Array.isArray(detail.channels.env_token) ? detail.channels.env_token : null;
+    if (!turns.length && !channel) return null;
+    const env = new Uint8Array(n), turnOf = new Int16Array(n).fill(-1), starts = new Map();
+    const mark = (span, k, isEnv) => {
+      for (let i = Math.max(0, span[0]); i < Math.min(n, span[1]); i++) { turnOf[i] = k; if (isEnv) env[i] = 1; }
+    };
+    turns.forEach((t, k) => {
+      if (t.model[0] < n) starts.set(t.model[0], k);
+      mark(t.model, k, false);
+      mark(t.env, k, true);
+    });
+    if (channel) for (let i = 0; i < n; i++) if (channel[i] !== null && channel[i] > 0.5) env[i] = 1;
+    const envCount = env.reduce((a, b) => a + b, 0);
+    return turns.length || envCount ? { env, turnOf, starts, envCount, count: turns.length } : null;
+  }
+
   const STEP_LOW = NEG;                 // a step's bar at score 0 ...
   const STEP_HIGH = [27, 122, 47];      // ... and at score 1, linear in between
   const STEP_NONE = "rgb(150,150,150)"; // no score for the step
@@ -255,6 +285,17 @@
     };
   }
 
+  // The mark before a model turn's first token: a thin rule and the turn's number.
+  function turnMark(k, count) {
+    const m = document.createElement("span");
+    m.className = "tv-turn-mark";
+    m.dataset.turn = String(k);
+    m.setAttribute("role", "separator");
+    m.setAttribute("aria-label", `turn ${k + 1} of ${count}`);
+    m.textContent = `turn ${k + 1}`;
+    return m;
+  }
+
   function fmt(v) {
     if (v === null) return "—";
     return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : String(+v.toFixed(6));
@@ -270,6 +311,7 @@
       this.stepsToggle = stepsToggle || null;  // the "steps" checkbox (optional)
       this.process = null;
       this.stepOf = null;  // token index -> step index (-1: in no step), when the rollout has steps
+      this.turns = null;  // turnsOf(detail): environment tokens and turn starts of a multi-turn rollout
       this.spans = [];
       this.detail = null;
       this.values = [];
@@ -376,6 +418,8 @@
       this.detail = detail;
       this.spans = new Array(detail.tokens.length);
       this.process = stepsOf(detail);
+      this.turns = turnsOf(detail);
+      const turns = this.turns;
       const steps = this.process && this.process.steps ? this.process.steps : [];
       this.stepOf = steps.length ? new Int32Array(detail.tokens.length).fill(-1) : null;
       this.drawStepsLegend();
@@ -395,8 +439,10 @@
             if (band && i >= steps[k - 1].end) band = null;
             if (k < steps.length && i === steps[k].start) { band = this.stepBand(k); frag.appendChild(band); k++; }
             if (band) this.stepOf[i] = k - 1;
+            if (turns && turns.starts.has(i)) (band || frag).appendChild(turnMark(turns.starts.get(i), turns.count));
             const s = document.createElement("span");
-            s.className = "tok";
+            s.className = turns && turns.env[i] ? "tok env" : "tok";
+            if (turns && turns.env[i]) s.title = ENV_TITLE;
             s.tabIndex = 0;
             s.dataset.i = i;
             s.textContent = visible(tokens[i]);
@@ -434,18 +480,22 @@
       const c = this.detail ? this.detail.channels : {};
       const n = this.spans.length;
       const values = new Array(n);
+      const env = this.turns ? this.turns.env : null;
+      const scaled = new Array(n);  // what the scale is built from: the model's tokens only
       let lo = Infinity, hi = -Infinity;
       for (let i = 0; i < n; i++) {
         const v = spec.of(c, i);
         values[i] = v;
-        if (v !== null) { if (v < lo) lo = v; if (v > hi) hi = v; }
+        scaled[i] = env && env[i] ? null : v;
+        if (scaled[i] !== null) { if (v < lo) lo = v; if (v > hi) hi = v; }
       }
       const missing = lo === Infinity;
-      const scale = missing ? null : SCALES[spec.scale](values, lo, hi);
+      const scale = missing ? null : SCALES[spec.scale](scaled, lo, hi);
       const colour = scale ? scale.colour : () => "";
       for (let i = 0; i < n; i++) {
         const s = this.spans[i];
-        const v = values[i];
+        const v = scaled[i];
+        if (env && env[i]) { s.style.backgroundColor = ""; s.style.color = ""; s.classList.remove("na"); continue; }
         const bg = v === null ? "" : colour(v);
         s.style.backgroundColor = bg;
         s.style.color = inkOn(bg);
@@ -457,6 +507,19 @@
       this.el.dataset.scale = scale ? scale.kind : "";
       this.el.dataset.flat = scale && scale.flat ? "1" : "0";
       this.drawLegend(spec, scale, lo, hi);
+      this.drawEnvLegend();
+    }
+
+    // Shown only when the rollout has environment tokens: what their hatching means.
+    drawEnvLegend() {
+      if (!this.legend || !this.turns || !this.turns.envCount) return;
+      const e = document.createElement("span");
+      e.className = "tv-leg-env";
+      const swatch = document.createElement("span");
+      swatch.className = "tv-leg-env-swatch";
+      swatch.textContent = "env";
+      e.append(swatch, ` ${ENV_TITLE} (${this.turns.envCount} of ${this.spans.length} tokens)`);
+      this.legend.appendChild(e);
     }
 
     // The legend prints what the scale does: its ends (with their colours), the gradient between them,
@@ -505,6 +568,12 @@
       const d = this.detail;
       const c = d.channels;
       const rows = [["index", String(i), i], ["token id", String(d.token_ids[i]), d.token_ids[i]], ["text", JSON.stringify(d.tokens[i]), null]];
+      if (this.turns && this.turns.count) {
+        const k = this.turns.turnOf[i];
+        rows.push(["turn", k < 0 ? "—" : `${k + 1} of ${this.turns.count}: ${this.turns.env[i] ? "environment (not trained)" : "model"}`, k < 0 ? null : k]);
+      } else if (this.turns && this.turns.env[i]) {
+        rows.push(["turn", "environment (not trained)", null]);
+      }
       if (this.stepOf) {
         const k = this.stepOf[i];
         const score = k < 0 ? null : this.process.steps[k].score;

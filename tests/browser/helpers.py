@@ -51,6 +51,7 @@ def token_record(
         "teacher_entropy": [round(0.2 + 1.5 * abs(math.cos(i * 0.17)), 6) for i in range(n)],
         "segment": [float(i // 5) for i in range(n)],
         "step_score": [math.nan] * n,  # not recorded: a rollout without steps
+        "env_token": [math.nan] * n,  # not recorded: a single-turn rollout
     }
     assert set(values) == set(TOKEN_CHANNELS)
     fields: dict[str, Any] = {

@@ -47,6 +47,12 @@ PROCESS: dict[str, Any] = {
 }
 # The same steps scored by PRIME's implicit PRM, trained online at a tiny-model learning rate.
 IMPLICIT: dict[str, Any] = {**PROCESS, "scorer": {"name": "implicit", "params": {"beta": 0.5, "lr": 1e-3}}}
+# Self-correction episodes of up to 3 turns on the digit reward (a wrong answer is told so and tries again).
+EPISODES: dict[str, Any] = {
+    "name": "self_correction",
+    "params": {"retry_message": " no. "},
+    "limits": {"max_turns": 3, "max_total_tokens": 24},
+}
 # On top of tests/trainer/loop_helpers.py's tiny config: 4 prompts x 8 completions of up to 8 tokens.
 BASE: dict[str, dict[str, Any]] = {
     "rollout": {"max_completion_length": 8, "seed_per_prompt": True},
@@ -231,6 +237,29 @@ CONFIGS: dict[str, Case] = {
         fsdp=True,
         expect=lambda r: r[1]["metrics"]["process/implicit_reward_mean"] != 0,  # the PRM moved
     ),
+    # multi-turn episodes (self-correction on the digit reward): a wrong answer gets a retry reply and another
+    # turn; TCPO's turn credit from the per-turn scores, the environment's tokens masked out of the loss
+    "environment_tcpo": Case(
+        {"environment": {**EPISODES, "turn_credit": {"name": "tcpo", "params": {"hindsight_gamma": 0.5}}}},
+        fsdp=True,
+        expect=lambda r: _first(r, "env/turn_credit_shift_abs_mean") > 0 and _first(r, "env/turns_mean") > 1,
+    ),
+    "environment_outcome": Case(
+        {"environment": EPISODES},
+        fsdp=True,
+        expect=lambda r: _first(r, "env/turn_credit_shift_abs_mean") == 0 and _first(r, "env/turns_mean") > 1,
+    ),
+    "environment_segmented": Case(
+        {
+            "environment": {
+                **EPISODES,
+                "turn_credit": {"name": "turn_segmented", "params": {"normalize": "all", "mix": 0.5}},
+                "tool_shaping": {"cost_per_call": 0.1},
+            }
+        },
+        fsdp=True,
+        expect=lambda r: _first(r, "env/turn_credit_shift_abs_mean") > 0,
+    ),
     "process_last": Case(
         {"process_reward": {**PROCESS, "segmenter": {"name": "entropy"}, "credit": "last"}},
         fsdp=True,
@@ -251,6 +280,7 @@ FEATURES = {
     "algorithm.dual_clip": lambda c: c.algorithm.dual_clip,
     "algorithm.num_iterations > 1": lambda c: c.algorithm.num_iterations > 1,
     "algorithm.beta > 0 (a KL reference)": lambda c: c.algorithm.beta > 0,
+    "an environment (multi-turn episodes)": lambda c: c.environment is not None,
     "process_reward.scorer 'implicit' (a PRM updated every step)": lambda c: (
         c.process_reward is not None and c.process_reward.scorer.name == "implicit"
     ),

@@ -64,3 +64,30 @@ def record_steps(run: Run, steps: range, *, groups: int = 2, samples: int = 2) -
             metrics={"rollout/reward_mean": step / 10, "actor/pg_loss": -step / 100},
             rollouts=[rollout_record(step, g, s) for g in range(groups) for s in range(samples)],
         )
+
+
+def episode_json(**changes: Any) -> dict[str, Any]:
+    """A 3-turn episode over 12 completion tokens, as trainer/environments/records.py ``EpisodeRecord.to_json`` writes
+    it: a calculator call that works, then one that fails and one that was malformed, then the answer."""
+
+    def call(
+        name: str, arguments: dict[str, Any] | None, result: str, status: str, seconds: float
+    ) -> dict[str, Any]:
+        return {"name": name, "arguments": arguments, "result": result, "status": status, "seconds": seconds}
+
+    turns = [
+        {"model_span": [0, 3], "env_span": [3, 5], "finish": "stop", "reward": None, "reply_truncated": False,
+         "tool_calls": [call("calc", {"expression": "6*7"}, "42", "ok", 0.012)], "info": {}},
+        {"model_span": [5, 8], "env_span": [8, 10], "finish": "stop", "reward": 0.0, "reply_truncated": True,
+         "tool_calls": [call("calc", {"expression": "1/0"}, "error: division by zero", "error", 0.004),
+                        call("", None, "error: the call is not valid JSON", "invalid", 0.0)], "info": {"step": 2}},
+        {"model_span": [10, 12], "env_span": [12, 12], "finish": "eos", "reward": 1.0, "reply_truncated": False,
+         "tool_calls": [], "info": {}},
+    ]  # fmt: skip
+    episode: dict[str, Any] = {
+        "turns": turns,
+        "finish_reason": "done",
+        "score": {"reward": 1.0, "correct": True, "detail": {"expected": "42"}},
+    }
+    episode.update(changes)
+    return episode

@@ -17,6 +17,7 @@ import string
 from pydantic import Field, model_validator
 
 from trainer.bounds import MAX_NAME_CHARS, MAX_SEED
+from trainer.config.environment import EnvironmentConfig
 from trainer.config.method_sections import (
     AlgorithmConfig,
     RolloutBudgetConfig,
@@ -85,6 +86,12 @@ class ExperimentConfig(_Section):
         "check, a process reward model, or Math-Shepherd's Monte-Carlo values) and the scores turned into token "
         "credit; null: outcome rewards only.",
     )
+    environment: EnvironmentConfig | None = Field(
+        None,
+        description="Multi-turn episodes instead of one completion per prompt: the model's turns, tool calls run "
+        "under deadlines, the environment's replies, token-in token-out (model tokens trained, the environment's "
+        "masked out of the loss); each episode's reward is its environment's final score. Null: single-turn.",
+    )
     reward_absence: RewardAbsenceConfig = Field(
         default_factory=RewardAbsenceConfig,
         description="What a reward source's absent score (a failed or unparseable reward model or judge call, "
@@ -120,6 +127,29 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _check_reward_watch(self) -> ExperimentConfig:
         self.watched_rewards  # noqa: B018 -- a named key that is no verifier's fails here, at submit time
+        return self
+
+    @property
+    def source_weights(self) -> dict[str, float]:
+        """Reward key -> weight of every source in the total: the verifiers', and an environment's final score."""
+        weights = dict(zip((v.key for v in self.verifiers), self.reward_weights, strict=True))
+        if (
+            self.environment is not None
+        ):  # the verifiers score inside the environment; its score is the reward
+            weights = {"environment": 1.0}
+        return weights
+
+    @model_validator(mode="after")
+    def _check_environment(self) -> ExperimentConfig:
+        """What multi-turn episodes cannot be combined with yet, each refused with what to change."""
+        if self.environment is None:
+            return self
+        for section in ("rubric", "process_reward"):
+            if getattr(self, section) is not None:
+                raise ValueError(
+                    f"environment: {section} scores one completion's text, not an episode: remove the {section} "
+                    "section (score turns with the environment, e.g. self_correction, and environment.turn_credit)"
+                )
         return self
 
     @model_validator(mode="after")

@@ -82,6 +82,11 @@ HOOK_POINTS: dict[str, HookPoint] = {
     "token_credit": HookPoint(
         "one advantage per completion -> per token: (advantages [N], CreditInputs, params) -> [N, T]", True
     ),
+    "turn_credit": HookPoint(
+        "turn-level credit from the per-turn scores of multi-turn episodes, on top of the outcome's per-token "
+        "advantages: (token_adv [N, T], TurnCreditInputs, params) -> token_adv [N, T]",
+        False,
+    ),
     "step_credit": HookPoint(
         "process credit from step scores, on top of the outcome's per-token advantages (when process_reward is "
         "set): (token_adv [N, T], StepCreditInputs, params) -> StepCreditOutput (token_adv [N, T], keep [N] | None)",

@@ -1,9 +1,12 @@
 """What methods read of the config and of the step, as protocols: methods never import trainer.config or
 trainer.step (the config imports the methods to build its schema), so there is no circle, not even for the
-type checker. ``AlgorithmConfig``, ``TeacherConfig``, ``ExperimentConfig`` and ``TeacherSignals`` satisfy these."""
+type checker. ``AlgorithmConfig``, ``TeacherConfig``, ``ExperimentConfig`` and ``TeacherSignals`` satisfy these; the
+episode views are what turn credit and tool shaping read of trainer/environments/records.py (which imports torch at
+package level, so methods never import it)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -80,3 +83,30 @@ class RunConfig(Protocol):
 
     @property
     def budget(self) -> Any: ...
+
+
+class ToolCallView(Protocol):
+    """One tool call of a model turn (trainer/environments/records.py ``ToolCallRecord``)."""
+
+    @property
+    def status(self) -> str: ...  # ok, error, timeout or invalid
+
+
+class TurnView(Protocol):
+    """One model turn of an episode (``TurnRecord``): its tokens in completion coordinates, its reward, its calls."""
+
+    @property
+    def model_span(self) -> tuple[int, int]: ...
+
+    @property
+    def reward(self) -> float | None: ...
+
+    @property
+    def tool_calls(self) -> Sequence[ToolCallView]: ...
+
+
+class EpisodeView(Protocol):
+    """One multi-turn episode (``EpisodeRecord``): its model turns in order."""
+
+    @property
+    def turns(self) -> Sequence[TurnView]: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,12 +33,18 @@ class RolloutBatch:
     completion_mask: Tensor  # [N, T] 1 up to and including the EOS token
     logprobs: Tensor  # [N, T] sampled tokens' logprobs (0 on padding)
     entropies: Tensor  # [N, T] policy entropy at each position (0 on padding)
-    finish_reasons: list[str]  # "eos" | "length"
+    # "eos" | "length"; a token-in continuation with stop strings adds "stop", and a multi-turn episode
+    # (trainer/environments/) ends "done" | "turns" | "length"
+    finish_reasons: list[str]
     texts: list[str]  # decoded completions, special tokens removed
     # The sampler's own logprobs [N, T] when the sampler is not the policy being trained (vLLM, or an older copy
     # of the policy in an asynchronous run): the trainer rescores the tokens into ``logprobs`` and corrects the
     # difference by importance weights (trainer/step/policy_scoring.py). None: ``logprobs`` are the policy's.
     sampler_logprobs: Tensor | None = None
+    # [N, T] 1 on the tokens the policy generated, 0 on padding and on tokens an environment inserted between
+    # them (a multi-turn rollout: trainer/environments/), which the loss must leave out and whose logprobs are 0.
+    # None: every completion token is the policy's (a single-turn rollout), i.e. model_mask == completion_mask.
+    model_mask: Tensor | None = None
 
     @property
     def lengths(self) -> Tensor:
@@ -74,6 +81,15 @@ class RolloutBatch:
                 if all(b.sampler_logprobs is not None for b in batches)
                 else None
             ),
+            model_mask=(
+                pad(
+                    [b.completion_mask if b.model_mask is None else b.model_mask for b in batches],
+                    0,
+                    left=False,
+                )
+                if any(b.model_mask is not None for b in batches)
+                else None
+            ),
         )
 
 
@@ -82,4 +98,22 @@ class RolloutEngine(Protocol):
 
     def generate(
         self, prompts: list[str], params: SamplingParams, generator: torch.Generator
+    ) -> RolloutBatch: ...
+
+
+class TokenEngine(Protocol):
+    """Continues token ids: the seam of token-in, token-out multi-turn rollouts (trainer/environments/).
+
+    Each context is used exactly as given, never decoded and re-tokenised; the result's ``prompt_ids`` are the
+    contexts (left-padded) and its completions the new tokens. A completion ends at EOS, at ``max_new_tokens``, or
+    (finish reason ``"stop"``) at the first token that completes one of ``stop`` in its decoded text, that token
+    kept. A separate protocol because not every engine has it yet (the hf engine does; the vllm engine will).
+    """
+
+    def generate_from_ids(
+        self,
+        contexts: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator,
+        stop: Sequence[str] = (),
     ) -> RolloutBatch: ...

@@ -9,6 +9,9 @@ Sampling uses an explicit ``torch.Generator``, so a seeded run is reproducible o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
 import torch
 from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -17,6 +20,8 @@ from trainer.distributed.fsdp import gathered
 from trainer.models.logprobs import positions_from_mask
 from trainer.models.transformers_compat import cache_kwargs, output_cache
 from trainer.rollout.base import RolloutBatch, SamplingParams
+
+_Item = TypeVar("_Item", str, list[int])
 
 
 def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
@@ -31,6 +36,34 @@ def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         logits = logits.masked_fill(drop, float("-inf"))
     return logits
+
+
+class _StopStrings:
+    """Finds the step at which a completion's decoded text first contains one of the stop strings.
+
+    Every step decodes only the last few tokens of each live completion: a stop string of ``n`` UTF-8 bytes lies
+    within the last ``n`` tokens that completed it, since every non-special token decodes to at least one byte.
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, stop: Sequence[str]) -> None:
+        if any(not s for s in stop):
+            raise ValueError("a stop string is empty: give only non-empty stop strings")
+        self.tokenizer = tokenizer
+        self.stop = tuple(stop)
+        self.window = max(len(s.encode("utf-8")) for s in self.stop)
+
+    def completed(self, tokens: list[Tensor], alive: Tensor) -> Tensor:
+        """[B] bool: the live rows whose text, up to the newest token of ``tokens`` ([B] per step), holds a stop."""
+        hit = torch.zeros_like(alive)
+        live = alive.nonzero().flatten().tolist()
+        if not live:
+            return hit
+        tail = torch.stack(tokens[-self.window :], dim=1)[live].tolist()  # [live, <=window]
+        texts = self.tokenizer.batch_decode(tail, skip_special_tokens=True)
+        for row, text in zip(live, texts, strict=True):
+            if any(s in text for s in self.stop):
+                hit[row] = True
+        return hit
 
 
 class HFRolloutEngine:
@@ -55,12 +88,38 @@ class HFRolloutEngine:
     def generate(
         self, prompts: list[str], params: SamplingParams, generator: torch.Generator
     ) -> RolloutBatch:
-        chunks = [prompts[i : i + params.batch_size] for i in range(0, len(prompts), params.batch_size)]
+        return self._in_chunks(prompts, params, lambda chunk: self._generate_chunk(chunk, params, generator))
+
+    def generate_from_ids(
+        self,
+        contexts: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator,
+        stop: Sequence[str] = (),
+    ) -> RolloutBatch:
+        """Continue each context (token ids, used as they are) by one sampled completion.
+
+        ``prompt_ids`` of the result are the contexts, left-padded. A completion also ends at the first token that
+        completes one of the ``stop`` strings in its decoded text (finish reason ``"stop"``, that token kept).
+        The multi-turn driver calls this (trainer/environments/driver.py): contexts are never re-tokenised.
+        """
+        for i, ids in enumerate(contexts):
+            if not ids:
+                raise ValueError(f"context {i} is empty: give every context at least one token")
+        stopper = _StopStrings(self.tokenizer, stop) if stop else None
+        return self._in_chunks(
+            contexts, params, lambda chunk: self._generate_ids_chunk(chunk, params, generator, stopper)
+        )
+
+    def _in_chunks(
+        self, items: list[_Item], params: SamplingParams, run: Callable[[list[_Item]], RolloutBatch]
+    ) -> RolloutBatch:
+        chunks = [items[i : i + params.batch_size] for i in range(0, len(items), params.batch_size)]
         was_training = self.model.training
         self.model.eval()
         try:
             with torch.no_grad(), gathered(self.model):  # a sharded model: all-gathered once, not per token
-                batches = [self._generate_chunk(chunk, params, generator) for chunk in chunks]
+                batches = [run(chunk) for chunk in chunks]
         finally:
             self.model.train(was_training)
         return RolloutBatch.concat(batches, self.pad_id)
@@ -78,6 +137,39 @@ class HFRolloutEngine:
         )
         distinct_ids = enc["input_ids"].to(self.device)  # [D, Lp]
         distinct_mask = enc["attention_mask"].to(self.device)
+        return self._sample(distinct_ids, distinct_mask, rows, params, generator, None)
+
+    def _generate_ids_chunk(
+        self,
+        contexts: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator,
+        stopper: _StopStrings | None,
+    ) -> RolloutBatch:
+        row_of = {c: i for i, c in enumerate(dict.fromkeys(tuple(c) for c in contexts))}
+        distinct = list(row_of)
+        rows = torch.tensor([row_of[tuple(c)] for c in contexts], device=self.device)  # [B]
+        width = max(len(c) for c in distinct)
+        distinct_ids = torch.tensor(
+            [[self.pad_id] * (width - len(c)) + list(c) for c in distinct],
+            dtype=torch.long,
+            device=self.device,
+        )  # [D, Lp] left-padded, as the tokenizer pads prompts
+        distinct_mask = torch.tensor(
+            [[0] * (width - len(c)) + [1] * len(c) for c in distinct], dtype=torch.long, device=self.device
+        )
+        return self._sample(distinct_ids, distinct_mask, rows, params, generator, stopper)
+
+    def _sample(
+        self,
+        distinct_ids: Tensor,
+        distinct_mask: Tensor,
+        rows: Tensor,
+        params: SamplingParams,
+        generator: torch.Generator,
+        stopper: _StopStrings | None,
+    ) -> RolloutBatch:
+        """Prefill the distinct contexts [D, Lp] once, then sample one completion per entry of ``rows`` [B]."""
         out = self.model(
             input_ids=distinct_ids,
             attention_mask=distinct_mask,
@@ -100,6 +192,7 @@ class HFRolloutEngine:
         ents: list[Tensor] = []
         alive = torch.ones(B, dtype=torch.bool, device=self.device)
         alive_steps: list[Tensor] = []
+        stopped = torch.zeros(B, dtype=torch.bool, device=self.device)
         for t in range(params.max_new_tokens):
             logp_all = torch.log_softmax(logits.float() / params.temperature, dim=-1)  # [B, V]
             sample_logits = _filter_logits(logp_all, params.top_k, params.top_p)
@@ -111,6 +204,10 @@ class HFRolloutEngine:
             logps.append(logp_all.gather(-1, tok[:, None]).squeeze(-1) * alive)
             ents.append(-(logp_all.exp() * logp_all).sum(-1) * alive)
             alive = alive & ~torch.isin(tok, eos_ids)
+            if stopper is not None:
+                hit = stopper.completed(tokens, alive)  # [B]
+                stopped |= hit
+                alive = alive & ~hit
             if not alive.any() or t == params.max_new_tokens - 1:
                 break
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
@@ -127,7 +224,10 @@ class HFRolloutEngine:
         completion_ids = torch.stack(tokens, dim=1)  # [B, T]
         completion_mask = torch.stack(alive_steps, dim=1).long()  # [B, T]
         finished_eos = torch.isin(completion_ids, eos_ids) & completion_mask.bool()
-        finish_reasons = ["eos" if f else "length" for f in finished_eos.any(-1).tolist()]
+        finish_reasons = [
+            "eos" if eos else "stop" if stop else "length"
+            for eos, stop in zip(finished_eos.any(-1).tolist(), stopped.tolist(), strict=True)
+        ]
         texts = self.tokenizer.batch_decode(
             [
                 ids[: int(n)]

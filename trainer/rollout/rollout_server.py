@@ -25,7 +25,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -48,6 +48,9 @@ class ServerSampling(BoundedModel):
     logprobs: Literal[0] = 0
     seed: int = Field(ge=0, le=2**63 - 1)
     skip_special_tokens: bool = True
+    # multi-turn episodes (trainer/environments/): a turn also ends at these strings, kept in the output
+    stop: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(default_factory=list, max_length=8)
+    include_stop_str_in_output: bool = False
 
 
 class ServerRequest(BoundedModel):

@@ -93,11 +93,13 @@ def group_requests(prompts: Sequence[str]) -> list[PromptRequest]:
     return requests
 
 
-def _finish_reason(raw: str | None) -> str:
+def _finish_reason(raw: str | None, stop_reason: object = None) -> str:
+    """vLLM's finish reason as the engine's: "length", "eos", or "stop" when one of the request's stop strings
+    ended it (vLLM says "stop" for both and names the matched string in ``stop_reason``)."""
     if raw == "length":
         return "length"
     if raw == "stop":
-        return "eos"
+        return "stop" if isinstance(stop_reason, str) else "eos"
     raise RuntimeError(f"vLLM ended a completion with finish_reason {raw!r} (expected 'stop' or 'length')")
 
 
@@ -121,7 +123,14 @@ def outputs_to_rows(outputs: Sequence[_RequestLike], requests: Sequence[PromptRe
                     float(step[tok].logprob) if tok in step else math.nan
                     for tok, step in zip(ids, completion.logprobs, strict=True)
                 ]
-            rows.append(GeneratedRow(prompt_ids, ids, sampled, _finish_reason(completion.finish_reason)))
+            rows.append(
+                GeneratedRow(
+                    prompt_ids,
+                    ids,
+                    sampled,
+                    _finish_reason(completion.finish_reason, getattr(completion, "stop_reason", None)),
+                )
+            )
     return rows
 
 
@@ -209,10 +218,34 @@ class VLLMRolloutEngine:
         expected = sum(r.n for r in requests)
         if len(rows) != expected:
             raise RuntimeError(f"vLLM returned {len(rows)} completions for {expected} requested")
+        return self._batch(rows)
+
+    def _batch(self, rows: list[GeneratedRow]) -> RolloutBatch:
         batch, sampler_logprobs = rows_to_batch(rows, self.pad_id, self.tokenizer, self.device)
         batch.sampler_logprobs = sampler_logprobs
         batch.logprobs = torch.nan_to_num(sampler_logprobs, nan=0.0)  # until the policy rescores them
         return batch
+
+    def generate_from_ids(
+        self,
+        contexts: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator,
+        stop: Sequence[str] = (),
+    ) -> RolloutBatch:
+        """Continue each context (token ids, sent as they are: never re-tokenised) by one sampled completion; a
+        completion also ends at one of the ``stop`` strings, kept in it (finish reason "stop"). The multi-turn
+        driver calls this (trainer/environments/driver.py)."""
+        for i, ids in enumerate(contexts):
+            if not ids:
+                raise ValueError(f"context {i} is empty: give every context at least one token")
+        seed = sampling_seed(generator)
+        extra = {"stop": list(stop), "include_stop_str_in_output": True} if stop else {}
+        sampling = [{**to_vllm_sampling_kwargs(params, 1, seed + i), **extra} for i in range(len(contexts))]
+        rows = self.backend.generate([list(ids) for ids in contexts], sampling)
+        if len(rows) != len(contexts):
+            raise RuntimeError(f"vLLM returned {len(rows)} completions for {len(contexts)} contexts")
+        return self._batch(rows)
 
     def push_weights(self, model: torch.nn.Module, version: int) -> None:
         """Write ``model``'s weights (LoRA merged) as weight-file version ``version`` and have vLLM load them."""

@@ -36,12 +36,14 @@ import copy
 import dataclasses
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
 
+from trainer.environments.runner import EpisodeRunner
 from trainer.errors import RLVRError
 from trainer.models.checkpoint import capture_rng
 from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
@@ -66,8 +68,9 @@ class GeneratorParts:
     Handed over by the run when the generator starts (the training thread does not use them again): ``sampler``,
     ``generator``, ``verifiers``, ``rubric``. Its own: ``tokenizer`` (a copy: fast tokenizers are not shared
     between threads), ``engine`` (the ``hf`` engine over ``model``, its own policy copy; ``vllm``: the run's
-    engine, whose weight files the training thread only writes through ``publish``). Read-only and shared:
-    ``config``, ``sampling``, ``device``, ``dist``.
+    engine, whose weight files the training thread only writes through ``publish``), ``episodes`` (with an
+    ``environment``: the multi-turn episodes, run on that engine). Read-only and shared: ``config``, ``sampling``,
+    ``device``, ``dist``.
     """
 
     config: ExperimentConfig
@@ -81,6 +84,7 @@ class GeneratorParts:
     rubric: RubricScorer | None
     device: torch.device
     dist: DistContext | None
+    episodes: EpisodeRunner | None = None  # config.environment: episodes on the generator's own engine
 
 
 class GeneratorStalled(RLVRError):
@@ -119,7 +123,20 @@ class _StaleSampler:
     def generate(
         self, prompts: list[str], params: SamplingParams, generator: torch.Generator
     ) -> RolloutBatch:
-        batch = self.inner.generate(prompts, params, generator)
+        return self._stale(self.inner.generate(prompts, params, generator))
+
+    def generate_from_ids(
+        self,
+        contexts: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator,
+        stop: Sequence[str] = (),
+    ) -> RolloutBatch:
+        """Multi-turn episodes' turns (trainer/environments/driver.py), marked as an older policy's the same way."""
+        return self._stale(self.inner.generate_from_ids(contexts, params, generator, stop))
+
+    @staticmethod
+    def _stale(batch: RolloutBatch) -> RolloutBatch:
         batch.sampler_logprobs = batch.logprobs.clone()
         return batch
 
@@ -159,6 +176,10 @@ class RolloutProducer:
             rubric=run.rubric,
             device=run.device,
             dist=run.dist,
+            # config.environment: the generator's own engine and tokenizer run its episodes
+            episodes=None
+            if cfg.environment is None
+            else EpisodeRunner(cfg.environment, engine, tokenizer, run.verifiers, cfg.reward_weights),
         )
         self._loaded = -1  # the version the generator's copy holds
         self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)

@@ -50,6 +50,7 @@ from torch import Tensor
 from trainer.data import render_prompt
 from trainer.distributed.context import balanced_share, set_step_replicated
 from trainer.distributed.fsdp import gathered
+from trainer.environments.runner import environment_metrics, episodes_of
 from trainer.errors import RewardSourceError
 from trainer.methods.allocation import Group
 from trainer.methods.axes import the_hook
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from trainer.config import ExperimentConfig
     from trainer.data.sampler import PromptSource
     from trainer.distributed.context import DistContext
+    from trainer.environments.runner import EpisodeRunner
     from trainer.rollout import RolloutEngine, SamplingParams
     from trainer.rubrics.scoring import RubricScorer
     from trainer.verifiers.base import Verifier
@@ -108,6 +110,9 @@ class CollectionParts(Protocol):
 
     @property
     def dist(self) -> DistContext | None: ...
+
+    @property
+    def episodes(self) -> EpisodeRunner | None: ...  # with config.environment: runs and scores episodes
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,25 @@ class _Calls:
         ]
         return RolloutBatch.concat(parts, run.tokenizer.pad_token_id)
 
+    def _episodes(
+        self, groups: Sequence[Group], counts: Sequence[int], number: int
+    ) -> tuple[RolloutBatch, ScoreBatch]:
+        """One call's episodes (trainer/environments/): whole trajectories, scored by their environments."""
+        run = self.run
+        assert run.episodes is not None  # set with config.environment (run_setup)
+        asked = [groups[i] for i, c in enumerate(counts) for _ in range(c)]
+        if not run.config.seeds_per_prompt:
+            return run.episodes.run([(g.prompt, g.sample) for g in asked], run.sampling, run.generator)
+        parts = [
+            run.episodes.run([(g.prompt, g.sample)] * c, run.sampling, self._group_generator(g, number))
+            for g, c in zip(groups, counts, strict=True)
+            if c
+        ]
+        return (
+            RolloutBatch.concat([b for b, _ in parts], run.tokenizer.pad_token_id),
+            _concat_scores([s for _, s in parts]),
+        )
+
     def _group_generator(self, group: Group, number: int) -> torch.Generator:
         """A generator for one group's call, seeded from (seed, step, call, step-wide group index) only."""
         key = f"{self.run.config.seed}:{self.step}:{number}:{self.group_index[id(group)]}"
@@ -185,11 +209,15 @@ class _Calls:
             return
         run = self.run
         t0 = time.perf_counter()
-        batch = self._sample(groups, counts, number)
-        t1 = time.perf_counter()
-        scores = _score(run, batch.texts, [groups[i].sample for i in owners], owners)
-        self.verify_s += time.perf_counter() - t1
-        self.gen_s += t1 - t0
+        if run.config.environment is not None:  # multi-turn: the environments score their own episodes
+            batch, scores = self._episodes(groups, counts, number)
+            self.gen_s += time.perf_counter() - t0
+        else:
+            batch = self._sample(groups, counts, number)
+            t1 = time.perf_counter()
+            scores = _score(run, batch.texts, [groups[i].sample for i in owners], owners)
+            self.verify_s += time.perf_counter() - t1
+            self.gen_s += t1 - t0
         call = len(self.done)
         self.done.append((batch, scores))
         self.numbers.append(number)
@@ -254,6 +282,9 @@ def collect_rollouts(run: CollectionParts, step: int) -> StepRollouts:
         batch, scores, call_of_row = _local_rows(run, calls, groups)
     collected = _assemble(run, groups, batch, scores, call_of_row, calls, rounds, draws, chosen, replicated)
     dropped, metrics = step_absence(run.config, collected.scores, step, None if replicated else run.dist)
+    episodes = episodes_of(collected.scores.details)
+    if episodes is not None and run.config.environment is not None:
+        metrics.update(environment_metrics(episodes, run.config.environment.tool_shaping))
     return dataclasses.replace(collected, dropped=tuple(dropped), metrics={**collected.metrics, **metrics})
 
 
@@ -302,7 +333,7 @@ def settle_absence(
     ``fail_above`` stops the run (RewardSourceError), naming it.
     """
     rule, n = cfg.reward_absence, len(scores.total)
-    weights = dict(zip((v.key for v in cfg.verifiers), cfg.reward_weights, strict=True))
+    weights = cfg.source_weights
     fractions = scores.absent_fractions()
     metrics = {f"reward/{key}_absent_frac": frac for key, frac in fractions.items()}
     metrics.update({f"reward/{key}_latency_s": seconds for key, seconds in scores.latency_s.items()})
@@ -540,6 +571,7 @@ def _take_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
         finish_reasons=[batch.finish_reasons[i] for i in rows],
         texts=[batch.texts[i] for i in rows],
         sampler_logprobs=None if batch.sampler_logprobs is None else batch.sampler_logprobs[idx, :width],
+        model_mask=None if batch.model_mask is None else batch.model_mask[idx, :width],
     )
 
 

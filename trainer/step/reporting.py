@@ -114,6 +114,8 @@ def rollout_records(outcome: StepOutcome, tokenizer: PreTrainedTokenizerBase) ->
         channels["teacher_entropy"] = teacher.entropy.tolist()
     if segment_ids is not None:  # HISPO segments: the token view can colour tokens by segment
         channels["segment"] = segment_ids.float().tolist()
+    if batch.model_mask is not None:  # multi-turn: the environment's tokens (masked out of the loss)
+        channels["env_token"] = (batch.completion_mask - batch.model_mask).clamp(min=0).float().tolist()
     steps = outcome.steps
     if steps is not None:  # process rewards: each token carries its step's score (nan: absent)
         channels["step_score"] = step_score_channel(steps.spans, steps.scores, lengths)

@@ -18,6 +18,7 @@ from trainer.data import check_template, load_samples
 from trainer.data.sampler import PromptSource
 from trainer.distributed.context import DistContext, current
 from trainer.distributed.fsdp import is_sharded, load_full_optimizer_state_dict, shard_model
+from trainer.environments.runner import EpisodeRunner
 from trainer.errors import CheckpointError, ConfigError
 from trainer.methods.axes import ActiveMethod
 from trainer.methods.prompt_samplers import build_prompt_sampler
@@ -102,6 +103,7 @@ class Run:
     )  # elapsed time and tokens so far (trainer/step/progress.py)
     watch: HackingDetector | None = None  # reward_watch (trainer/rewards/hacking.py); None: no watch
     scorer_state: ScorerState | None = None  # a stateful step scorer's (the implicit PRM); None: none
+    episodes: EpisodeRunner | None = None  # config.environment: runs and scores multi-turn episodes
 
     def __post_init__(self) -> None:
         if not self.methods:
@@ -371,6 +373,14 @@ def build_run(
         watch=detector_for(config),
     )
     run.scorer_state = build_scorer_state(run, checkpoint_dir, state)
+    if config.environment is not None:
+        run.episodes = EpisodeRunner(
+            config.environment,
+            run.engine,
+            tokenizer,
+            run.verifiers,
+            config.reward_weights,  # type: ignore[arg-type]
+        )
     if state is not None:
         if fsdp:  # checkpoints hold the full state (trainer/distributed/fsdp.py); each rank keeps its shard
             load_full_optimizer_state_dict(model, optimizer, state.optimizer)

@@ -10,6 +10,7 @@ import time
 
 import torch
 
+from trainer.environments.runner import episodes_of
 from trainer.errors import ConfigError
 from trainer.methods.advantages import compute_advantages
 from trainer.methods.axes import hooks_at, the_hook
@@ -17,6 +18,7 @@ from trainer.methods.fusion import fuse_rewards, fuse_token_advantages
 from trainer.methods.policy_losses import prepare_loss_inputs
 from trainer.methods.shaping import shape_scores
 from trainer.methods.step_credit import StepCreditInputs
+from trainer.methods.turn_credit import apply_turn_credit, turn_credit_inputs
 from trainer.models.device import peak_memory_gb, reset_peak_memory
 from trainer.sinks import StepReport
 from trainer.step.collect import StepRollouts, collect_rollouts
@@ -173,6 +175,8 @@ def build_loss_mask(run: Run, step: int, collected: StepRollouts, scored: Policy
     an absent score (``reward_absence``), minus what each ``loss_mask`` hook takes out."""
     batch = scored.batch
     loss_mask = batch.completion_mask.clone()  # [N, T]
+    if batch.model_mask is not None:  # multi-turn: the environment's tokens are never trained
+        loss_mask *= batch.model_mask.to(loss_mask.dtype)
     if run.config.algorithm.mask_truncated_completions:
         truncated = torch.tensor([r == "length" for r in batch.finish_reasons], device=loss_mask.device)
         loss_mask[truncated] = 0
@@ -195,13 +199,21 @@ def assign_token_credit(
     shaped: ShapedRewards | None = None,
     collected: StepRollouts | None = None,
 ) -> TokenCredit:
-    """``token_credit`` (per-token advantages), ``step_credit`` (process credit, when ``process_reward`` is set
+    """``token_credit`` (per-token advantages), ``turn_credit`` (multi-turn episodes: in ``apply_turn_credit``),
+    ``step_credit`` (process credit, when ``process_reward`` is set
     and ``steps`` were scored: in ``add_step_credit``), ``token_fusion`` (in ``fuse_token_advantages``), then the
     ``loss_inputs`` hooks (in ``prepare_loss_inputs``). A row PROF's filter drops leaves the loss mask here."""
     cfg, batch, mask = run.config, scored.batch, loss_mask.mask
     credit, params = the_hook("token_credit", cfg.algorithm.token_credit.active())
     token_advantages = credit(advantages.values, credit_inputs(mask, batch, signals), params)  # [N, T]
     process_metrics: dict[str, float] = {}
+    turn_metrics: dict[str, float] = {}
+    episodes = episodes_of(collected.scores.details) if collected is not None else None
+    if (
+        collected is not None and episodes is not None
+    ):  # multi-turn: turn credit (trainer/methods/turn_credit.py)
+        turns = turn_credit_inputs(episodes, collected.group_ids, mask, collected.rewards)
+        token_advantages, turn_metrics = apply_turn_credit(token_advantages, turns, run.methods, step)
     if steps is not None:
         if shaped is None or collected is None:
             raise TypeError(
@@ -214,7 +226,7 @@ def assign_token_credit(
     inputs = prepare_loss_inputs(
         advantages.values, token_advantages, batch.entropies, mask, run.methods, step
     )
-    metrics = {**inputs.metrics, **process_metrics}
+    metrics = {**inputs.metrics, **process_metrics, **turn_metrics}
     return TokenCredit(inputs.token_advantages, inputs.extras, inputs.segment_ids, metrics)
 
 

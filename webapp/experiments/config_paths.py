@@ -24,6 +24,8 @@ A config from the browser or the API may name only what its own project owns, pl
   param: the ``prm`` scorer's checkpoint, an optional model of another scorer): ``rm:<version id>`` of a process
   reward model (PRM) version of the same project (resolved to its folder), or any model as above; a scalar
   reward model's ``rm:<id>`` is refused there, as a PRM's is as a ``reward_model`` verifier.
+- ``environment.params.base_url`` of an ``openenv`` environment: only an OpenEnv server the deployment lists in
+  RLVR_ENVIRONMENT_SERVERS (exactly, as rollout servers): the worker would connect to whatever it names.
 - ``checkpoint.output_dir``: chosen by the server (each run writes to RLVR_RUNS_DIR/run-<id>) whatever
   the config says; the worker sets it from the run row.
 
@@ -443,6 +445,7 @@ def confine_experiment_config(
     )
     attempt(lambda: confiner.process_scorer(config, out, field))
     attempt(lambda: _check_rollout_server(config, f"{field}.rollout.vllm_server_url"))
+    attempt(lambda: _check_environment_server(config, f"{field}.environment.params.base_url"))
     if refused:
         raise _joined(refused)
     return out
@@ -450,19 +453,28 @@ def confine_experiment_config(
 
 def _check_rollout_server(config: dict[str, Any], field: str) -> None:
     url = (config.get("rollout") or {}).get("vllm_server_url")
-    if not url:
-        return
-    # A rollout server is named by its base URL: exactly a listed one (a trailing slash aside), where a judge may
-    # be any path under a listed prefix.
-    exact = [
-        u
-        for u in settings.RLVR_ROLLOUT_SERVERS
-        if urlsplit(u).path.rstrip("/") == urlsplit(url).path.rstrip("/")
-    ]
-    check_url_on_list(
-        url, exact, setting="RLVR_ROLLOUT_SERVERS", what="rollout server", field=field,
-        fix="leave vllm_server_url empty and the run starts its own server",
-    )  # fmt: skip
+    if url:
+        _check_exact_server(
+            url, settings.RLVR_ROLLOUT_SERVERS, "RLVR_ROLLOUT_SERVERS", "rollout server", field,
+            "leave vllm_server_url empty and the run starts its own server",
+        )  # fmt: skip
+
+
+def _check_environment_server(config: dict[str, Any], field: str) -> None:
+    environment = config.get("environment") or {}
+    url = (environment.get("params") or {}).get("base_url") if environment.get("name") == "openenv" else None
+    if isinstance(url, str):
+        _check_exact_server(
+            url, settings.RLVR_ENVIRONMENT_SERVERS, "RLVR_ENVIRONMENT_SERVERS", "OpenEnv environment server", field,
+            "set environment.params.base_url to a listed server, or ask the server's administrator to add this one",
+        )  # fmt: skip
+
+
+def _check_exact_server(url: str, listed: list[str], setting: str, what: str, field: str, fix: str) -> None:
+    """A server named by its base URL: exactly a listed one (a trailing slash aside), where a judge may be any
+    path under a listed prefix."""
+    exact = [u for u in listed if urlsplit(u).path.rstrip("/") == urlsplit(url).path.rstrip("/")]
+    check_url_on_list(url, exact, setting=setting, what=what, field=field, fix=fix)
 
 
 def confine_benchmark_config(

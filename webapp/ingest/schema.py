@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from trainer.sinks import TOKEN_CHANNELS
 from webapp.core.errors import InvalidInput
+from webapp.ingest.episode import check_episode
 
 MAX_STEP = 10**9
 MAX_METRIC_POINTS = 20_000  # (step, values) entries per batch
@@ -91,6 +92,8 @@ class RolloutIn(_Strict):
                 )
             if len(values) != length:
                 raise ValueError(f"token_values.{channel} has {len(values)} values for {length} tokens")
+        if "episode" in self.details:  # a multi-turn rollout: its turns index these tokens
+            check_episode(self.details["episode"], length)
         return self
 
 

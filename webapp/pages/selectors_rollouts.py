@@ -6,7 +6,9 @@ rewards differ most). A group whose completions all scored the same has zero adv
 teaches the policy nothing (DAPO's dynamic sampling drops such groups), so it is not what a page opens on.
 
 A rollout scored step by step (process rewards) carries ``details["process"]``; ``rollout_process`` checks it
-against the rollout's tokens for the token view, which draws the steps as bands (static/js/token_view.js)."""
+against the rollout's tokens for the token view, which draws the steps as bands (static/js/token_view.js). A
+multi-turn rollout carries ``details["episode"]`` (webapp/pages/selectors_episodes.py); the table says how many
+turns it took."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from django.db.models import F, Max, Min, OuterRef, QuerySet, Subquery
 
 from webapp.experiments.models import Rollout, Run
 from webapp.experiments.selectors import rollouts_for_run
+from webapp.pages.selectors_episodes import episode_turn_count
 
 ROW_FIELDS = (
     "id", "step", "prompt_id", "group", "sample_index", "prompt", "completion", "answer", "finish_reason",
@@ -61,7 +64,7 @@ def rollout_rows(
     page_size = max(1, min(page_size, MAX_PAGE_SIZE))
     page = max(1, page)
     start = (page - 1) * page_size
-    results = [without_process(row) for row in rows.values(*ROW_FIELDS)[start : start + page_size]]
+    results = [table_row(row) for row in rows.values(*ROW_FIELDS)[start : start + page_size]]
     return {"count": rows.count(), "page": page, "page_size": page_size, "results": results}
 
 
@@ -171,10 +174,23 @@ def rollout_process(*, details: Any, token_count: int) -> dict[str, Any] | None:
         return {"error": UNREADABLE, "reason": str(exc)}
 
 
-def without_process(row: dict[str, Any]) -> dict[str, Any]:
-    """A table row with ``details["process"]`` left out: the token view reads it (``rollout_process``), the
-    table does not show it, and an outside run's unbounded copy must not ride along in every page of rows."""
+# Detail sections the page draws from their own checked copy (the token view and the episode view), never
+# from the raw record: ``rollout_process`` and ``selectors_episodes.rollout_episode``.
+DRAWN_DETAILS = ("process", "episode")
+
+
+def without_drawn_details(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with ``details["process"]`` and ``details["episode"]`` left out: the page reads its checked copies
+    of them, the table does not show them, and an outside run's copy (tool results and all) must not ride along
+    in every page of rows."""
     details = row.get("details")
-    if isinstance(details, dict) and "process" in details:
-        row["details"] = {k: v for k, v in details.items() if k != "process"}
+    if isinstance(details, dict) and any(key in details for key in DRAWN_DETAILS):
+        row["details"] = {k: v for k, v in details.items() if k not in DRAWN_DETAILS}
     return row
+
+
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One row of the table: ``turns`` (how many turns a multi-turn rollout took, else None) and the details
+    without the sections the page draws elsewhere."""
+    row["turns"] = episode_turn_count(row.get("details"))
+    return without_drawn_details(row)

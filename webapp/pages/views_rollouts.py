@@ -17,12 +17,13 @@ from rest_framework import serializers
 
 from webapp.experiments.selectors import rollout_detail, run_get_for_user
 from webapp.experiments.serializers import RolloutFilterIn, rollout_detail_data
+from webapp.pages.selectors_episodes import rollout_episode
 from webapp.pages.selectors_rollouts import (
     rollout_finish_reasons,
     rollout_process,
     rollout_rows,
     rollout_steps,
-    without_process,
+    without_drawn_details,
 )
 
 # The range of the integer columns these filters meet: past it a query is a 400, not a database error.
@@ -83,9 +84,12 @@ def rollout_browser_rows(request: HttpRequest, run_id: int) -> JsonResponse:
 @login_required
 def rollout_browser_tokens(request: HttpRequest, run_id: int, rollout_id: int) -> JsonResponse:
     """One rollout as ``GET /api/runs/<id>/rollouts/<rid>/`` gives it, plus ``process``: its steps checked
-    against its tokens (``rollout_process``: None without step data, ``{"error"}`` when unreadable)."""
+    against its tokens (``rollout_process``: None without step data, ``{"error"}`` when unreadable), and
+    ``episode``: a multi-turn rollout's turns, checked the same way (``rollout_episode``)."""
     run = run_get_for_user(run_id=run_id, user=request.user)
     detail = rollout_detail(run=run, rollout_id=rollout_id)
-    data = without_process(rollout_detail_data(detail))
-    data["process"] = rollout_process(details=detail.rollout.details, token_count=len(detail.token_ids))
+    data = without_drawn_details(rollout_detail_data(detail))
+    token_count = len(detail.token_ids)
+    data["process"] = rollout_process(details=detail.rollout.details, token_count=token_count)
+    data["episode"] = rollout_episode(details=detail.rollout.details, token_count=token_count)
     return JsonResponse(data)

@@ -290,3 +290,98 @@ def test_two_processes_with_a_rollout_server_each_sample_what_one_process_sample
         p.parent.name for p in (tmp_path / "two" / "distributed").glob("rank*/rollout-server.log")
     )
     assert servers == ["rank0", "rank1"]  # a server per process
+
+
+def test_vllm_ends_a_turn_at_a_stop_string_and_keeps_it(served: Any) -> None:
+    """generate_from_ids: the contexts go to vLLM as token ids; a completion that reaches a stop string ends
+    there with finish reason "stop", the stop string kept in its tokens."""
+    tok = served.tokenizer
+    contexts = [tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS]
+    batch = served.generate_from_ids(
+        contexts,
+        SamplingParams(max_new_tokens=8, temperature=1.0),
+        torch.Generator().manual_seed(0),
+        stop=("1",),
+    )
+    assert len(batch) == len(PROMPTS) and set(batch.finish_reasons) <= {"eos", "stop", "length"}
+    assert "stop" in batch.finish_reasons  # the warm addition model writes a 1 somewhere in a few answers
+    for i, reason in enumerate(batch.finish_reasons):
+        ids = batch.completion_ids[i, : int(batch.completion_mask[i].sum())].tolist()
+        text = tok.decode(ids, skip_special_tokens=True)
+        if reason == "stop":
+            assert text.endswith("1") and "1" not in text[:-1], text
+        assert batch.prompt_ids[i, -len(contexts[i]) :].tolist() == contexts[i]
+
+
+def test_multi_turn_episodes_run_token_in_token_out_on_vllm(served: Any) -> None:
+    """Self-correction episodes (an answer the model never gives, so every episode takes its 3 turns) on the vLLM
+    engine: each turn continues exactly the trajectory's ids so far, and the environment's tokens are masked."""
+    from types import SimpleNamespace
+
+    from tests.trainer.environments.env_helpers import RecordingEngine
+    from trainer.environments import EpisodeLimits, environment_factory, verifier_scorer
+    from trainer.environments.driver import Episode, run_episodes
+    from trainer.samples import Sample
+    from trainer.verifiers import build_verifiers
+
+    spec = SimpleNamespace(name="exact", params={}, key="exact")
+    build = environment_factory(
+        "self_correction", {"retry_message": " no. "}, verifier_scorer(build_verifiers([spec]), [1.0])
+    )
+    engine = RecordingEngine(served)
+    episodes = [Episode(p, Sample(id=p, prompt=p, answer="never"), build()) for p in PROMPTS]
+    result = run_episodes(
+        engine,  # type: ignore[arg-type]
+        served.tokenizer,
+        episodes,
+        SamplingParams(max_new_tokens=6, temperature=1.0),
+        torch.Generator().manual_seed(0),
+        EpisodeLimits(max_turns=3, max_total_tokens=64),
+    )
+    batch = result.batch
+    assert batch.model_mask is not None and len(engine.calls) == 3
+    full = []
+    for i in range(len(PROMPTS)):
+        prompt = batch.prompt_ids[i][batch.prompt_mask[i].bool()].tolist()
+        full.append(prompt + batch.completion_ids[i, : int(batch.completion_mask[i].sum())].tolist())
+        episode = result.episodes[i]
+        assert len(episode.turns) == 3 and episode.finish_reason == "turns"
+        for turn in episode.turns:
+            assert batch.model_mask[i, turn.env_span[0] : turn.env_span[1]].sum() == 0
+            assert batch.model_mask[i, turn.model_span[0] : turn.model_span[1]].all()
+    for (
+        contexts,
+        out,
+    ) in engine.calls:  # every call: contexts are prefixes, and vLLM's ids follow them verbatim
+        for j, context in enumerate(contexts):
+            owner = next(f for f in full if f[: len(context)] == context)
+            sampled = out.completion_ids[j, : int(out.completion_mask[j].sum())].tolist()
+            assert owner[len(context) : len(context) + len(sampled)] == sampled
+
+
+def test_grpo_trains_on_multi_turn_episodes_sampled_by_a_rollout_server(
+    warm_model_dir: Path, tmp_path: Path
+) -> None:
+    """Two GRPO steps with the vLLM engine and the self-correction environment: the run starts its own rollout
+    server, the episodes' turns come from it, and the environment's tokens never enter the loss."""
+    from tests.trainer.loop_helpers import Steps
+    from trainer.step.loop import train
+
+    sink = Steps()
+    config = _server_config(warm_model_dir, tmp_path)
+    config = type(config).model_validate(
+        {
+            **config.model_dump(),
+            "verifiers": [{"name": "exact"}],
+            "environment": {"name": "self_correction", "limits": {"max_turns": 2, "max_total_tokens": 48}},
+        }
+    )
+    train(config, sink, log=lambda m: None)
+    assert [r.step for r in sink.reports] == [1, 2]
+    for report in sink.reports:
+        assert report.metrics["env/turns_mean"] >= 1.0
+        for record in report.rollouts:
+            for turn in record.details["episode"]["turns"]:
+                start, end = turn["env_span"]
+                assert all(record.token_values["loss_mask"][k] == 0.0 for k in range(start, end))
+                assert all(record.token_values["env_token"][k] == 1.0 for k in range(start, end))

@@ -1,0 +1,1 @@
+"""Arithmetic environment server components."""
