@@ -60,6 +60,7 @@ TOKEN_CHANNELS = (
     "teacher_entropy",
     "segment",
     "step_score",
+    "env_token",
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 

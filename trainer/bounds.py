@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Collection
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -91,6 +93,29 @@ def check_plain_value(
                 if isinstance(key, str) and string_problem(key):
                     raise UnsafeInput(f"key {key_text[:40]!r} {string_problem(key)}", where)
                 stack.append((child, f"{where}.{key_text}" if where else key_text, depth + 1))
+
+
+def base_url_problem(url: str, schemes: Collection[str], credentials_fix: str = "") -> str | None:
+    """Why ``url`` cannot be the base URL of a service the worker calls (a judge, an environment server), or None:
+    a valid URL with one of ``schemes`` (in order, as the message names them), a host, no user:password@ (the
+    message adds ``credentials_fix``), no query or fragment."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a bad port
+    except ValueError as err:
+        return f"is not a valid URL ({err})"
+    if parts.scheme not in schemes:
+        names = [f"{scheme}://" for scheme in schemes]
+        return "must start with " + (", ".join(names[:-1]) + " or " if len(names) > 1 else "") + names[-1]
+    if not parts.hostname:
+        return "has no host name"
+    if parts.username is not None or parts.password is not None:
+        return "must not hold credentials (user:password@)" + (
+            f": {credentials_fix}" if credentials_fix else ""
+        )
+    if parts.query or parts.fragment:
+        return "must not have a query (?...) or fragment (#...)"
+    return None
 
 
 def json_depth_problem(text: str | bytes, max_depth: int = MAX_DEPTH) -> str | None:

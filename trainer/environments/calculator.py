@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -19,14 +19,9 @@ from trainer.environments.base import (
     ENVIRONMENTS,
     AnswerScorer,
     EnvironmentParams,
-    EnvState,
-    ModelTurn,
-    Observation,
 )
 from trainer.environments.tool_task import ToolTask
 from trainer.environments.tools import Tool, ToolOutput
-from trainer.samples import Sample
-from trainer.verifiers.base import VerifierResult
 
 MAX_DEPTH = 32  # nesting of operations and parentheses
 MAX_INT_BITS = 1024  # about 308 decimal digits, the range of a float
@@ -160,7 +155,7 @@ def calculator_tool(params: CalculatorParams) -> Tool:
 
 
 @ENVIRONMENTS.register("calculator")
-class CalculatorEnvironment:
+class CalculatorEnvironment(ToolTask):
     """A calculator tool (safe arithmetic: numbers, + - * / // % **, parentheses); the first turn without a tool
     call is the answer, and the episode's reward is the task's verifier score of it."""
 
@@ -169,19 +164,4 @@ class CalculatorEnvironment:
     Params: ClassVar[type[EnvironmentParams]] = CalculatorParams
 
     def __init__(self, params: CalculatorParams, scorer: AnswerScorer) -> None:
-        self.task = ToolTask([calculator_tool(params)], scorer)
-
-    def tools(self) -> Sequence[Tool]:
-        return self.task.tools()
-
-    def reset(self, sample: Sample) -> Observation:
-        return self.task.reset(sample)
-
-    def step(self, turn: ModelTurn) -> Observation:
-        return self.task.step(turn)
-
-    def state(self) -> EnvState:
-        return self.task.state()
-
-    def final_score(self) -> VerifierResult:
-        return self.task.final_score()
+        super().__init__([calculator_tool(params)], scorer)

@@ -36,7 +36,8 @@ class ToolEvaluation:
     """Per-problem outcomes of one greedy evaluation; ``correct[i]`` is problem i's."""
 
     correct: tuple[bool, ...]
-    used_tool: tuple[bool, ...]  # with the tool: the episode ran a call; without: the text holds a <tool_call>
+    # with the tool: the episode ran a call; without: the text holds a <tool_call>
+    used_tool: tuple[bool, ...]
     texts: tuple[str, ...]  # the completion (with the tool: the whole episode, replies included)
 
     @property

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
-from trainer.bounds import UnsafeInput, strict_json_loads
+from trainer.bounds import UnsafeInput, base_url_problem, strict_json_loads
 from trainer.errors import RLVRError
 
 MAX_URL_CHARS = 500
@@ -64,20 +64,7 @@ def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be an OpenEnv server's base URL, or None."""
     if len(url) > MAX_URL_CHARS:
         return f"is {len(url)} characters long; the limit is {MAX_URL_CHARS}"
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError for a bad port
-    except ValueError as err:
-        return f"is not a valid URL ({err})"
-    if parts.scheme not in _SCHEMES:
-        return "must start with http://, https://, ws:// or wss://"
-    if not parts.hostname:
-        return "has no host name"
-    if parts.username is not None or parts.password is not None:
-        return "must not hold credentials (user:password@)"
-    if parts.query or parts.fragment:
-        return "must not have a query (?...) or fragment (#...)"
-    return None
+    return base_url_problem(url, tuple(_SCHEMES))
 
 
 def ws_url(base_url: str) -> str:

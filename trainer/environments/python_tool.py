@@ -9,7 +9,6 @@ fails when it is built, with ``SandboxUnavailable`` naming the fix, on a machine
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -18,15 +17,10 @@ from trainer.environments.base import (
     ENVIRONMENTS,
     AnswerScorer,
     EnvironmentParams,
-    EnvState,
-    ModelTurn,
-    Observation,
 )
 from trainer.environments.tool_task import ToolTask
 from trainer.environments.tools import Tool, ToolOutput
-from trainer.samples import Sample
 from trainer.sandbox import Limits, require_sandbox, run_python
-from trainer.verifiers.base import VerifierResult
 
 START_MARGIN_S = 10.0  # starting bwrap and the interpreter, on top of the program's wall clock
 STDERR_TAIL_CHARS = 500
@@ -76,7 +70,7 @@ def python_tool(params: PythonParams) -> Tool:
 
 
 @ENVIRONMENTS.register("python")
-class PythonEnvironment:
+class PythonEnvironment(ToolTask):
     """A Python tool run in the sandbox; the first turn without a tool call is the answer, and the episode's reward
     is the task's verifier score of it."""
 
@@ -86,19 +80,4 @@ class PythonEnvironment:
 
     def __init__(self, params: PythonParams, scorer: AnswerScorer) -> None:
         require_sandbox()
-        self.task = ToolTask([python_tool(params)], scorer)
-
-    def tools(self) -> Sequence[Tool]:
-        return self.task.tools()
-
-    def reset(self, sample: Sample) -> Observation:
-        return self.task.reset(sample)
-
-    def step(self, turn: ModelTurn) -> Observation:
-        return self.task.step(turn)
-
-    def state(self) -> EnvState:
-        return self.task.state()
-
-    def final_score(self) -> VerifierResult:
-        return self.task.final_score()
+        super().__init__([python_tool(params)], scorer)

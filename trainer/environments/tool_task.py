@@ -17,7 +17,7 @@ from trainer.verifiers.base import VerifierResult, error_result
 
 
 class ToolTask:
-    """State of one tool-using episode; the registered environments hold one and pass their calls on."""
+    """One tool-using episode; the registered tool environments are this with their own tools."""
 
     def __init__(self, tools: Sequence[Tool], scorer: AnswerScorer) -> None:
         self._tools = tuple(tools)

@@ -16,6 +16,13 @@ on held-out problems). A teacher and its student share one tokenizer, which on-p
   the habit of answering without working, which fails on most chains. That is what the demo's GRPO run
   (trainer/presets/demo.yaml) unlearns from the verifier's reward alone, and where the teacher's per-token
   credit is sharpest: the teacher gives the bare answer's first token almost no probability.
+- ``tiny:chain-tool``: the teacher fine-tuned on the same problems, half of them solved with the calculator
+  environment's tool (``trainer/environments/calculator.py``): one Hermes-style ``<tool_call>`` on the whole
+  expression, the tool's reply exactly as the multi-turn driver frames it (the PLAIN turn format), then
+  ``#### 55`` copied from the reply; the other half with the scratchpad. So the model has seen the tool-call
+  format but calls the tool on only some problems: what GRPO with the ``calculator`` environment improves.
+  The warm start trains on whole completions, the tool's reply included (the recipe machinery masks only
+  the prompt); RL masks those tokens out.
 
 ``version`` is part of the cache folder's name: bump it whenever a recipe's outcome changes (version 3 of
 the addition models: the tokenizer keeps spaces and newlines through ``AutoTokenizer``; version 3 of the
@@ -39,6 +46,14 @@ from trainer.data.chain_arithmetic import (
     scratchpad,
 )
 from trainer.data.demo_task import addition_prompt
+from trainer.environments.calculator import CalculatorParams, calculator_tool
+from trainer.environments.tool_calls import (
+    ToolLimits,
+    render_tool_call,
+    render_tool_responses,
+    run_tool_calls,
+)
+from trainer.environments.turn_format import PLAIN
 
 Example = tuple[str, str]  # (prompt, reference completion without the end-of-sequence token)
 Problem = tuple[str, str]  # (prompt, the answer the greedy completion must reach)
@@ -121,6 +136,36 @@ def _chain_habit_batch(rng: random.Random, step: int, size: int) -> list[Example
     return out
 
 
+TOOL_SHARE = 1 / 2  # the tool model's fine-tuning mix: the share of problems solved with a calculator call
+_CALCULATOR = calculator_tool(CalculatorParams())
+
+
+def chain_tool_completion(prompt: str) -> str:
+    """A chain problem solved with one calculator call on its whole expression, as the multi-turn driver builds
+    the episode with the PLAIN turn format: the model's call (its turn ends at ``</tool_call>``), the tool's
+    reply framed by the driver, then the model's answer copied from the reply.
+
+    >>> chain_tool_completion("(9+6)*4-5=")
+    '<tool_call>{"name": "calculator", "arguments": {"expression": "(9+6)*4-5"}}</tool_call>\\n<tool_response>\\n55\\n</tool_response>\\n#### 55'
+    """
+    call = render_tool_call(_CALCULATOR.name, {"expression": prompt.removesuffix("=")})
+    (record,) = run_tool_calls(call, [_CALCULATOR], ToolLimits())
+    if record.status != "ok":
+        raise ValueError(f"the calculator could not evaluate the chain problem {prompt!r}: {record.result}")
+    responses = render_tool_responses([record])
+    # the model's turn ended at the stop string (not its end token), so close_model_turn comes first
+    reply = PLAIN.close_model_turn + PLAIN.before_reply + responses + PLAIN.after_reply
+    return f"{call}{reply}{ANSWER_MARKER}{record.result}"
+
+
+def _chain_tool_batch(rng: random.Random, step: int, size: int) -> list[Example]:
+    """As ``_chain_batch``, but each problem is solved with the calculator with probability TOOL_SHARE."""
+    out = []
+    for prompt, solution in _chain_batch(rng, step, size):
+        out.append((prompt, chain_tool_completion(prompt) if rng.random() < TOOL_SHARE else solution))
+    return out
+
+
 def chain_held_out(n: int, seed: int = 1234) -> list[Problem]:
     """Problems of the 'mixed' data source itself (data.source chain_arithmetic), under a seed no run uses
     by default."""
@@ -198,6 +243,24 @@ RECIPES: dict[str, TinyRecipe] = {
             clip_grad_norm=1.0,
             max_new_tokens=96,
             seed=2,
+            start_from="tiny:chain-teacher",
+        ),
+        TinyRecipe(
+            name="tiny:chain-tool",
+            summary="tiny:chain-teacher fine-tuned to solve half of the chain problems with one calculator call: "
+            "a model that has seen the tool-call format, for RL with the calculator environment",
+            batch=_chain_tool_batch,
+            held_out=chain_held_out,
+            answer_of=chain_answer,
+            sft_steps=500,
+            version=1,
+            batch_size=32,
+            lr=2e-3,
+            warmup_steps=20,
+            schedule="cosine",
+            clip_grad_norm=1.0,
+            max_new_tokens=160,  # a tool completion is about 130 characters
+            seed=3,
             start_from="tiny:chain-teacher",
         ),
     )

@@ -36,12 +36,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
-from urllib.parse import urlsplit
 
 import httpx
 from pydantic import Field, model_validator
 
-from trainer.bounds import MAX_STRING_CHARS, UnsafeInput, strict_json_loads
+from trainer.bounds import MAX_STRING_CHARS, UnsafeInput, base_url_problem, strict_json_loads
 from trainer.samples import Sample
 from trainer.user_regex import MAX_PATTERN_CHARS, PatternError, UserPattern, compile_user_pattern
 from trainer.verifiers.base import VERIFIERS, VerifierParams, VerifierResult, absent_result, shown
@@ -190,20 +189,7 @@ def _compile(pattern: str, what: str) -> UserPattern:
 
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a judge endpoint's base URL, or None."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError for a bad port
-    except ValueError as err:
-        return f"is not a valid URL ({err})"
-    if parts.scheme not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not parts.hostname:
-        return "has no host name"
-    if parts.username is not None or parts.password is not None:
-        return "must not hold credentials (user:password@): store the API key as a project secret"
-    if parts.query or parts.fragment:
-        return "must not have a query (?...) or fragment (#...)"
-    return None
+    return base_url_problem(url, ("http", "https"), "store the API key as a project secret")
 
 
 def chat_completions_url(base_url: str) -> str:

@@ -46,6 +46,7 @@ TITLES = {
     "shaping": "Reward and advantage shaping", "budget": "Rollout budget and prompt selection",
     "teacher": "Teacher (distillation)", "rubric": "Rubric reward",
     "reward_watch": "Reward hacking watch", "reward_absence": "Absent scores (reward model and judge failures)",
+    "environment": "Multi-turn environment (tools, self-correction)",
 }  # fmt: skip
 LABELS = {
     "model.name_or_path": "Model", "data.source": "Data source", "data.path": "Data file",

@@ -417,7 +417,9 @@ def test_reset_arguments_come_from_the_sample_and_refuse_what_is_not_an_object()
         reset_arguments(Sample(id="s", prompt="", meta={"openenv_reset": {"episode_id": "x"}}), True)
 
 
-def test_grpo_trains_on_an_openenv_environment_served_unchanged(random_model_dir: Path, tmp_path: Path) -> None:
+def test_grpo_trains_on_an_openenv_environment_served_unchanged(
+    random_model_dir: Path, tmp_path: Path
+) -> None:
     """The whole path: a training config names the OpenEnv server (its own, so no session of another test holds
     one of its 8); two GRPO steps run its episodes (8 at once), take its rewards as the episodes' rewards, and mask
     its replies out of the loss."""

@@ -97,6 +97,7 @@ def test_the_common_fields_come_first_and_open_and_the_rest_are_folded_by_sectio
         "rubric",
         "reward_watch",
         "process_reward",
+        "environment",
         "reward_absence",
     ]
     for key in keys[1:]:
