@@ -20,7 +20,8 @@ How it differs from calling math-verify directly (as open-r1's ``accuracy_reward
   decimals, ``i``, plain-text ``sqrt(8)`` (math_worker.py; benchmarks/math_verifier_vs_math_verify.py).
 - Multiple choice: when the sample carries its options (``sample.meta[choices_field]``, e.g. a ``choices``
   column) and the reference is a letter or one option's text, "The answer is (B)", "B) 42", "I choose
-  option C" and "the correct option is 'Paris'" are read as that option (``pick_choice``).
+  option C" and "the correct option is 'Paris'" are read as that option (``pick_choice``). A letter reference
+  with no options attached is matched by an explicit statement of that letter ("the answer is (C)").
 - A bare reference such as ``(0, 1]`` is wrapped in ``\\boxed{}`` before parsing; math-verify would
   otherwise read only its last number.
 - ``extract`` can pre-select the answer (e.g. ``answer_tag``); the selected text is then wrapped in
@@ -167,8 +168,10 @@ class MathVerifier:
         """
         field = self.params.choices_field
         options = parse_choices(sample.meta.get(field)) if field else None
-        if not options or sample.answer is None:
+        if sample.answer is None:
             return None
+        if not options:
+            return _bare_letter_choice(answer, sample.answer)
         wanted = _reference_letter(sample.answer, options)
         if wanted is None or pick_choice(answer, options) != wanted:
             return None
@@ -219,6 +222,22 @@ _STATED_LETTER_RES = (
 )
 _LEADING_LETTER_RE = re.compile(r"\s*\(?([A-Z])(?:[).:]|\s*$)")  # "B) 42", "(C)", "B" at the very start
 _PAREN_LETTER_RE = re.compile(r"(?<![\w(])\(([A-Z])\)")  # "(B)" anywhere, a weaker sign
+
+
+def _bare_letter_choice(answer: str, reference: str) -> VerifierResult | None:
+    """A letter reference ('C', '(C)') with no options attached, and an answer that states that letter
+    explicitly ("the answer is (C)", ``\\boxed{C}``, "I choose C"): reward 1. Anything else is left to math-verify."""
+    letter = reference.strip().strip("()").strip()
+    if len(letter) != 1 or letter not in _LETTERS:
+        return None
+    stated = [m.group(1) for pattern in _STATED_LETTER_RES for m in pattern.finditer(answer)]
+    if not stated or any(s != letter for s in stated):  # a statement of another letter: not ours to accept
+        return None
+    return VerifierResult(
+        1.0,
+        True,
+        {"extracted": f"({letter})", "expected": shown(reference), "reason": "stated the right letter"},
+    )
 
 
 def parse_choices(value: Any) -> dict[str, str] | None:

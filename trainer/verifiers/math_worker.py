@@ -81,7 +81,9 @@ _PARSE_GLOBALS = {
 }  # fmt: skip
 _ANSWER_LEAD_RE = re.compile(r"(?:answer\s*(?:is|:)|=)\s*", re.IGNORECASE)
 _MAX_OPS = 400  # larger expressions are left to math-verify alone
-_POINTS = 8
+_POINTS = 8  # random signs
+_POSITIVE_POINTS = 4  # every variable positive: the real domain of sqrt(x), log(x), x^(1/2)
+_REAL_TOL = 1e-12
 
 
 def as_latex_answer(text: str) -> str:
@@ -273,7 +275,9 @@ def same_value(a: Any, b: Any) -> bool:
 
     ``i`` is read as the imaginary unit on both sides; other variables are matched by name, and the points
     cover the variables of both sides (so ``x`` is not ``y``) and include negative values (so
-    ``\\sqrt{x^2}`` is not ``x``).
+    ``\\sqrt{x^2}`` is not ``x``). Points where either side is not real are outside the answers' real domain
+    and do not count while enough real points remain, so ``5x\\sqrt{2x}`` is ``5\\sqrt{2x^3}`` (both real only
+    for x >= 0) and ``\\sqrt{x^2}`` is still not ``x`` (both real everywhere).
     """
     if not isinstance(a, sympy.Expr) or not isinstance(b, sympy.Expr):
         return False
@@ -295,20 +299,28 @@ def _imaginary(expr: sympy.Expr) -> sympy.Expr:
 
 
 def _numerically_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Equal at random points: at the points where both sides are real when there are enough of them (the
+    answers' real domain), else at every point where both are finite (complex answers such as ``1 + i``)."""
     symbols = sorted(a.free_symbols | b.free_symbols, key=lambda s: s.name)  # type: ignore[attr-defined]
     rng = random.Random(0)
-    points = [{}] if not symbols else [
+    positive = [{s: sympy.Float(rng.uniform(0.2, 3.0)) for s in symbols} for _ in range(_POSITIVE_POINTS)]
+    mixed = [
         {s: sympy.Float(rng.choice((-1, 1)) * rng.uniform(0.2, 3.0)) for s in symbols} for _ in range(_POINTS)
-    ]  # fmt: skip
-    agreed = 0
+    ]
+    points = positive + mixed if symbols else [{}]
+    values: list[tuple[complex, complex]] = []
     for point in points:
         try:
             x, y = complex(a.evalf(30, subs=point)), complex(b.evalf(30, subs=point))
         except Exception:
             continue
-        if not (cmath.isfinite(x) and cmath.isfinite(y)):
-            continue
-        if abs(x - y) > 1e-9 * max(1.0, abs(x), abs(y)):
-            return False
-        agreed += 1
-    return agreed >= min(3, len(points))
+        if cmath.isfinite(x) and cmath.isfinite(y):
+            values.append((x, y))
+    real = [
+        (x, y)
+        for x, y in values
+        if abs(x.imag) <= _REAL_TOL * max(1.0, abs(x)) and abs(y.imag) <= _REAL_TOL * max(1.0, abs(y))
+    ]
+    needed = min(3, len(points))
+    compared = real if len(real) >= needed else values
+    return len(compared) >= needed and all(abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y)) for x, y in compared)
