@@ -112,7 +112,7 @@ def main() -> int:
         folder, meta, seconds = build(Path(tmp) / "home")
         curve = best_of_n(folder, args.problems, args.samples, args.seed)
         rm_hash = weights_hash(folder)
-        policy_hash = weights_hash(Path(tmp) / "home" / "models" / "chain-v3")
+        policy_hash = weights_hash(Path(tmp) / "home" / "models" / "chain-v4")
     k = args.samples
     result = {
         "git_revision": code_revision(),

@@ -34,4 +34,4 @@ def test_init_model_prints_the_builds_progress_and_time_left(tmp_path: Path) -> 
     ), progress
     assert re.fullmatch(re.escape(LABEL) + r": 20 / 20 steps · done in .+", progress[-1]), progress
     assert "\r" not in done.stderr  # not a terminal: whole lines, no rewriting
-    assert done.stdout.strip().endswith(str(tmp_path / "home" / "models" / "addition-v3"))
+    assert done.stdout.strip().endswith(str(tmp_path / "home" / "models" / "addition-v4"))

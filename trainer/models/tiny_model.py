@@ -26,7 +26,8 @@ import shutil
 import string
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,6 +269,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one intra-op thread for the duration, then as before.
+
+    A build runs on one thread so that every build of a recipe gives the same weights: torch's CPU kernels
+    split their reductions by thread count, and the chain teacher built with one and with two threads came
+    out different after 20 warm-start steps (the same thread count twice gave the same weights). The
+    machine's cores, ``RLVR_TORCH_THREADS`` and the working directory then change nothing, and a fresh
+    clone's models hash as the stored reproduction arms' do.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def tiny_model_path(name: str = DEFAULT_MODEL) -> Path:
     """Where the cached tiny model ``name`` lives (it may not be built yet)."""
     return rlvr_home() / "models" / recipe_for(name).cache_name
@@ -301,12 +320,13 @@ def ensure_tiny_model(
         (tmp / BUILDER_FILE).write_text(
             f"{os.getpid()} {name}\n", encoding="utf-8"
         )  # builds_in_progress reads it
-        if origin is not None:  # trained on from another built-in model's weights
-            shutil.copytree(origin, tmp, dirs_exist_ok=True)
-        else:
-            build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
         steps = recipe.sft_steps if sft_steps is None else sft_steps
-        acc = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
+        with one_thread():
+            if origin is not None:  # trained on from another built-in model's weights
+                shutil.copytree(origin, tmp, dirs_exist_ok=True)
+            else:
+                build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
+            acc = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
         (tmp / "WARM_START.txt").write_text(
             f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={acc:.3f}\nrecipe_version={recipe.version}\n"
             f"build_seconds={time.perf_counter() - t0:.1f}\n"

@@ -26,7 +26,8 @@ on held-out problems). A teacher and its student share one tokenizer, which on-p
 
 ``version`` is part of the cache folder's name: bump it whenever a recipe's outcome changes (version 3 of
 the addition models: the tokenizer keeps spaces and newlines through ``AutoTokenizer``; version 3 of the
-chain models: the teacher comes first and the student carries the bare-answer habit).
+chain models: the teacher comes first and the student carries the bare-answer habit; version 4 of all (2 of
+chain-tool): built on one thread, so every machine builds the same weights, tiny_model.one_thread).
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ RECIPES: dict[str, TinyRecipe] = {
             held_out=addition_held_out,
             answer_of=_first_line,
             sft_steps=1200,
-            version=3,
+            version=4,
             max_new_tokens=5,
         ),
         TinyRecipe(
@@ -206,7 +207,7 @@ RECIPES: dict[str, TinyRecipe] = {
             held_out=addition_held_out,
             answer_of=_first_line,
             sft_steps=500,
-            version=3,
+            version=4,
             max_new_tokens=5,
             seed=1,
             start_from="tiny:addition",
@@ -218,7 +219,7 @@ RECIPES: dict[str, TinyRecipe] = {
             held_out=chain_held_out,
             answer_of=chain_answer,
             sft_steps=800,
-            version=3,
+            version=4,
             batch_size=32,
             lr=2e-3,
             warmup_steps=20,
@@ -236,7 +237,7 @@ RECIPES: dict[str, TinyRecipe] = {
             held_out=chain_held_out,
             answer_of=chain_answer,
             sft_steps=120,
-            version=3,
+            version=4,
             batch_size=32,
             lr=1e-3,
             schedule="cosine",
@@ -253,7 +254,7 @@ RECIPES: dict[str, TinyRecipe] = {
             held_out=chain_held_out,
             answer_of=chain_answer,
             sft_steps=500,
-            version=1,
+            version=2,
             batch_size=32,
             lr=2e-3,
             warmup_steps=20,
