@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "webapp.workspaces",
     "webapp.pages",
     "webapp.benchmarks",
+    "webapp.training_api",
 ]
 
 MIDDLEWARE = [
@@ -288,6 +289,9 @@ RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
 # Every other request body (JSON, forms): Django's own 2.5 MB default, answered 413 (webapp/core/limits.py).
 RLVR_MAX_BODY_KB = env_int("RLVR_MAX_BODY_KB", 2560, minimum=64)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RLVR_MAX_BODY_KB * 1024
+# A Tinker API model's worker (workers/tasks_training_api.py) lets go of it after this many idle seconds, its
+# state saved (the next call reloads it); a session whose client stopped its heartbeat that long ends its run.
+RLVR_TINKER_IDLE_S = env_int("RLVR_TINKER_IDLE_S", 300, minimum=5)
 # The ingest endpoint's batches (outside runs' rollouts with per-token arrays; webapp/ingest/parsers.py).
 RLVR_MAX_INGEST_MB = env_int("RLVR_MAX_INGEST_MB", 64, minimum=1)
 
@@ -398,6 +402,7 @@ ENV_VARIABLES = (
     "RLVR_MAX_UPLOAD_MB",
     "RLVR_MAX_BODY_KB",
     "RLVR_MAX_INGEST_MB",
+    "RLVR_TINKER_IDLE_S",
     "RLVR_TOKEN_STORE",
     "RLVR_S3_ENDPOINT_URL",
     "RLVR_ROLLOUT_RETENTION",

@@ -13,6 +13,7 @@ urlpatterns = [
     # Browsers ask for /favicon.ico on their own; the icon is static/favicon.svg (linked from base.html).
     path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("api/", include("webapp.api.urls")),
+    path("tinker/", include("webapp.training_api.urls")),  # the Tinker SDK's base_url (docs/tinker.md)
     path("admin/", admin.site.urls),
     path("", include("webapp.pages.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

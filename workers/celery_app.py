@@ -35,6 +35,7 @@ app.conf.update(
         "workers.tasks_annotation",
         "workers.tasks_reward_eval",
         "workers.tasks_rewards",
+        "workers.tasks_training_api",
         "workers.processes",
     ],
     task_acks_late=True,

@@ -163,7 +163,7 @@ def _view_name(request: HttpRequest) -> str | None:
 
 def refusal_response(request: HttpRequest, refusal: ApplicationError) -> HttpResponse:
     """JSON ``{message, extra}`` for /api/ paths; a short page for a browser."""
-    if request.path_info.startswith("/api/"):
+    if request.path_info.startswith(("/api/", "/tinker/")):  # the Tinker API (webapp/training_api) too
         return JsonResponse({"message": refusal.message, "extra": refusal.extra}, status=refusal.status_code)
     body: dict[str, Any] = {"title": "Request refused", "message": escape(refusal.message)}
     html = (

@@ -37,9 +37,10 @@ RUN_VERIFICATION_JOB = WorkerTask("workers.tasks_verification.run_verification_j
 RUN_ANNOTATION_SCORING = WorkerTask("workers.tasks_annotation.run_scoring_job", "default")
 TRAIN_REWARD_MODEL = WorkerTask("workers.tasks_rewards.train_reward_model", "training")
 RUN_REWARD_EVALUATION = WorkerTask("workers.tasks_reward_eval.run_reward_evaluation", "eval")
+SERVE_TINKER_MODEL = WorkerTask("workers.tasks_training_api.serve_model", "training")
 SENT_BY_WEBAPP = (
     RUN_TRAINING, RUN_EVALUATION, RUN_VERIFICATION_JOB, RUN_ANNOTATION_SCORING, TRAIN_REWARD_MODEL,
-    RUN_REWARD_EVALUATION,
+    RUN_REWARD_EVALUATION, SERVE_TINKER_MODEL,
 )  # fmt: skip
 
 app = Celery("rlvr")

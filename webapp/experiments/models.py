@@ -57,6 +57,7 @@ class RunSource(models.TextChoices):
     VERL = "verl", "verl"
     SCRIPT = "script", "Script (ingest client)"
     IMPORT = "import", "Imported file"
+    TINKER = "tinker", "Tinker API"  # a Tinker-style client on this server's workers (webapp/training_api)
 
 
 EXTERNAL_SOURCES = frozenset(set(RunSource) - {RunSource.NATIVE})

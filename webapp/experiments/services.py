@@ -50,6 +50,7 @@ from webapp.experiments.models import (
     MetricPoint,
     Run,
     RunEvent,
+    RunSource,
     RunStatus,
 )
 from webapp.experiments.phases import phase_done_message
@@ -624,8 +625,9 @@ def run_log_event(*, run_id: int, level: str, kind: str, message: str, step: int
 
 
 def _refuse_outside(run: Run, action: str) -> None:
-    """Cancel, resume and queue drive this platform's workers; an outside run is driven by its own trainer."""
-    if run.is_external:
+    """Cancel, resume and queue drive this platform's workers; an outside run is driven by its own trainer.
+    A Tinker API run is trained by this platform's worker for its client, so it can be stopped here."""
+    if run.is_external and not (run.source == RunSource.TINKER and action == "stop"):
         raise Conflict(
             f"Run {run.pk} was trained outside RLVR Studio ({run.get_source_display()}) and sent in through the "
             f"ingest API: {action} it in the trainer that runs it."

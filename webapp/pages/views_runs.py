@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.core.errors import ApplicationError
 from webapp.experiments.headline import run_headlines
-from webapp.experiments.models import FINISHED_STATUSES, RunStatus
+from webapp.experiments.models import FINISHED_STATUSES, RunSource, RunStatus
 from webapp.experiments.phases import phase_view
 from webapp.experiments.retention import describe_retention, run_policy
 from webapp.experiments.reward_watch import run_reward_watch
@@ -46,7 +46,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "config_json": json.dumps(run.config, indent=2),
         "cancellable": run.status in (RunStatus.QUEUED, RunStatus.RUNNING)
         and not run.cancel_requested
-        and not run.is_external,
+        and (not run.is_external or run.source == RunSource.TINKER),  # the Tinker API's runs train here
         "resumable": run.status in (RunStatus.FAILED, RunStatus.CANCELLED) and not run.is_external,
         "origin": run_origin(run=run),
         "finished": run.status in FINISHED_STATUSES,
