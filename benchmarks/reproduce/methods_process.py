@@ -10,6 +10,8 @@ Every arm keeps the verifier's outcome reward; the process credit is added to it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from benchmarks.reproduce.measures import LAST_STEPS, MEASURES, ArmResult, Measure
 from benchmarks.reproduce.method import ClaimPart, Method
 
@@ -44,7 +46,7 @@ for _name, _text, _fn in (
         MEASURES[_name] = Measure(_name, _text, _fn)
 
 
-def _process(scorer: dict[str, object], **credit: object) -> dict[str, object]:
+def _process(scorer: Mapping[str, object], **credit: object) -> dict[str, object]:
     return {"process_reward": {"segmenter": {"name": "lines"}, "scorer": scorer, **credit}}
 
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reproduce.arms import ArmSpec
-from benchmarks.reproduce.baseline import BASELINE, deep_merge
+from benchmarks.reproduce.baseline import deep_merge
 from benchmarks.reproduce.evaluation import EvalSpec
 from benchmarks.reproduce.measures import MEASURES
-from benchmarks.reproduce.method import Method
+from benchmarks.reproduce.method import ClaimPart, Method
+from benchmarks.reproduce.store import ArmSpec, PrepareSpec
 
 COMMAND = ".venv/bin/python -m benchmarks.reproduce.run"
 HERE = Path(__file__).resolve().parent
@@ -32,6 +32,7 @@ class Places:
     results: Path  # results.json
     doc: Path  # the table
     curves: Path  # the raw per-seed curves (CSV)
+    reach: Path  # per row: the code that reached its arms (reach.py)
 
     @staticmethod
     def default() -> Places:
@@ -40,6 +41,7 @@ class Places:
             HERE / "results.json",
             ROOT / "docs" / "reproduction.md",
             ROOT / "docs" / "reproduction_curves.csv",
+            HERE / "reach",
         )
 
     @staticmethod
@@ -49,6 +51,7 @@ class Places:
             folder / "results.json",
             folder / "reproduction.md",
             folder / "reproduction_curves.csv",
+            folder / "reach",
         )
 
 
@@ -66,6 +69,7 @@ def discover_methods() -> dict[str, tuple[str, Method]]:
                     f"method {method.name!r} is defined in both methods_{found[method.name][0]}.py and {info.name}.py"
                 )
             names = [p.measure for p in method.parts] + list(method.figures)
+            names += [p.measure for c in method.comparisons for p in c.parts]
             if not method.parts or any(n not in MEASURES for n in names):
                 raise SystemExit(
                     f"method {method.name!r} needs claim parts naming known measures; known: {', '.join(MEASURES)}"
@@ -96,30 +100,74 @@ def select(names: str, available: dict[str, tuple[str, Method]]) -> list[tuple[s
 
 
 @dataclass(frozen=True)
+class ComparisonPlan:
+    """One comparison of a row: the ``subject_role`` arm against the ``role`` arm, seed by seed."""
+
+    role: str  # 'comparison' for the row's own comparison arm, else the extra comparison's role
+    label: str
+    subject_role: str
+    parts: tuple[ClaimPart, ...]
+    pairs: tuple[tuple[int, ArmSpec, ArmSpec], ...]  # (seed, this comparison's arm, the subject arm)
+
+
+@dataclass(frozen=True)
 class RowPlan:
-    """The arms of one row: (seed, comparison spec, method spec) per seed."""
+    """The arms of one row: its own comparison first, then the paper's other comparisons."""
 
     area: str
     method: Method
-    pairs: tuple[tuple[int, ArmSpec, ArmSpec], ...]
+    comparisons: tuple[ComparisonPlan, ...]
+
+    @property
+    def pairs(self) -> tuple[tuple[int, ArmSpec, ArmSpec], ...]:
+        """(seed, comparison spec, method spec) of the row's own comparison."""
+        return self.comparisons[0].pairs if self.comparisons else ()
+
+    def arms(self) -> list[tuple[str, int, ArmSpec]]:
+        """Every (role, seed, spec) the row needs, each once, method and comparison first."""
+        seen: dict[tuple[str, int], ArmSpec] = {}
+        for comp in self.comparisons:
+            for seed, other, subject in comp.pairs:
+                seen.setdefault((comp.subject_role, seed), subject)
+                seen.setdefault((comp.role, seed), other)
+        return [(role, seed, spec) for (role, seed), spec in seen.items()]
 
 
 def plan_row(
-    area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec, store: Path
+    area: str, method: Method, seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec
 ) -> RowPlan:
+    """The row's arms. Pure: runs no offline pass and builds no model (the pass's spec is keyed instead)."""
     if method.not_applicable:
         return RowPlan(area, method, ())
-    extra: dict[str, Any] = {}
-    cost: dict[str, float] = {}
-    if method.prepare is not None:  # once for every seed; stored, so a resumed run does not pay it again
-        extra, cost = method.prepare(store, deep_merge(BASELINE, method.baseline_overrides))
-    method_overrides = deep_merge(deep_merge(method.baseline_overrides, method.overrides), extra)
-    pairs = tuple(
-        (
-            seed,
-            ArmSpec(method.baseline_overrides, seed, steps, eval_every, spec),
-            ArmSpec(method_overrides, seed, steps, eval_every, spec, prepare_cost=cost),
-        )
-        for seed in seeds
+
+    def arm(overrides: dict[str, Any], seed: int, prepare: PrepareSpec | None = None) -> ArmSpec:
+        return ArmSpec(overrides, seed, steps, eval_every, spec, prepare)
+
+    method_overrides = deep_merge(method.baseline_overrides, method.overrides)
+    own = ComparisonPlan(
+        "comparison",
+        method.comparison,
+        "method",
+        method.parts,
+        tuple(
+            (s, arm(method.baseline_overrides, s), arm(method_overrides, s, method.prepare)) for s in seeds
+        ),
     )
-    return RowPlan(area, method, pairs)
+    extra = []
+    for c in method.comparisons:
+        pairs = tuple(
+            (
+                s,
+                arm(c.arm, s),
+                arm(method_overrides, s, method.prepare) if c.subject is None else arm(c.subject, s),
+            )
+            for s in seeds
+        )
+        extra.append(ComparisonPlan(c.role, c.label, c.subject_role, c.parts, pairs))
+    return RowPlan(area, method, (own, *extra))
+
+
+def plan_all(
+    selected: list[tuple[str, Method]], seeds: Sequence[int], steps: int, eval_every: int, spec: EvalSpec
+) -> list[RowPlan]:
+    return [plan_row(area, m, seeds, steps, eval_every, spec) for area, m in selected]

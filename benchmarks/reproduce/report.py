@@ -1,5 +1,6 @@
-"""From stored arms to the table: rows with paired statistics and verdicts, results.json, docs/reproduction.md
-and the raw curves. Pure over the stored arms: the same store gives the same files, byte for byte."""
+"""From stored arms to the table: rows with paired statistics, results.json, docs/reproduction.md and the raw
+curves. Pure over the stored arms, the reach records and today's files: the same inputs give the same files,
+byte for byte (no clock, no absolute path, sorted keys, fixed float formats). Imports no torch."""
 
 from __future__ import annotations
 
@@ -8,51 +9,63 @@ import io
 import json
 import math
 import statistics
+from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.reproduce.arms import arm_key, load_arm, stored_path
+from benchmarks.reproduce import reach
 from benchmarks.reproduce.measures import COSTS, MEASURES, ArmResult
 from benchmarks.reproduce.plan import COMMAND, PROBE_SEEDS
-from benchmarks.reproduce.stats import paired, paired_eval_se
-from benchmarks.reproduce.verdict import NOT_APPLICABLE, describe, part_verdict, row_verdict
+from benchmarks.reproduce.stats import Paired, paired, paired_eval_se, tost
+from benchmarks.reproduce.store import ArmCache, arm_key
+from benchmarks.reproduce.verdict import NOT_APPLICABLE, NOT_RUN, judge
 
 if TYPE_CHECKING:
-    import argparse
+    from benchmarks.reproduce.plan import ComparisonPlan, Places, RowPlan
 
-    from benchmarks.reproduce.plan import Places, RowPlan
+FAMILY_MEASURES = ("final_accuracy", "final_sampled_accuracy")
 
 
-def applicability(plan: RowPlan, store: Path) -> str | None:
-    """Why the row's method cannot act here (static, or read from the stored probe seeds), or None."""
+def _stored(comp: ComparisonPlan, cache: ArmCache) -> list[tuple[int, ArmResult, ArmResult]]:
+    """(seed, subject arm, comparison arm) of the comparison's seeds whose two arms are both stored."""
+    out = []
+    for seed, other, subject in comp.pairs:
+        a, b = cache.get(arm_key(subject)), cache.get(arm_key(other))
+        if a is not None and b is not None:
+            out.append((seed, a, b))
+    return out
+
+
+def applicability(plan: RowPlan, cache: ArmCache, probe_only: bool = False) -> str | None:
+    """Why the row's method cannot act here (static, or measured on the stored arms: the probe seeds while
+    training, every stored seed in the table), or None."""
     method = plan.method
     if method.not_applicable:
         return method.not_applicable
-    if method.applicable is None:
+    if method.applicable is None or not plan.comparisons:
         return None
-    probe = plan.pairs[:PROBE_SEEDS]
-    paths = [(stored_path(store, arm_key(m)[0]), stored_path(store, arm_key(c)[0])) for _, c, m in probe]
-    if not all(a.is_file() and b.is_file() for a, b in paths):
+    stored = _stored(plan.comparisons[0], cache)
+    probe = [s for s, _, _ in plan.pairs[:PROBE_SEEDS]]
+    if not all(s in {x for x, _, _ in stored} for s in probe):
         return None  # not probed yet: train it
-    return method.applicable([load_arm(a) for a, _ in paths], [load_arm(b) for _, b in paths])
+    if probe_only:
+        stored = [x for x in stored if x[0] in probe]
+    return method.applicable([a for _, a, _ in stored], [b for _, _, b in stored])
 
 
-def _arms(plan: RowPlan, store: Path) -> tuple[list[ArmResult], list[ArmResult], int]:
-    """(method arms, comparison arms, missing count) of the row's seeds, in seed order."""
-    methods, comparisons, missing = [], [], 0
-    for _, comparison, method in plan.pairs:
-        paths = stored_path(store, arm_key(method)[0]), stored_path(store, arm_key(comparison)[0])
-        missing += sum(not p.is_file() for p in paths)
-        if all(p.is_file() for p in paths):
-            methods.append(load_arm(paths[0]))
-            comparisons.append(load_arm(paths[1]))
-    return methods, comparisons, missing
+def missing_arms(plan: RowPlan, cache: ArmCache) -> list[dict[str, Any]]:
+    """Every arm of the row that is not stored, named by (row, role, seed, key)."""
+    return [
+        {"row": plan.method.name, "role": role, "seed": seed, "key": arm_key(spec)}
+        for role, seed, spec in plan.arms()
+        if cache.get(arm_key(spec)) is None
+    ]
 
 
-def _figure(name: str, methods: list[ArmResult], comparisons: list[ArmResult]) -> dict[str, Any]:
+def figure(name: str, pairs: list[tuple[int, ArmResult, ArmResult]]) -> dict[str, Any]:
     m = MEASURES[name]
-    values = [m.fn(a, b) for a, b in zip(methods, comparisons, strict=True)]
-    base = [m.fn(b, b) for b in comparisons]
+    values = [m.fn(a, b) for _, a, b in pairs]
+    base = [m.fn(b, b) for _, _, b in pairs]
     return {
         "measure": name,
         "method_values": values,
@@ -61,106 +74,164 @@ def _figure(name: str, methods: list[ArmResult], comparisons: list[ArmResult]) -
     }
 
 
-def build_rows(plans: list[RowPlan], store: Path) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The rows of the table for ``plans`` from the stored arms, and {method: arms missing} for incomplete rows."""
-    from benchmarks.reproduce.stats import Paired
+def _parts(comp: ComparisonPlan, pairs: list[tuple[int, ArmResult, ArmResult]]) -> list[dict[str, Any]]:
+    parts = []
+    for part in comp.parts:
+        fig = figure(part.measure, pairs)
+        margin = MEASURES[part.measure].margin
+        fig.update(text=part.text, direction=part.direction, kind=part.kind, margin=margin or None)
+        if part.direction == "same" and part.kind == "claim":
+            stats = Paired.from_json(fig["paired"])
+            fig["p_equivalence"] = tost(stats, margin)
+        if part.measure == "final_accuracy":
+            fig["eval_se"] = statistics.fmean(
+                paired_eval_se(str(a.evals[-1]["greedy_bits"]), str(b.evals[-1]["greedy_bits"]))
+                for _, a, b in pairs
+            )
+        parts.append(fig)
+    return parts
 
-    rows: list[dict[str, Any]] = []
-    missing: dict[str, int] = {}
-    for plan in plans:
-        method = plan.method
-        row: dict[str, Any] = {
-            "method": method.name,
-            "area": plan.area,
-            "paper": method.paper,
-            "claim": method.claim,
-            "comparison": method.comparison,
-            "note": method.note,
-            "seeds": [s for s, _, _ in plan.pairs],
-            "steps": plan.pairs[0][1].steps if plan.pairs else None,
-            "overrides": method.overrides,
-            "baseline_overrides": method.baseline_overrides,
-            "command": f"{COMMAND} --methods {method.name}",
-        }
-        reason = applicability(plan, store)
-        methods, comparisons, absent = _arms(plan, store)
-        if reason is None and absent:
-            missing[method.name] = absent
-            row.update(verdict="not run", parts=[], figures=[], costs=[], arms=[])
-            rows.append(row)
-            continue
-        if reason is not None:
-            row.update(
-                verdict=NOT_APPLICABLE,
-                reason=reason,
-                parts=[],
-                costs=[],
-                figures=[_figure(p.measure, methods, comparisons) for p in method.parts] if methods else [],
-            )
-            row["arms"] = _provenance(methods, comparisons)
-            rows.append(row)
-            continue
-        parts = []
-        for part in method.parts:
-            fig = _figure(part.measure, methods, comparisons)
-            stats = Paired(**{k: (float("nan") if v is None else v) for k, v in fig["paired"].items()})
-            verdict = part_verdict(part.direction, stats)
-            fig.update(
-                text=part.text,
-                direction=part.direction,
-                verdict=verdict,
-                verdict_text=describe(part.direction, verdict, stats, MEASURES[part.measure].fmt),
-            )
-            if part.measure == "final_accuracy":
-                fig["eval_se"] = statistics.fmean(
-                    paired_eval_se(a.evals[-1]["greedy_bits"], b.evals[-1]["greedy_bits"])
-                    for a, b in zip(methods, comparisons, strict=True)
-                )
-            parts.append(fig)
-        shown = [p.measure for p in method.parts]
-        row.update(
-            verdict=row_verdict([p["verdict"] for p in parts]),
-            parts=parts,
-            figures=[_figure(f, methods, comparisons) for f in method.figures if f not in shown],
-            costs=[_figure(c, methods, comparisons) for c in COSTS],
-            arms=_provenance(methods, comparisons),
+
+def _head(plan: RowPlan) -> dict[str, Any]:
+    method = plan.method
+    return {
+        "method": method.name,
+        "area": plan.area,
+        "paper": method.paper,
+        "claim": method.claim,
+        "comparison": method.comparison,
+        "note": method.note,
+        "family": method.family,
+        "seeds": [s for s, _, _ in plan.pairs],
+        "steps": plan.pairs[0][1].steps if plan.pairs else None,
+        "overrides": method.overrides,
+        "baseline_overrides": method.baseline_overrides,
+        "command": f"{COMMAND} --methods {method.name}",
+    }
+
+
+def build_row(plan: RowPlan, cache: ArmCache, reach_dir: Path) -> dict[str, Any]:
+    """One row from the stored arms (statistics raw; ``judge`` adds the adjusted verdicts)."""
+    row = _head(plan)
+    reason = applicability(plan, cache)
+    missing = missing_arms(plan, cache) if reason is None else []
+    own = _stored(plan.comparisons[0], cache) if plan.comparisons else []
+    if reason is not None:
+        row.update(verdict=NOT_APPLICABLE, reason=reason, comparisons=[], costs=[], missing=[])
+        row["figures"] = [figure(p.measure, own) for p in plan.method.parts] if own else []
+        row["seeds_read"] = [s for s, _, _ in own]
+        row["arms"] = _arm_list(plan, cache)
+        row["staleness"] = reach.staleness(
+            reach_dir, plan.method.name, [a for _, a, b in own] + [b for *_, b in own]
         )
-        rows.append(row)
-    return rows, missing
-
-
-def _provenance(methods: list[ArmResult], comparisons: list[ArmResult]) -> list[dict[str, Any]]:
-    return [
-        {
-            "role": role,
-            "seed": a.extra.get("seed"),
-            "key": a.extra.get("key"),
-            "code_revision": a.extra.get("code_revision"),
-            "git_commit": a.extra.get("git_commit"),
-            "models": a.extra.get("models"),
+        return row
+    row["missing"] = missing
+    if any(m["role"] in ("method", "comparison") for m in missing):
+        row.update(verdict=NOT_RUN, comparisons=[], figures=[], costs=[], arms=[])
+        return row
+    comparisons = []
+    for comp in plan.comparisons:
+        pairs = _stored(comp, cache)
+        absent = [m for m in missing if m["role"] in (comp.role, comp.subject_role)]
+        entry: dict[str, Any] = {
+            "role": comp.role,
+            "label": comp.label,
+            "subject_role": comp.subject_role,
+            "missing": absent,
+            "parts": [] if absent else _parts(comp, pairs),
         }
-        for role, arms in (("method", methods), ("comparison", comparisons))
-        for a in arms
-    ]
-
-
-def write(places: Places, rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    """Merge ``rows`` into results.json and rewrite the table and the curves from every row there."""
-    results: dict[str, Any] = (
-        json.loads(places.results.read_text()) if places.results.is_file() else {"rows": {}}
+        comparisons.append(entry)
+    shown = [p.measure for p in plan.method.parts]
+    arms = [a for _, a, _ in own] + [b for _, _, b in own]
+    row.update(
+        verdict="computed",
+        comparisons=comparisons,
+        figures=[figure(f, own) for f in plan.method.figures if f not in shown],
+        costs=[figure(c, own) for c in COSTS],
+        arms=_arm_list(plan, cache),
+        staleness=reach.staleness(reach_dir, plan.method.name, arms),
     )
+    return row
+
+
+def _arm_list(plan: RowPlan, cache: ArmCache) -> list[dict[str, Any]]:
+    out = []
+    for role, seed, spec in plan.arms():
+        arm = cache.get(arm_key(spec))
+        if arm is None:
+            continue
+        out.append(
+            {
+                "role": role,
+                "seed": seed,
+                "key": arm_key(spec),
+                "code_revision": arm.extra.get("code_revision"),
+                "git_commit": arm.extra.get("git_commit"),
+                "models": arm.extra.get("models"),
+            }
+        )
+    return out
+
+
+def build_rows(
+    plans: list[RowPlan], cache: ArmCache, reach_dir: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows for ``plans`` and every missing arm (row, role, seed, key) of a row that can act."""
+    rows = [build_row(plan, cache, reach_dir) for plan in plans]
+    return rows, [m for row in rows for m in row.get("missing", [])]
+
+
+def families(rows: list[dict[str, Any]], cache: ArmCache) -> dict[str, list[dict[str, Any]]]:
+    """Rows that are one effect seen several ways (``Method.family``): pairwise paired differences of their method
+    arms on the seeds both have, descriptive (not claims; not in the Holm family)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    by_family: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        results["rows"][row["method"]] = row
-    results["rows"] = dict(sorted(results["rows"].items()))
+        if row.get("family") and row.get("arms"):
+            by_family.setdefault(row["family"], []).append(row)
+    for name, members in sorted(by_family.items()):
+        method_arms = {
+            r["method"]: {a["seed"]: a["key"] for a in r["arms"] if a["role"] == "method"} for r in members
+        }
+        entries = []
+        for a, b in combinations(sorted(method_arms), 2):
+            seeds = sorted(set(method_arms[a]) & set(method_arms[b]))
+            pairs = []
+            for s in seeds:
+                x, y = cache.get(method_arms[a][s]), cache.get(method_arms[b][s])
+                if x is not None and y is not None:
+                    pairs.append((s, x, y))
+            for measure in FAMILY_MEASURES:
+                entries.append({"a": a, "b": b, "seeds": [s for s, _, _ in pairs], **figure(measure, pairs)})
+        out[name] = entries
+    return out
+
+
+def write(places: Places, rows: list[dict[str, Any]], complete: bool) -> None:
+    """Rows into results.json (replacing every row when ``complete``, else merged by name), then Holm across
+    the table, the families, and the table and the curves from every row there."""
+    old: dict[str, Any] = (
+        json.loads(places.results.read_text()) if places.results.is_file() and not complete else {"rows": {}}
+    )
+    merged = dict(old.get("rows", {}))
+    for row in rows:
+        merged[row["method"]] = row
+    ordered = [merged[k] for k in sorted(merged)]
+    for row in ordered:  # judged afresh across the whole table
+        if row["verdict"] not in (NOT_APPLICABLE, NOT_RUN):
+            row["verdict"] = "computed"
+    judge(ordered, {name: m.fmt for name, m in MEASURES.items()})
+    cache = ArmCache(places.store)
+    results = {"rows": {r["method"]: r for r in ordered}, "families": families(ordered, cache)}
     places.results.parent.mkdir(parents=True, exist_ok=True)
     places.results.write_text(json.dumps(_finite(results), indent=1, sort_keys=True) + "\n")
     from benchmarks.reproduce.table import render
 
     stored = json.loads(places.results.read_text())  # render what was written (NaN is null there)
-    ordered = sorted(stored["rows"].values(), key=lambda r: (r["area"], r["method"]))
+    table_rows = sorted(stored["rows"].values(), key=lambda r: (r["area"], r["method"]))
     places.doc.parent.mkdir(parents=True, exist_ok=True)
-    places.doc.write_text(render(ordered))
-    places.curves.write_text(curves_csv(ordered, places.store))
+    places.doc.write_text(render(table_rows, stored["families"]))
+    places.curves.write_text(curves_csv(table_rows, cache))
 
 
 def _finite(value: Any) -> Any:
@@ -174,32 +245,33 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def curves_csv(rows: list[dict[str, Any]], store: Path) -> str:
+CURVE_COLUMNS = [
+    "method",
+    "role",
+    "seed",
+    "arm_key",
+    "step",
+    "cumulative_rollouts",
+    "cumulative_tokens",
+    "greedy_accuracy",
+    "greedy_problems",
+    "bare_share",
+    "sampled_accuracy",
+    "sampled_problems",
+]
+
+
+def curves_csv(rows: list[dict[str, Any]], cache: ArmCache) -> str:
     """Every stored arm's held-out curve, one line per (row, role, seed, checkpoint)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(
-        [
-            "method",
-            "role",
-            "seed",
-            "arm_key",
-            "step",
-            "cumulative_rollouts",
-            "cumulative_tokens",
-            "greedy_accuracy",
-            "greedy_problems",
-            "bare_share",
-            "sampled_accuracy",
-            "sampled_problems",
-        ]
-    )
+    writer.writerow(CURVE_COLUMNS)
     for row in rows:
         for arm in row.get("arms", []):
-            path = stored_path(store, arm["key"])
-            if not path.is_file():
+            result = cache.get(arm["key"])
+            if result is None:
                 continue
-            for point in load_arm(path).evals:
+            for point in result.evals:
                 writer.writerow(
                     [
                         row["method"],

@@ -1,11 +1,11 @@
 """``python -m benchmarks.reproduce.run``: the whole reproduction table, resumably.
 
-Trains each selected method and its comparison arm for every seed on the reasoning task (benchmarks/
-reproduce/baseline.py), two arms at a time by default, storing every finished arm under a key of code revision,
-model hashes and config (arms.py), so an interrupted run resumes where it stopped and a finished one retrains
-nothing. Then compares the arms seed by seed (stats.py, verdict.py), writes the rows to results.json and
-rewrites docs/reproduction.md and the raw curves (report.py). No Django: trainer.step.loop.train with an
-in-memory sink.
+Trains each selected method and the arms of the comparisons its paper makes, for every seed, on the reasoning
+task (benchmarks/reproduce/baseline.py), two arms at a time by default, storing every finished arm under a key of
+what was trained (store.py), so an interrupted run resumes where it stopped and a finished one retrains nothing.
+Then compares the arms seed by seed (stats.py, verdict.py), writes the rows to results.json and rewrites
+docs/reproduction.md and the raw curves (report.py). ``--no-train`` does only the second half, from the stored
+arms, importing no torch. No Django: trainer.step.loop.train with an in-memory sink.
 """
 
 from __future__ import annotations
@@ -20,26 +20,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reproduce.arms import ArmSpec, arm_key, run_arm, stored_path
-from benchmarks.reproduce.evaluation import EVAL
+from benchmarks.reproduce.evaluation import EVAL, EvalSpec
 from benchmarks.reproduce.plan import (
     DEFAULT_EVAL_EVERY,
     DEFAULT_SEEDS,
     DEFAULT_STEPS,
     PROBE_SEEDS,
     Places,
+    RowPlan,
     discover_methods,
-    plan_row,
+    plan_all,
     select,
 )
+from benchmarks.reproduce.store import ArmCache, ArmSpec, arm_key, stored_path
 
 
-def _train_one(job: tuple[ArmSpec, str]) -> tuple[str, float]:
-    """Pool worker: one arm, one thread."""
-    spec, store = job
+def _train_one(job: tuple[ArmSpec, str, bool]) -> tuple[str, float]:
+    """Pool worker: one arm, one thread (``replace``: train it even when stored, replacing it)."""
+    from benchmarks.reproduce.arms import run_arm
+
+    spec, store, replace_stored = job
     t0 = time.perf_counter()
-    run_arm(spec, Path(store))
-    return arm_key(spec)[0], time.perf_counter() - t0
+    run_arm(spec, Path(store), use_store=not replace_stored)
+    return arm_key(spec), time.perf_counter() - t0
 
 
 def _init_worker() -> None:
@@ -52,23 +55,24 @@ def _init_worker() -> None:
     hf_logging.set_verbosity_error()
 
 
-def train_missing(specs: list[tuple[str, ArmSpec]], store: Path, jobs: int, log: Any) -> int:
-    """Train every spec not yet stored (each key once), ``jobs`` at a time; returns how many were trained."""
+def train_missing(
+    specs: list[tuple[str, ArmSpec]], store: Path, jobs: int, log: Any, replace_stored: bool = False
+) -> int:
+    """Train every spec not yet stored (or every spec, ``replace_stored``), each key once, ``jobs`` at a time."""
     todo: dict[str, tuple[str, ArmSpec]] = {}
     for label, spec in specs:
-        key = arm_key(spec)[0]
-        if key not in todo and not stored_path(store, key).is_file():
+        key = arm_key(spec)
+        if key not in todo and (replace_stored or not stored_path(store, key).is_file()):
             todo[key] = (label, spec)
     if not todo:
         return 0
     log(f"training {len(todo)} arms ({jobs} at a time); finished arms are kept in {store}")
     t0, done = time.perf_counter(), 0
     labels = {key: label for key, (label, _) in todo.items()}
-    work = [(spec, str(store)) for _, spec in todo.values()]
+    work = [(spec, str(store), replace_stored) for _, spec in todo.values()]
     if jobs <= 1:
         _init_worker()
-        results = map(_train_one, work)
-        for key, seconds in results:
+        for key, seconds in map(_train_one, work):
             done += 1
             log(_progress(done, len(todo), labels[key], seconds, t0))
     else:
@@ -87,7 +91,57 @@ def _progress(done: int, total: int, label: str, seconds: float, t0: float) -> s
     return f"  [{done}/{total}] {label}: {seconds:.0f}s (elapsed {elapsed / 60:.1f} min, about {eta / 60:.0f} min left)"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _labelled(plan: RowPlan, probe_only: bool = False) -> list[tuple[str, ArmSpec]]:
+    probe = {s for s, _, _ in plan.pairs[:PROBE_SEEDS]}
+    return [
+        (f"{plan.method.name} seed {seed} {role}", spec)
+        for role, seed, spec in plan.arms()
+        if not probe_only or seed in probe
+    ]
+
+
+def _train(plans: list[RowPlan], places: Places, args: argparse.Namespace, log: Any) -> None:
+    """Train what is missing (probe seeds first), then record the reach of every row trained at today's code."""
+    from benchmarks.reproduce import report, retrain
+
+    _init_worker()
+    probe = [x for p in plans if p.method.applicable for x in _labelled(p, probe_only=True)]
+    train_missing(probe, places.store, args.jobs, log)
+    acting = [p for p in plans if report.applicability(p, ArmCache(places.store), probe_only=True) is None]
+    train_missing([x for p in acting for x in _labelled(p)], places.store, args.jobs, log)
+    if args.retrain_stale:
+        cache = ArmCache(places.store)
+        for plan in plans:
+            if (report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale"):
+                probe_only = plan not in acting  # a row that cannot act: only its probe seeds were trained
+                todo = retrain.stale_arms(plan, cache, probe_only)
+                train_missing(todo, places.store, args.jobs, log, replace_stored=True)
+    cache = ArmCache(places.store)
+    for plan in plans:
+        probe_only = plan not in acting
+        if plan.comparisons and retrain.all_current(plan, cache, probe_only) and _needs_reach(plan, places):
+            retrain.record_reach(plan, places.store, places.reach, log)
+
+
+def _needs_reach(plan: RowPlan, places: Places) -> bool:
+    from benchmarks.reproduce import reach
+
+    st = reach.staleness(places.reach, plan.method.name, [])
+    return reach.read(places.reach, plan.method.name) is None or bool(st["stale"])
+
+
+def _verify(plans: list[RowPlan], places: Places, log: Any) -> None:
+    from benchmarks.reproduce import report, retrain
+
+    _init_worker()
+    cache = ArmCache(places.store)
+    for plan in plans:
+        row = report.build_row(plan, cache, places.reach)
+        if (row.get("staleness") or {}).get("stale"):
+            retrain.verify_stale(plan, places.store, places.reach, log)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0]
     )
@@ -111,25 +165,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out",
         type=Path,
-        help="write the store, results, table and curves under this folder "
+        help="use the store, reach records, results, table and curves under this folder "
         "instead of benchmarks/reproduce/ and docs/",
     )
-    parser.add_argument(
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
         "--no-train",
         action="store_true",
-        help="train nothing: rebuild the table from stored arms "
-        "and list the rows whose arms are missing at this code revision",
+        help="train and build nothing: rebuild the table from the stored arms; a missing arm is named and "
+        "nothing is written (unless --allow-missing)",
     )
-    parser.add_argument("--list", action="store_true", help="list the discovered methods and exit")
-    args = parser.parse_args(argv)
-    from benchmarks.reproduce import report
+    mode.add_argument(
+        "--retrain-stale",
+        action="store_true",
+        help="retrain the stale rows' arms at the current code, replacing them (resumable)",
+    )
+    mode.add_argument(
+        "--verify-stale",
+        action="store_true",
+        help="re-run the first steps of seed 0 of each stale row's arms; a row whose numbers match exactly is "
+        "stamped current",
+    )
+    mode.add_argument(
+        "--retrain-at-commit", metavar="KEY", help="train one stored arm again at its recorded commit"
+    )
+    mode.add_argument(
+        "--train-fixture", action="store_true", help="train the short fixture arm (at a clean commit)"
+    )
+    mode.add_argument("--list", action="store_true", help="list the discovered methods and exit")
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="with --no-train: write the table even when arms are missing (their rows and comparisons read 'not run')",
+    )
+    return parser
 
+
+def _eval_spec(args: argparse.Namespace) -> EvalSpec:
+    scale = args.eval_problems / EVAL.greedy_problems
+    return replace(
+        EVAL,
+        greedy_problems=args.eval_problems,
+        sampled_problems=max(10, round(EVAL.sampled_problems * scale)),
+        curve_problems=max(10, round(EVAL.curve_problems * scale)),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    log = lambda s: print(s, flush=True)  # noqa: E731
     available = discover_methods()
     if args.list:
         for name, (area, m) in sorted(available.items()):
+            parts = [p for c in ((None, m.parts), *((c.role, c.parts) for c in m.comparisons)) for p in c[1]]
             print(
                 f"{area:12s} {name:28s} {m.paper:18s} "
-                + "; ".join(f"{p.measure} {p.direction}" for p in m.parts)
+                + "; ".join(f"{p.measure} {p.direction}" for p in parts)
             )
         return 0
     if args.steps < 1 or args.steps % args.eval_every:
@@ -138,43 +229,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--seeds needs at least 2 distinct seeds (the statistics are paired over seeds)")
     if not 20 <= args.eval_problems <= 20000:
         raise SystemExit("--eval-problems must be between 20 and 20000")
-    scale = args.eval_problems / EVAL.greedy_problems
-    spec = replace(
-        EVAL,
-        greedy_problems=args.eval_problems,
-        sampled_problems=max(10, round(EVAL.sampled_problems * scale)),
-        curve_problems=max(10, round(EVAL.curve_problems * scale)),
-    )
+    if not 1 <= args.jobs <= 64:
+        raise SystemExit("--jobs must be between 1 and 64")
+    if args.allow_missing and not args.no_train:
+        raise SystemExit("--allow-missing goes with --no-train (training fills what is missing)")
     places = Places.under(args.out) if args.out else Places.default()
-    _init_worker()
-    log = lambda s: print(s, flush=True)  # noqa: E731
+    if args.train_fixture or args.retrain_at_commit:
+        from benchmarks.reproduce import retrain
+
+        if args.train_fixture:
+            retrain.train_fixture(log)
+            return 0
+        store = (
+            places.store
+            if stored_path(places.store, args.retrain_at_commit).is_file()
+            else retrain.FIXTURE_DIR
+        )
+        diffs = retrain.retrain_at_commit(args.retrain_at_commit, store, log)
+        log("the same numbers, exactly" if not diffs else "differs: " + "; ".join(diffs))
+        return 1 if diffs else 0
     chosen = select(args.methods, available)
-    plans = [
-        plan_row(area, m, args.seeds, args.steps, args.eval_every, spec, places.store) for area, m in chosen
-    ]
-    if not args.no_train:
-        probe = [
-            (f"{p.method.name} seed {s} {role}", a)
-            for p in plans
-            if p.method.applicable
-            for s, c, m in p.pairs[:PROBE_SEEDS]
-            for role, a in (("comparison", c), ("method", m))
-        ]
-        train_missing(probe, places.store, args.jobs, log)
-        rest = [
-            (f"{p.method.name} seed {s} {role}", a)
-            for p in plans
-            if report.applicability(p, places.store) is None
-            for s, c, m in p.pairs
-            for role, a in (("comparison", c), ("method", m))
-        ]
-        train_missing(rest, places.store, args.jobs, log)
-    rows, missing = report.build_rows(plans, places.store)
-    report.write(places, rows, args)
-    for name, count in missing.items():
-        log(f"  {name}: {count} arms not stored at this code revision: run without --no-train to train them")
+    plans = plan_all(chosen, args.seeds, args.steps, args.eval_every, _eval_spec(args))
+    if args.verify_stale:
+        _verify(plans, places, log)
+    elif not args.no_train:
+        _train(plans, places, args, log)
+    from benchmarks.reproduce import report
+
+    rows, missing = report.build_rows(plans, ArmCache(places.store), places.reach)
+    for gap in missing:
+        log(f"  missing arm: {gap['row']} {gap['role']} seed {gap['seed']} (key {gap['key']})")
+    if missing and args.no_train and not args.allow_missing:
+        rows_missing = ",".join(sorted({gap["row"] for gap in missing}))
+        log(
+            f"{len(missing)} arms are not stored: nothing written. Train them with {report.COMMAND} --methods "
+            f"{rows_missing} (or write the table anyway with --no-train --allow-missing)"
+        )
+        return 1
+    report.write(places, rows, complete={m.name for _, m in chosen} == set(available))
     print(f"wrote {places.results}, {places.doc} and {places.curves}")
-    return 1 if missing and args.no_train else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 The built-in chain models are built for real but cut short (tests/trainer/build_helpers.py) in a fresh model
 cache; each arm trains 2 steps and is scored on 40 held-out problems. What is checked is the machinery the
 table rests on: every row gets paired statistics, the store resumes (a second run trains nothing and rewrites
-the same files), a missing arm is found by ``--no-train`` and retrained alone, and an applicability rule turns
-a row "not applicable" from its probe seeds.
+the same files), the code that reached each row is recorded and ``--verify-stale`` re-stamps a row whose numbers
+a change did not reach, a missing arm is found by ``--no-train`` and retrained alone, and an applicability rule
+turns a row "not applicable" from its probe seeds.
 """
 
 from __future__ import annotations
@@ -65,13 +66,8 @@ def test_two_rows_train_compare_resume_and_regenerate(
     results = json.loads((out / "results.json").read_text())["rows"]
     assert set(results) == {"dapo_dynamic_sampling", "cue_grpo_rarity"}
     ds = results["dapo_dynamic_sampling"]
-    assert ds["seeds"] == [0, 1] and ds["verdict"] in (
-        "as claimed",
-        "no detectable difference",
-        "opposite",
-        "partly as claimed",
-    )
-    part = ds["parts"][0]
+    assert ds["seeds"] == [0, 1] and ds["verdict"] == "mechanism check"
+    part = ds["comparisons"][0]["parts"][0]
     assert part["measure"] == "zero_std_frac_early" and part["paired"]["n"] == 2
     assert {"effect", "ci_low", "ci_high", "mde", "relative"} <= set(part["paired"])
     assert [c["measure"] for c in ds["costs"]] == ["rollouts_total", "tokens_total", "wall_total_s"]
@@ -81,7 +77,12 @@ def test_two_rows_train_compare_resume_and_regenerate(
     assert len(stored) == 6
     cue = results["cue_grpo_rarity"]
     if cue["verdict"] == "not applicable":  # 2 steps rarely see two clusters of correct answers
-        assert "rarity_groups" in cue["reason"] and cue["parts"] == []
+        assert "rarity_groups" in cue["reason"] and cue["comparisons"] == []
+    # the reach of the row trained at this code: trainer files that ran, with their hashes; not stale
+    reach = json.loads((out / "reach" / "dapo_dynamic_sampling.json").read_text())
+    assert "trainer/step/loop.py" in reach["files"] and "benchmarks/reproduce/arms.py" in reach["files"]
+    assert not any(f.startswith("tests/") for f in reach["files"])
+    assert ds["staleness"]["stale"] is False
     doc = (out / "reproduction.md").read_text()
     assert (
         "**dapo_dynamic_sampling**" in doc
@@ -99,20 +100,33 @@ def test_two_rows_train_compare_resume_and_regenerate(
     assert again.returncode == 0 and "training" not in again.stdout, again.stdout + again.stderr
     assert (out / "reproduction.md").read_text() == doc
 
+    # a file that reached the row "changed" (its recorded hash no longer matches): stale, then verified
+    reach["files"]["trainer/step/loop.py"] = "0" * 16
+    (out / "reach" / "dapo_dynamic_sampling.json").write_text(json.dumps(reach))
+    stale = _run(home, out, "--no-train")
+    assert stale.returncode == 0 and "(stale)" in (out / "reproduction.md").read_text()
+    verified = _run(home, out, "--verify-stale")
+    assert verified.returncode == 0 and "verified: the first 2 steps equal" in verified.stdout, (
+        verified.stdout
+    )
+    row = json.loads((out / "results.json").read_text())["rows"]["dapo_dynamic_sampling"]
+    assert row["staleness"]["stale"] is False and row["staleness"]["verified_against"]
+
     stored[0].unlink()  # one arm lost: --no-train says so, a normal run retrains that one only
     missing = _run(home, out, "--no-train")
-    assert missing.returncode == 1 and "arms not stored at this code revision" in missing.stdout
+    assert missing.returncode == 1 and "missing arm:" in missing.stdout
     resumed = _run(home, out)
     assert resumed.returncode == 0 and "training 1 arms" in resumed.stdout, resumed.stdout + resumed.stderr
     retrained = json.loads((out / "results.json").read_text())["rows"]
     # training is deterministic: the retrained arm gives the same figures (only its seconds differ)
     for name, row in results.items():
-        assert [p["method_values"] for p in retrained[name]["parts"]] == [
-            p["method_values"] for p in row["parts"]
-        ]
-        assert [p["comparison_values"] for p in retrained[name]["parts"]] == [
-            p["comparison_values"] for p in row["parts"]
-        ]
+        for before, after in zip(row["comparisons"], retrained[name]["comparisons"], strict=True):
+            assert [p["method_values"] for p in after["parts"]] == [
+                p["method_values"] for p in before["parts"]
+            ]
+            assert [p["comparison_values"] for p in after["parts"]] == [
+                p["comparison_values"] for p in before["parts"]
+            ]
 
 
 def test_bad_arguments_are_refused_with_the_fix() -> None:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from benchmarks.reproduce import arms, provenance
-from benchmarks.reproduce.arms import ArmSpec, arm_key
+from benchmarks.reproduce import provenance
+from benchmarks.reproduce.evaluation import EVAL
+from benchmarks.reproduce.prepare import ANCHOR_PASS
 from benchmarks.reproduce.stats import paired, paired_eval_se, t_quantile
+from benchmarks.reproduce.store import ArmSpec, PrepareSpec, arm_key, keyed
 from benchmarks.reproduce.verdict import (
     AS_CLAIMED,
+    INCONCLUSIVE,
+    MECHANISM,
     OPPOSITE,
     PARTLY,
     UNDETECTED,
@@ -84,60 +89,59 @@ def _p(values: list[float], base: float = 0.0):  # type: ignore[no-untyped-def]
     return paired(values, [base] * len(values))
 
 
-def test_part_verdicts() -> None:
+def test_part_verdicts_read_the_adjusted_p_values() -> None:
     up, down, flat = (
         _p([0.05, 0.06, 0.04, 0.05]),
         _p([-0.05, -0.06, -0.04, -0.05]),
         _p([0.03, -0.02, 0.01, -0.03]),
     )
-    assert part_verdict("higher", up) == AS_CLAIMED and part_verdict("lower", up) == OPPOSITE
-    assert part_verdict("lower", down) == AS_CLAIMED and part_verdict("higher", flat) == UNDETECTED
-    assert part_verdict("same", flat) == AS_CLAIMED and part_verdict("same", up) == OPPOSITE
-    assert part_verdict("higher", _p([0.5])) == UNDETECTED  # one seed says nothing
+    assert part_verdict("higher", up, up.p_value) == AS_CLAIMED
+    assert part_verdict("lower", up, up.p_value) == OPPOSITE
+    assert part_verdict("lower", down, down.p_value) == AS_CLAIMED
+    assert part_verdict("higher", flat, flat.p_value) == UNDETECTED
+    assert part_verdict("higher", up, 0.2) == UNDETECTED  # significant raw, not after adjustment
+    assert part_verdict("higher", _p([0.5]), float("nan")) == UNDETECTED  # one seed says nothing
+    # 'same' is equivalence: an interval holding zero is not enough
+    assert part_verdict("same", flat, flat.p_value, 0.01) == AS_CLAIMED
+    assert part_verdict("same", flat, flat.p_value, 0.3) == INCONCLUSIVE
+    assert part_verdict("same", up, up.p_value, 1.0) == OPPOSITE
     assert describe("higher", UNDETECTED, flat, "{:.3f}").startswith(
         "no detectable difference (minimum detectable 0."
     )
-    assert describe("same", AS_CLAIMED, flat, "{:.3f}").startswith("as claimed: no detectable difference")
-    assert describe("same", OPPOSITE, up, "{:.3f}") == "opposite: higher"
+    assert describe("higher", UNDETECTED, up, "{:.3f}").startswith("no detectable difference after Holm")
+    assert describe("same", AS_CLAIMED, flat, "{:.3f}", 0.02) == "as claimed: equivalent within +-0.020"
+    assert describe("same", INCONCLUSIVE, flat, "{:.3f}", 0.02).startswith("inconclusive")
+    assert describe("same", OPPOSITE, up, "{:.3f}", 0.02) == "opposite: higher"
 
 
 def test_row_verdicts() -> None:
     assert row_verdict([AS_CLAIMED, AS_CLAIMED]) == AS_CLAIMED
     assert row_verdict([AS_CLAIMED, OPPOSITE]) == PARTLY
     assert row_verdict([UNDETECTED, OPPOSITE]) == OPPOSITE
-    assert row_verdict([UNDETECTED]) == UNDETECTED
+    assert row_verdict([UNDETECTED, INCONCLUSIVE]) == UNDETECTED
+    assert row_verdict([]) == MECHANISM
 
 
-def test_arm_keys_follow_seed_config_code_and_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(arms, "_models", lambda config: {"policy": "m1"})
+def test_arm_keys_say_what_was_trained() -> None:
     spec = ArmSpec({}, 0, 60, 20)
-    key = arm_key(spec)[0]
-    assert arm_key(ArmSpec({}, 0, 60, 20))[0] == key
-    assert arm_key(ArmSpec({}, 1, 60, 20))[0] != key
-    assert arm_key(ArmSpec({"training": {"learning_rate": 2e-4}}, 0, 60, 20))[0] != key
-    assert arm_key(ArmSpec({}, 0, 40, 20))[0] != key
-    monkeypatch.setattr(arms, "code_revision", lambda: "another-revision")
-    assert arm_key(spec)[0] != key
-    monkeypatch.undo()
-    monkeypatch.setattr(arms, "_models", lambda config: {"policy": "m2"})
-    assert arm_key(spec)[0] != key
+    key = arm_key(spec)
+    assert arm_key(ArmSpec({}, 0, 60, 20)) == key and len(key) == 20
+    assert arm_key(ArmSpec({}, 1, 60, 20)) != key
+    assert arm_key(ArmSpec({"training": {"learning_rate": 2e-4}}, 0, 60, 20)) != key
+    assert arm_key(ArmSpec({}, 0, 40, 20)) != key
+    assert arm_key(ArmSpec({}, 0, 60, 20, replace(EVAL, greedy_problems=100))) != key
+    # models by name, never by path or weight hash: the keyed text names tiny:chain and holds no path
+    text = json.dumps(keyed(spec))
+    assert '"tiny:chain"' in text and str(ROOT) not in text
 
 
-def test_prior_file_is_keyed_by_its_content_not_its_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(arms, "model_hash", lambda path: "m")
-    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
-    a.write_text('{"1": 0.5}')
-    b.write_text('{"1": 0.5}')
-    c.write_text('{"1": 0.25}')
-    keys = [
-        arm_key(
-            ArmSpec({"budget": {"prompt_sampler": "beta_learnability", "prior_file": str(p)}}, 0, 60, 20)
-        )[0]
-        for p in (a, b, c)
-    ]
-    assert keys[0] == keys[1] != keys[2]
+def test_an_offline_pass_is_keyed_by_its_declared_spec_not_its_file() -> None:
+    with_pass = ArmSpec({"budget": {"prompt_sampler": "beta_learnability"}}, 0, 60, 20, prepare=ANCHOR_PASS)
+    without = ArmSpec({"budget": {"prompt_sampler": "beta_learnability"}}, 0, 60, 20)
+    other = PrepareSpec(ANCHOR_PASS.fn, {**ANCHOR_PASS.spec, "samples": 16})
+    keys = {arm_key(with_pass), arm_key(without), arm_key(replace(with_pass, prepare=other))}
+    assert len(keys) == 3
+    assert "prior_file" not in json.dumps(keyed(with_pass)["config"])
 
 
 def test_code_revision_covers_the_trainer_and_the_arm_modules() -> None:
@@ -153,7 +157,7 @@ def test_the_committed_table_is_what_its_rows_render() -> None:
 
     results = json.loads((ROOT / "benchmarks" / "reproduce" / "results.json").read_text())
     rows = sorted(results["rows"].values(), key=lambda r: (r["area"], r["method"]))
-    assert (ROOT / "docs" / "reproduction.md").read_text() == render(rows)
+    assert (ROOT / "docs" / "reproduction.md").read_text() == render(rows, results["families"])
     cited = {a["key"] for r in rows for a in r.get("arms", [])}
     assert cited and all(
         (ROOT / "benchmarks" / "reproduce" / "arms" / f"{k}.json.gz").is_file() for k in cited
@@ -161,5 +165,10 @@ def test_the_committed_table_is_what_its_rows_render() -> None:
     for row in rows:
         if row["verdict"] not in ("not applicable", "not run"):
             assert len(row["seeds"]) >= 8, row["method"]
-            for part in row["parts"]:
-                assert {"ci_low", "ci_high", "mde", "effect"} <= set(part["paired"]), row["method"]
+            for comp in row["comparisons"]:
+                for part in comp["parts"]:
+                    assert {"ci_low", "ci_high", "mde", "effect", "p_value"} <= set(part["paired"]), row[
+                        "method"
+                    ]
+                    if part["kind"] == "claim":
+                        assert "p_adjusted" in part, row["method"]
