@@ -70,7 +70,7 @@ class Method:
     """
 
     name: str
-    paper: str  # seed reference, e.g. '001:L23'
+    paper: str  # seed reference, e.g. '001:L23' (results.json only: the table names the paper by ``cites``)
     claim: str  # copied from shared/METHODS.md
     parts: tuple[ClaimPart, ...]
     overrides: dict[str, Any]
@@ -82,6 +82,7 @@ class Method:
     not_applicable: str = ""
     applicable: Applicability | None = None
     family: str = ""
+    cites: str = ""  # the paper or method by name, as the table shows it (required: plan.discover_methods)
     note: str = ""  # how this reproduction differs from the paper's setting (shown under the table)
 
     @property

@@ -44,6 +44,7 @@ METHODS: list[Method] = [
     Method(
         name="dapo_dynamic_sampling",
         paper="001:L97",
+        cites="DAPO's dynamic sampling (Yu et al. 2025)",
         claim="Oversample prompts, generate full groups, drop saturated groups (all correct or all wrong), and "
         "refill the batch. SARA treats DS as the oracle.",
         parts=(ClaimPart("zero_std_frac_early", "lower", "no silent groups in the update", "mechanism"),),
@@ -55,6 +56,7 @@ METHODS: list[Method] = [
     Method(
         name="vigor",
         paper="001:L105",
+        cites="VIGOR (variance-guided rollout allocation)",
         claim="Give every prompt a few rollouts, then repeatedly add rollouts to the prompts with the highest group "
         "reward variance until a fixed total budget is used. Up to 2.3x fewer rollouts to reach target accuracy on math.",
         parts=(
@@ -78,6 +80,7 @@ METHODS: list[Method] = [
     Method(
         name="early_abandon_with_refill",
         paper="001:L97",
+        cites="SARA (Sequential Adaptive Rollout Allocation)",
         claim="SARA: commit effective groups, abandon saturated ones after a short probe, and give the freed budget "
         "to fresh prompts. Matches DPS with 22% fewer rollouts than DS.",
         parts=(ClaimPart("rollouts_total", "lower", "fewer rollouts than DS"), *SAME_ACCURACY),
@@ -91,6 +94,7 @@ METHODS: list[Method] = [
     Method(
         name="sara_posterior_with_refill",
         paper="001:L97",
+        cites="SARA (Sequential Adaptive Rollout Allocation)",
         claim="SARA: a Beta posterior per prompt and a closed-form predictor of group effectiveness; commit "
         "effective groups, abandon saturated ones after a short probe, give the freed budget to fresh prompts. "
         "Matches DPS with 22% fewer rollouts than DS.",
@@ -121,6 +125,7 @@ METHODS: list[Method] = [
     Method(
         name="thinkprior",
         paper="001:L23",
+        cites="ThinkPrior (a zero-rollout Beta prior)",
         claim="ThinkPrior more than halves early silent groups and cuts wasted rollouts through step 30 by nearly a "
         "fifth; no detectable difference in final accuracy. (Uniform sampling spends 39% of rollouts on silent groups.)",
         parts=(
@@ -139,6 +144,7 @@ METHODS: list[Method] = [
     Method(
         name="thinkprior_with_dapo",
         paper="001:L23",
+        cites="ThinkPrior (a zero-rollout Beta prior) with DAPO",
         claim="The measured ThinkPrior+DAPO composition reduces generated rollouts by 10.6% while both arms retain "
         "the same update budget.",
         parts=(

@@ -181,6 +181,7 @@ METHODS: list[Method] = [
     Method(
         name="hispo_segment_is",
         paper="001:L13",
+        cites="HISPO (segment-level importance sampling)",
         claim="At rollout time, cut the response into contiguous segments at entropy-derived boundaries and give "
         "each segment a soft entropy-based saliency weight. Compute and clip the IS ratio per segment. "
         "AIME25: +3.75 Acc@8 / +3.78 Pass@8 over GRPO.",
@@ -216,6 +217,7 @@ METHODS: list[Method] = [
     Method(
         name="gapo_adaptive_clip",
         paper="001:L49",
+        cites="GAPO (Group Adaptive Clipping)",
         claim="Set the clip boundary per rollout as a function of its advantage, so rare correct rollouts in "
         "low-success groups get more update headroom. Better Pass@1 and Pass@k than fixed clipping where base "
         "pass rates are low.",
@@ -232,6 +234,7 @@ METHODS: list[Method] = [
     Method(
         name="dual_clip",
         paper="ext:Ye et al. 2020",
+        cites="dual-clip PPO (Ye et al. 2020)",
         claim="[ext] Dual-clip PPO: for negative advantages, bound the loss at c |A| (c = 3) so a token whose "
         "ratio exploded cannot dominate the update; a stability device, not an accuracy gain.",
         parts=(
@@ -248,6 +251,7 @@ METHODS: list[Method] = [
     Method(
         name="majority_vote_reward",
         paper="004:L291",
+        cites="Spurious Rewards (majority-vote and spurious rewards in RLVR)",
         claim="Spurious rewards (the abstract's 'majority voting' reward: the majority answer of N samples is the "
         "pseudo-label, reward 1 if a rollout matches it): +27.1 on MATH-500 vs +29.1 with ground truth for "
         "Qwen2.5-Math-7B; the same abstract says such gains often fail for other model families.",
@@ -267,6 +271,7 @@ METHODS: list[Method] = [
     Method(
         name="dapo_overlong_penalty",
         paper="ext:DAPO",
+        cites="DAPO's soft overlong punishment (Yu et al. 2025)",
         claim="[ext] DAPO soft overlong punishment: a length-aware penalty in the last L_cache tokens before the "
         "limit reduces reward noise from truncated samples and keeps responses inside the budget.",
         parts=(
@@ -289,6 +294,7 @@ METHODS: list[Method] = [
     Method(
         name="linear_length_penalty",
         paper="004:L467",
+        cites="a linear length penalty (the length-control baseline DLER improves on)",
         claim="A plain linear length penalty on the reward: shorter outputs at no loss of accuracy. (The cited "
         "abstract, DLER, refines this with truncation, batch-wise normalisation, higher clipping and dynamic "
         "sampling, none of which is implemented here; its 70% length cut is not this row's claim.)",
@@ -306,6 +312,7 @@ METHODS: list[Method] = [
     Method(
         name="cue_grpo_rarity",
         paper="001:L71",
+        cites="Cue-GRPO (rarity-aware credit redistribution)",
         claim='Split verified-correct rollouts into clusters using deterministic "Strategy Cues"; redistribute '
         "the group's positive advantage mass inversely to cluster size, so rare correct solution forms get more "
         "credit. Largest AIME gains at high sampling budgets.",

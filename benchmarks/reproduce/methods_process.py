@@ -61,6 +61,7 @@ METHODS: list[Method] = [
     Method(
         name="pure_min_credit",
         paper="004:L263",
+        cites="PURE (min-form credit assignment)",
         claim="With PRM step rewards, define value as the minimum of future step rewards instead of the "
         "gamma-discounted sum. Can be mixed with a small share (10%) of verifiable rewards. Matches verifiable-"
         "reward methods in only 30% of the steps; sum-form collapses.",
@@ -76,6 +77,7 @@ METHODS: list[Method] = [
     Method(
         name="prime_implicit_prm",
         paper="004:L435",
+        cites="PRIME (online implicit process rewards)",
         claim="Update the implicit PRM online from policy rollouts and outcome labels. Token-level implicit "
         "process rewards are combined with outcome rewards under any advantage function. +15.1% average over "
         "the SFT model.",
@@ -89,6 +91,7 @@ METHODS: list[Method] = [
     Method(
         name="prof_filter",
         paper="004:L185",
+        cites="PROF (process consistency filter)",
         claim="Keep correct responses with a high mean PRM score and incorrect responses with a low one, "
         "balancing positives and negatives, instead of blending PRM and ORM rewards. Over 4% above blending "
         "approaches.",
@@ -104,6 +107,7 @@ METHODS: list[Method] = [
     Method(
         name="oracle_step_credit",
         paper="ext:Lightman et al. 2023",
+        cites="process supervision (Lightman et al. 2023, Let's Verify Step by Step)",
         claim="Process supervision with exact step labels ('Let's Verify Step by Step'): credit from the first "
         "wrong step beats outcome-only credit; the upper bound a learned PRM can reach on this task.",
         parts=(HIGHER_SAMPLED, HIGHER_GREEDY),

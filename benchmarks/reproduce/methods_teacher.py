@@ -54,6 +54,7 @@ METHODS: list[Method] = [
     Method(
         name="opd",
         paper="001:L83",
+        cites="on-policy distillation (OPD)",
         claim="Sample from the student; a stronger teacher scores every student token to give a dense token "
         "advantage (per-token teacher-minus-student log-prob, reverse KL on student samples). Performance is "
         "capped at teacher quality.",
@@ -68,6 +69,7 @@ METHODS: list[Method] = [
     Method(
         name="opsd",
         paper="001:L65",
+        cites="OPSD (on-policy self-distillation)",
         claim="The teacher is the same model given privileged context (reference or verified solution, hints, "
         "evidence), queried at student-visited prefixes.",
         parts=(HIGHER_SAMPLED,),
@@ -81,6 +83,7 @@ METHODS: list[Method] = [
     Method(
         name="additive_fusion",
         paper="001:L83",
+        cites="weighted-additive fusion of RLVR and OPD advantages",
         claim="A_t = A_RLVR + lambda * A_OPD,t with a fixed lambda. A fixed coefficient causes entropy collapse "
         "through magnitude and timing mismatches.",
         parts=(ClaimPart("entropy_last", "lower", "entropy below GRPO's (the collapse)"),),
@@ -93,6 +96,7 @@ METHODS: list[Method] = [
     Method(
         name="modulated_fusion",
         paper="001:L33",
+        cites="teacher-modulated advantage rescaling",
         claim="Teacher-modulated rescaling: A_t = A_RLVR * w_t, with w_t derived from teacher ratios.",
         parts=HIGHER,
         overrides=MODULATED,
@@ -104,6 +108,7 @@ METHODS: list[Method] = [
     Method(
         name="uecr_grpo",
         paper="001:L3",
+        cites="UECR-GRPO (PUU + ECR teacher redistribution)",
         claim="PUU: add the verifier reward and a length-normalized teacher-to-anchor path log-ratio before group "
         "normalization and PPO clipping. ECR: zero-sum, entropy-damped token redistribution. Avg@12: 17.21% "
         "(Qwen3-1.7B) and 65.09% (Qwen3-4B); +0.89 / +0.56 points over the strongest baseline.",
@@ -123,6 +128,7 @@ METHODS: list[Method] = [
     Method(
         name="opd_then_rl",
         paper="001:L33",
+        cites="OPD-then-RL (on-policy distillation as the cold start)",
         claim="Stage 1: OPD from the base model (a better cold start than SFT). Switch when the OPD validation "
         "score says so. Stage 2: RLVR. Beats pure OPD, pure RLVR and every joint baseline on logic and math.",
         parts=HIGHER,
@@ -141,6 +147,7 @@ METHODS: list[Method] = [
     Method(
         name="om_grpo_answer_mask",
         paper="001:L73",
+        cites="OM-GRPO (answer-span masking with soft consensus)",
         claim="Zero the gradient on answer-span tokens and keep the answer-level (soft-consensus) reward on the "
         "reasoning tokens. +4.24 points over majority voting (test-time training).",
         parts=(HIGHER_SAMPLED, HIGHER_GREEDY),

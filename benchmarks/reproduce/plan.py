@@ -69,6 +69,10 @@ def discover_methods() -> dict[str, tuple[str, Method]]:
                     f"method {method.name!r} is defined in both methods_{found[method.name][0]}.py and {info.name}.py"
                 )
             names = [p.measure for p in method.parts] + list(method.figures)
+            if not method.cites:
+                raise SystemExit(
+                    f"method {method.name!r} needs `cites`: the paper or method by name, as the table shows it"
+                )
             names += [p.measure for c in method.comparisons for p in c.parts]
             if not method.parts or any(n not in MEASURES for n in names):
                 raise SystemExit(

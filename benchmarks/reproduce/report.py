@@ -98,6 +98,7 @@ def _head(plan: RowPlan) -> dict[str, Any]:
         "method": method.name,
         "area": plan.area,
         "paper": method.paper,
+        "cites": method.cites,
         "claim": method.claim,
         "comparison": method.comparison,
         "note": method.note,

@@ -54,7 +54,7 @@ def _p(value: float | None) -> str:
 
 def _name(row: dict[str, Any]) -> str:
     stale = " (stale)" if (row.get("staleness") or {}).get("stale") else ""
-    return f"**{row['method']}** (`{row['paper']}`){stale}"
+    return f"**{row['method']}** ({row['cites']}){stale}"
 
 
 def _missing(entries: list[dict[str, Any]]) -> str:
@@ -289,7 +289,7 @@ def _figure_lines(figures: list[dict[str, Any]]) -> list[str]:
 def _details(rows: list[dict[str, Any]]) -> str:
     out = []
     for row in rows:
-        out.append(f"### {row['method']} (`{row['paper']}`)\n")
+        out.append(f"### {row['method']}: {row['cites']}\n")
         out.append(f"Claim: {row['claim']}\n")
         if row["verdict"] == NOT_APPLICABLE:
             read = row.get("seeds_read") or []

@@ -148,7 +148,7 @@ def test_a_row_is_stale_when_a_file_that_reached_it_changes(tmp_path: Path) -> N
     assert rows["opd"]["staleness"]["stale"] and rows["opd"]["staleness"]["changed"] == ["trainer/sinks.py"]
     assert not rows["cue_grpo_rarity"]["staleness"]["stale"]
     doc = (out / "reproduction.md").read_text()
-    assert "**opd** (`001:L83`) (stale)" in doc and "--methods opd --retrain-stale" in doc
+    assert "**opd** (on-policy distillation (OPD)) (stale)" in doc and "--methods opd --retrain-stale" in doc
     assert "`trainer/sinks.py`" in doc
     (reach / "cue_grpo_rarity.json").write_text(json.dumps({**current, "lock": "another"}))
     _run(ROOT, "--no-train", "--allow-missing", "--methods", "cue_grpo_rarity", "--out", str(out))
