@@ -1,6 +1,6 @@
 """The ``rlvr`` command's trainer subcommands: train, demo, init-model, eval, config-schema, methods.
 
-Imports only the trainer layer. User-facing errors (``RLVRError``) are printed as one clear message with
+Imports only the trainer layer, and the ingest client (rlvr_client/, httpx only) for ``--report-to``. User-facing errors (``RLVRError``) are printed as one clear message with
 exit code 2; anything else is a bug and shows its traceback.
 """
 
@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from trainer.errors import ConfigError, RLVRError
 
@@ -74,6 +75,7 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
 
 def _run_training(config_dict: dict, args: argparse.Namespace, source: str) -> int:  # type: ignore[type-arg]
     from trainer.config import config_from_dict
+    from trainer.distributed.outside import outside_rank, train_outside
     from trainer.sinks import ConsoleSink, JsonlSink, MultiSink
     from trainer.step.loop import train
 
@@ -82,14 +84,82 @@ def _run_training(config_dict: dict, args: argparse.Namespace, source: str) -> i
     if args.output_dir:
         config_dict.setdefault("checkpoint", {})["output_dir"] = args.output_dir
     config = config_from_dict(config_dict, source=source)
-    sink = MultiSink([ConsoleSink(log_every=args.log_every), JsonlSink(config.checkpoint.output_dir)])
-    result = train(config, sink=sink, resume_from=args.resume, overwrite_output_dir=args.overwrite)
+    reporter = _Reporter(args, config_dict, config.training.max_steps)
+
+    def sinks() -> MultiSink:
+        return MultiSink(
+            [
+                ConsoleSink(log_every=args.log_every),
+                JsonlSink(config.checkpoint.output_dir),
+                *reporter.sinks(),
+            ]
+        )
+
+    place = outside_rank()
+    try:
+        if place is not None:  # a rank torchrun / srun started on one of the run's nodes (docs/multi_node.md)
+            result = train_outside(
+                config,
+                place,
+                sinks,
+                resume_from=args.resume,
+                overwrite_output_dir=args.overwrite,
+                log=print,
+            )
+            if not place.is_main:
+                return 0
+        else:
+            result = train(config, sink=sinks(), resume_from=args.resume, overwrite_output_dir=args.overwrite)
+    finally:
+        reporter.close()
     m = result.final_metrics
     print(
         f"{result.status}: {result.steps_done} steps, final reward {m.get('rollout/reward_mean', float('nan')):.3f}; "
         f"metrics and rollouts in {result.output_dir}"
     )
     return 0
+
+
+class _Reporter:
+    """``--report-to PROJECT``: the run sent to RLVR Studio with the ingest client (rlvr_client/native.py), from
+    the process that records the run (global rank 0 under a launcher), so it appears in the dashboard."""
+
+    def __init__(self, args: argparse.Namespace, config_dict: dict, max_steps: int) -> None:  # type: ignore[type-arg]
+        self.args, self.config_dict, self.max_steps = args, config_dict, max_steps
+        self.sink: Any = None
+
+    def sinks(self) -> list[Any]:
+        if not self.args.report_to:
+            return []
+        from rlvr_client import start_run
+        from rlvr_client.native import IngestSink
+
+        config_file = getattr(self.args, "config", None)
+        name = self.args.report_name or (Path(config_file).stem if config_file else "demo")
+        run = start_run(
+            project=self.args.report_to,
+            name=str(name),
+            config=self.config_dict,
+            source="script",
+            source_info={"launcher": _launcher_name()},
+            max_steps=self.max_steps,
+        )
+        print(f"reporting to RLVR Studio: {run.page_url or 'the run appears once the server answers'}")
+        self.sink = IngestSink(run)
+        return [self.sink]
+
+    def close(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
+
+
+def _launcher_name() -> str:
+    """What started this process, for the run page: Slurm, torchrun, or this shell."""
+    if os.environ.get("SLURM_JOB_ID") and os.environ.get("TORCHELASTIC_RUN_ID"):
+        return f"slurm job {os.environ['SLURM_JOB_ID']} (torchrun)"
+    if os.environ.get("TORCHELASTIC_RUN_ID"):
+        return "torchrun"
+    return "rlvr train"
 
 
 def _apply_override(config: dict, override: str) -> None:  # type: ignore[type-arg]
@@ -173,6 +243,13 @@ def _add_training_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--overwrite", action="store_true", help="delete checkpoints of an earlier run in the output dir"
     )
+    p.add_argument(
+        "--report-to",
+        metavar="PROJECT",
+        help="send the run to RLVR Studio project PROJECT (slug or id) with the ingest client, so it appears in "
+        "the dashboard (server and token: $RLVR_URL / $RLVR_TOKEN or `rlvr login`)",
+    )
+    p.add_argument("--report-name", metavar="NAME", help="the run's name there (default: the config file's)")
 
 
 def _cmd_export(args: argparse.Namespace) -> int:

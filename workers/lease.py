@@ -79,9 +79,16 @@ class Heartbeat:
     """
 
     def __init__(
-        self, run_id: int, holder: str, client: Any, heartbeat_s: float = HEARTBEAT_S, ttl_s: float = TTL_S
+        self,
+        run_id: int,
+        holder: str,
+        client: Any,
+        heartbeat_s: float = HEARTBEAT_S,
+        ttl_s: float = TTL_S,
+        key: str | None = None,
     ) -> None:
         self.run_id, self.holder, self.client = run_id, holder, client
+        self.key = key or lease_key(run_id)  # a node lease (workers/nodes.py) instead of the run's
         self.heartbeat_s, self.ttl_s = heartbeat_s, ttl_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"lease-{run_id}", daemon=True)
@@ -89,7 +96,7 @@ class Heartbeat:
 
     def beat(self) -> None:
         try:
-            self.client.set(lease_key(self.run_id), f"{self.holder}/{uuid.uuid4().hex}", ex=int(self.ttl_s))
+            self.client.set(self.key, f"{self.holder}/{uuid.uuid4().hex}", ex=int(self.ttl_s))
         except Exception as err:
             if not self._failing:
                 logger.warning(
@@ -111,7 +118,7 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=self.heartbeat_s + 5)
         try:
-            self.client.delete(lease_key(self.run_id))
+            self.client.delete(self.key)
         except Exception as err:
             logger.warning(
                 "run %s: could not release its lease (%s); it expires in %ss", self.run_id, err, self.ttl_s

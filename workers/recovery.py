@@ -102,13 +102,14 @@ def requeue_runs_of_dead_incarnation(nodename: str) -> list[int]:
     """Re-queue, and send again, the runs still recorded as ``running`` on ``nodename`` whose lease shows
     no live holder; returns their ids. Waits up to the lease TTL for a lease the dead worker left behind."""
     from webapp.experiments.dispatch import enqueue_training
+    from webapp.experiments.run_lease import node_leases_held
     from webapp.experiments.services import run_requeue_after_worker_loss
     from workers.lease import holder_alive, redis_client
 
     requeued = []
     client = redis_client()
     for run_id in runs_running_on(nodename):
-        if holder_alive(run_id, client):
+        if node_leases_held(run_id, client) or holder_alive(run_id, client):
             logger.warning(
                 "run %s is being trained by another live worker named %s; leaving it", run_id, nodename
             )

@@ -11,7 +11,8 @@ training workers run one task at a time). So each worker's main process runs a `
 every ``RLVR_SWEEP_S`` (30 s) tries to take a Redis lock (``SET NX EX``) held for one interval: one sweep
 per interval in the whole deployment, whichever worker takes it. What a sweep does:
 
-- a native ``running`` run whose lease (workers/lease.py) nobody holds, watched for two heartbeats (a
+- a native ``running`` run whose lease (workers/lease.py) nobody holds, nor any node lease of a run over
+  several hosts, watched for two heartbeats (a
   Redis restart loses keys until the next beat rewrites them): ``run_recover_stranded`` re-queues it from
   its last checkpoint while attempts remain (``RLVR_MAX_ATTEMPTS``) and sends it, or marks it failed and
   resumable; a cancel it had been asked for is honoured. A run event says why. A lease that is present
@@ -35,6 +36,7 @@ from typing import Any
 from celery.signals import worker_ready, worker_shutdown
 
 from webapp.core.tasks_by_name import RUN_TRAINING
+from webapp.experiments.run_lease import node_leases_held
 from workers.lease import HEARTBEAT_S, TTL_S, holder_alive, lease_key
 
 logger = logging.getLogger(__name__)
@@ -64,7 +66,11 @@ def recover_stranded_runs(
 
     done: dict[int, str] = {}
     for run_id in running_native_runs():
-        if client.get(lease_key(run_id)) is not None or holder_alive(run_id, client, heartbeat_s, ttl_s):
+        if (
+            client.get(lease_key(run_id)) is not None
+            or node_leases_held(run_id, client)  # a node of a run over several hosts (workers/nodes.py)
+            or holder_alive(run_id, client, heartbeat_s, ttl_s)
+        ):
             continue  # held, or expiring: a later sweep sees it gone
         reason = (
             f"No worker held the run for {2 * heartbeat_s:g} s: its task ended without recording an outcome "
@@ -93,8 +99,8 @@ def tasks_in_broker(client: Any, queue: str = RUN_TRAINING.queue) -> set[str]:
         except (ValueError, AttributeError):
             continue
         found.add(str(headers.get("id", "")))
-        if headers.get("task") == RUN_TRAINING.name:
-            found.add(f"run:{str(headers.get('argsrepr', '')).strip('(),[] ')}")
+        if headers.get("task") == RUN_TRAINING.name:  # (run_id,) or a node task's (run_id, round, index)
+            found.add(f"run:{str(headers.get('argsrepr', '')).strip('()[] ').split(',')[0].strip()}")
     return found
 
 

@@ -7,22 +7,41 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from celery import Task
 
 from workers.celery_app import app
 from workers.failures import describe_failure
 
+if TYPE_CHECKING:
+    from trainer.distributed.rendezvous import NodeSpec
+    from workers.sink import DjangoRunSink
+
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """Where an attempt starts and what it trains with, once the run is marked started."""
+
+    config_data: dict[str, Any]
+    resume_from: str | None
+    shown_as: dict[str, str] | None
+    judge_secrets: dict[str, str] | None
+
+
 @app.task(bind=True, acks_late=True, reject_on_worker_lost=True, name="workers.tasks.run_training")
-def run_training(self: Task[Any, Any], run_id: int) -> str:
+def run_training(
+    self: Task[Any, Any], run_id: int, node_round: int | None = None, node_index: int | None = None
+) -> str:
     """Train run ``run_id`` to its end and record it; returns the outcome (or 'skipped' for a duplicate).
 
     A delivery after an interrupted attempt (worker killed, run re-queued) resumes from the run's last
     checkpoint and first deletes what was stored after it, so every step is stored exactly once.
+    With ``node_round`` and ``node_index`` (a run over ``training.num_nodes`` hosts) this task is one node of
+    it: workers/nodes.py.
     """
     from webapp.experiments.models import FINISHED_STATUSES
     from webapp.experiments.selectors import run_get
@@ -30,6 +49,10 @@ def run_training(self: Task[Any, Any], run_id: int) -> str:
     from workers.lease import Heartbeat, claim, redis_client
 
     me = str(self.request.hostname or "")
+    if node_round is not None and node_index is not None:
+        from workers.nodes import train_node
+
+        return train_node(run_id, node_round, node_index, me, plan_and_prepare, _train)
     # A message that arrives while the database restarts waits for it (acks_late would not send it again).
     status = with_db_retry(lambda: run_get(run_id=run_id).status, f"reading run {run_id}")
     if status in FINISHED_STATUSES:  # a requeue and a re-delivery of the same run both arrived
@@ -50,6 +73,17 @@ def run_training(self: Task[Any, Any], run_id: int) -> str:
 
 def _start_and_train(run_id: int, me: str) -> str:
     """Mark the run started, decide where it starts (fresh or a checkpoint), drop rows past that, train."""
+    prepared = plan_and_prepare(run_id, me)
+    if isinstance(prepared, str):
+        return prepared
+    return _train(
+        run_id, prepared.config_data, prepared.resume_from, prepared.shown_as, prepared.judge_secrets
+    )
+
+
+def plan_and_prepare(run_id: int, me: str) -> Prepared | str:
+    """Mark the run started and plan its start; the outcome instead when it must not train ('skipped',
+    'cancelled', 'failed'). Also the host node's first part in a run over several hosts (workers/nodes.py)."""
     from webapp.experiments import selectors, services
     from webapp.experiments.config_paths import references, run_config_for_worker
     from webapp.rewards.selectors import judge_secrets_for_config
@@ -87,7 +121,7 @@ def _start_and_train(run_id: int, me: str) -> str:
         judge_secrets = judge_secrets_for_config(project=run.experiment.project, config=config_data)
     except Exception as err:
         return _fail(run_id, err)
-    return _train(run_id, config_data, plan.resume_from, references(run.config, config_data), judge_secrets)
+    return Prepared(config_data, plan.resume_from, references(run.config, config_data), judge_secrets)
 
 
 def _train(
@@ -96,6 +130,8 @@ def _train(
     resume_from: str | None,
     shown_as: dict[str, str] | None = None,
     judge_secrets: dict[str, str] | None = None,
+    node: NodeSpec | None = None,
+    sink: DjangoRunSink | None = None,
 ) -> str:
     """``shown_as``: server path -> the reference the user wrote (``dataset:<id>``), for error messages.
     ``judge_secrets``: ``{name: value}`` for the config's judges, provided to this process for the run only (and,
@@ -108,7 +144,7 @@ def _train(
     from workers.shared_cores import SharedCoresWatch
     from workers.sink import DjangoRunSink, StopPoller
 
-    sink = DjangoRunSink(run_id)
+    sink = sink or DjangoRunSink(run_id)
 
     def log(message: str) -> None:
         """The trainer's few notes (memory plan, resume point, process launch) go to the run's event log."""
@@ -122,7 +158,7 @@ def _train(
     try:
         provide_secrets(judge_secrets or {})
         ranks = int((config_data.get("training") or {}).get("num_processes") or 1)
-        with _environment(secret_env(judge_secrets or {}) if ranks > 1 else {}):
+        with _environment(secret_env(judge_secrets or {}) if ranks > 1 or node is not None else {}):
             config = config_from_dict(config_data, source=f"run {run_id}")
             # SharedCoresWatch: a warning event when a model build shares this machine's cores
             result = train(
@@ -131,7 +167,9 @@ def _train(
                 should_stop=StopPoller(run_id),
                 resume_from=resume_from,
                 log=log,
-                overwrite_output_dir=resume_from is None,
+                # a joining node never clears the output directory the host already claimed
+                overwrite_output_dir=resume_from is None and (node is None or node.is_host),
+                node=node,
             )
     except Exception as err:
         if sink.finished:  # the trainer already reported it through the sink

@@ -216,6 +216,12 @@ class FakeRedis:
     def delete(self, key: str) -> int:
         return 1 if self.data.pop(key, None) is not None else 0
 
+    def scan_iter(self, match: str, count: int = 10) -> Iterator[str]:
+        """The live keys matching the glob ``match`` (a run's node leases, webapp/experiments/run_lease.py)."""
+        import fnmatch
+
+        yield from [k for k in list(self.data) if fnmatch.fnmatchcase(k, match) and self.get(k) is not None]
+
 
 @contextlib.contextmanager
 def serve_daphne(env: dict[str, str], log_path: Path) -> Iterator[str]:

@@ -107,7 +107,12 @@ class ExperimentConfig(_Section):
     def seeds_per_prompt(self) -> bool:
         """Whether each group samples with its own generator (rollout.seed_per_prompt; null: with num_processes > 1)."""
         chosen = self.rollout.seed_per_prompt
-        return self.training.num_processes > 1 if chosen is None else chosen
+        return self.world_size > 1 if chosen is None else chosen
+
+    @property
+    def world_size(self) -> int:
+        """Processes over all nodes (training.num_nodes x training.num_processes): the data-parallel group."""
+        return self.training.num_nodes * self.training.num_processes
 
     @model_validator(mode="after")
     def _check_methods(self) -> ExperimentConfig:
@@ -228,17 +233,15 @@ class ExperimentConfig(_Section):
     def _check_distributed(self) -> ExperimentConfig:
         """Data-parallel runs: the batch must split evenly, and what cannot give the 1-process result across
         processes is refused, with why (tests/trainer/test_mode_matrix.py runs everything else both ways)."""
-        n = self.training.num_processes
         if self.training.fsdp:
             self._check_fsdp()
-        if n == 1:
+        if self.world_size == 1:
             return self
         P = self.training.prompts_per_step
-        if P % n:
-            raise ValueError(
-                f"training.prompts_per_step ({P}) must be divisible by training.num_processes ({n}): each "
-                "process trains on an equal share of the groups"
-            )
+        if P % self.world_size:
+            raise ValueError(self._split_message(P))
+        t = self.training  # the refusals below hold for processes on one host and across hosts alike
+        n = f"{t.num_processes}" if t.num_nodes == 1 else f"{t.num_processes} on {t.num_nodes} nodes"
         if self.rollout.seed_per_prompt is False:
             raise ValueError(
                 f"rollout.seed_per_prompt false with training.num_processes {n}: a data-parallel run seeds each group "
@@ -248,6 +251,20 @@ class ExperimentConfig(_Section):
         if refused:
             raise ValueError(f"training.num_processes {n} does not support {'; '.join(refused)}")
         return self
+
+    def _split_message(self, prompts: int) -> str:
+        """Why prompts_per_step does not split, naming the product when the run spans nodes."""
+        t = self.training
+        if t.num_nodes == 1:
+            return (
+                f"training.prompts_per_step ({prompts}) must be divisible by training.num_processes "
+                f"({t.num_processes}): each process trains on an equal share of the groups"
+            )
+        return (
+            f"training.prompts_per_step ({prompts}) must be divisible by training.num_nodes x "
+            f"training.num_processes ({t.num_nodes} x {t.num_processes} = {self.world_size}): each process on "
+            "every node trains on an equal share of the groups"
+        )
 
     def _step_wide_features(self) -> list[tuple[str, bool]]:
         """Features outside the method axes that cannot run across processes (yet), each with why and the way out;

@@ -199,6 +199,25 @@ class TrainingConfig(_Section):
         "are summed over processes, so the update equals the 1-process update on the same global batch "
         "(DDP semantics, Li et al. 2020 'PyTorch Distributed'). prompts_per_step must be divisible by it.",
     )
+    num_nodes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Hosts the run spans, each running num_processes processes (num_nodes x num_processes in "
+        "all): the nodes meet through torchrun's c10d rendezvous (PyTorch elastic) and train as one "
+        "data-parallel group, with the same update as one host with that many processes. Under Celery the run "
+        "becomes one node task per host on the training queue; checkpoint.output_dir must be on a filesystem "
+        "every node reads (docs/multi_node.md). prompts_per_step must be divisible by num_nodes x "
+        "num_processes.",
+    )
+    node_join_timeout_s: int = Field(
+        600,
+        ge=10,
+        le=86_400,
+        description="With num_nodes > 1: how long the nodes wait for each other at the rendezvous before the "
+        "run fails with a message naming the nodes that joined and those that did not (no node holds its "
+        "devices longer than this waiting).",
+    )
     collective_timeout_s: int = Field(
         120,
         ge=10,

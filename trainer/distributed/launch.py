@@ -10,6 +10,12 @@ exit status and the failing rank's last output lines; the run resumes from its l
 
 The work directory is ``<checkpoint.output_dir>/distributed/`` (config, events, per-rank logs); it is kept
 after the run for debugging and cleared when the next launch in that output directory starts.
+
+Across hosts (``training.num_nodes`` > 1, a ``NodeSpec`` from trainer/distributed/rendezvous.py) each node's
+launcher starts one torchrun agent that meets the others at the c10d rendezvous instead of ``--standalone``;
+its work directory is ``<output_dir>/distributed/node-<name>/`` (the output directory is shared). The node
+whose process got global rank 0 relays the run's events; every other node returns the result its local
+rank 0 recorded. A node that fails reports the failure too; a rendezvous that timed out names who joined.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.distributed.context import EVENTS_FILE, STOP_FILE, run_info_from_json, step_report_from_json
+from trainer.distributed.rendezvous import NodeSpec, join_failure_message, timed_out_joining
 from trainer.errors import ConfigError, RLVRError
 from trainer.sinks import EventSink, PhaseReport, TrainResult, warning_listener
 
@@ -143,7 +150,9 @@ def diagnose(workdir: Path, returncode: int, output_dir: str) -> tuple[str, str]
     return message, "\n".join(details)
 
 
-def _command(n: int, workdir: Path, resume_from: str | Path | None) -> list[str]:
+def _command(
+    n: int, workdir: Path, resume_from: str | Path | None, node: NodeSpec | None = None
+) -> list[str]:
     # If this process is killed outright (SIGKILL: no finally runs), torchrun gets SIGTERM from the kernel
     # (util-linux setpriv --pdeathsig, where available) and takes its ranks down; each rank in turn dies
     # with torchrun (trainer/distributed/rank_main.py), so nothing is left behind.
@@ -153,7 +162,7 @@ def _command(n: int, workdir: Path, resume_from: str | Path | None) -> list[str]
         sys.executable,
         "-m",
         "torch.distributed.run",
-        "--standalone",
+        *(["--standalone"] if node is None else node.torchrun_args()),
         f"--nproc-per-node={n}",
         "--max-restarts=0",
         "--monitor-interval=0.2",
@@ -171,12 +180,16 @@ def launch(
     should_stop: Callable[[], bool],
     resume_from: str | Path | None,
     log: Callable[[str], None],
+    node: NodeSpec | None = None,
 ) -> TrainResult:
-    """Run ``config`` on ``training.num_processes`` ranks and relay their events to ``sink``; see the module
-    docstring. Returns like ``train``; a failed rank is reported to ``sink.on_error`` and raised."""
+    """Run ``config`` on ``training.num_processes`` ranks (on this node of ``node``'s run) and relay their
+    events to ``sink``; see the module docstring. Returns like ``train``; a failed rank is reported to
+    ``sink.on_error`` and raised."""
     n = config.training.num_processes
     _check_devices(config.model.device, n)
     workdir = Path(config.checkpoint.output_dir).resolve() / "distributed"
+    if node is not None:
+        workdir = workdir / node.workdir_name()
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     (workdir / "config.json").write_text(json.dumps(config.model_dump(mode="json")), encoding="utf-8")
@@ -188,10 +201,17 @@ def launch(
     env.setdefault("OMP_NUM_THREADS", "1")
     env.pop("RLVR_DIST_RANK", None)
     resume = None if resume_from is None else Path(resume_from).resolve()
-    log(f"launching {n} data-parallel processes (torchrun); logs in {workdir}")
+    if node is None:
+        log(f"launching {n} data-parallel processes (torchrun); logs in {workdir}")
+    else:
+        role = "hosting" if node.is_host else "joining"
+        log(
+            f"node {node.name}: launching {n} data-parallel process(es) (torchrun), {role} the rendezvous of "
+            f"{node.num_nodes} nodes at {node.endpoint}; logs in {workdir}"
+        )
     with open(workdir / "torchrun.log", "wb") as out:
         proc = subprocess.Popen(
-            _command(n, workdir, resume),
+            _command(n, workdir, resume, node),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -223,6 +243,14 @@ def launch(
             output_dir=config.checkpoint.output_dir,
         )
     message, details = diagnose(workdir, returncode, config.checkpoint.output_dir)
+    if (
+        node is not None
+        and timed_out_joining(workdir / "torchrun.log")
+        and not list(workdir.glob("rank*.log"))
+    ):
+        message = join_failure_message(node, config.checkpoint.output_dir)
+    elif node is not None:
+        message = f"node {node.name}: {message}"
     sink.on_error(message, details)
     raise DistributedRunError(message)
 

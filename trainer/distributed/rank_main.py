@@ -75,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
             result = train(config, sink, lambda: stop_file.exists(), resume_from=args.resume, log=sink.log)
             sink.on_result(result.status, result.steps_done, result.final_metrics)
         else:
-            train(config, NullSink(), lambda: False, resume_from=args.resume, log=lambda msg: None)
+            result = train(config, NullSink(), lambda: False, resume_from=args.resume, log=lambda msg: None)
+            if (
+                os.environ.get("LOCAL_RANK") == "0"
+            ):  # another node's first rank: its launcher's outcome (num_nodes > 1)
+                EventFileSink(work).on_result(result.status, result.steps_done, result.final_metrics)
         import torch.distributed as dist
 
         dist.destroy_process_group()

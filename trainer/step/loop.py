@@ -16,6 +16,7 @@ import torch
 from trainer.config import ExperimentConfig
 from trainer.distributed.context import fault_point, in_rank
 from trainer.distributed.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sharded
+from trainer.distributed.rendezvous import NodeSpec
 from trainer.errors import ConfigError, RLVRError, TrainingDiverged
 from trainer.evaluation.engine import PeriodicEvaluation
 from trainer.models.checkpoint import checkpoints_dir, latest_checkpoint, save_checkpoint
@@ -127,6 +128,7 @@ def train(
     resume_from: str | Path | None = None,
     log: Callable[[str], None] = print,
     overwrite_output_dir: bool = False,
+    node: NodeSpec | None = None,
 ) -> TrainResult:
     """Run (or resume) training to ``config.training.max_steps``.
 
@@ -145,10 +147,17 @@ def train(
     sink = sink or NullSink()
     if resume_from is None and not in_rank():  # the launcher claimed it before starting the ranks
         _claim_output_dir(config.checkpoint.output_dir, overwrite_output_dir)
-    if config.training.num_processes > 1 and not in_rank():
+    if config.training.num_nodes > 1 and node is None and not in_rank():
+        raise ConfigError(
+            f"training.num_nodes is {config.training.num_nodes}: this run spans several hosts, so each host must "
+            "start its part and meet the others at a rendezvous; send it to the Celery training workers, or "
+            "start it with torchrun on every node (docs/multi_node.md), or set training.num_nodes 1"
+        )
+    if (config.training.num_processes > 1 or node is not None) and not in_rank():
         from trainer.distributed.launch import launch
 
-        return launch(config, sink, should_stop, resume_from, log)
+        # node: this host's part of a run over training.num_nodes hosts (trainer/distributed/rendezvous.py)
+        return launch(config, sink, should_stop, resume_from, log, node)
     run = build_run(
         config, resume_from, log=log, on_phase=_phase_listener(sink)
     )  # a first-use model build reports here

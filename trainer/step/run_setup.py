@@ -462,6 +462,8 @@ _RESUME_MAY_CHANGE = {
     ("evaluation", "eval_at_end"),
     # How many processes share a step does not change what it computes (seed_per_prompt sampling).
     ("training", "num_processes"),
+    ("training", "num_nodes"),  # nor over how many hosts (trainer/distributed/rendezvous.py)
+    ("training", "node_join_timeout_s"),
     ("training", "collective_timeout_s"),
     # Sharding changes where state lives, not the update; checkpoints hold full state either way (trainer/distributed/fsdp.py).
     ("training", "fsdp"),

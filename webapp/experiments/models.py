@@ -86,6 +86,11 @@ class Run(models.Model):
     output_dir = models.CharField(max_length=1024, blank=True, default="")
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveIntegerField(default=0)
+    node_round = models.PositiveIntegerField(
+        default=0,
+        help_text="training.num_nodes > 1: which sending of the run's node tasks is current (each launch or "
+        "resume sends one task per node; a task of an earlier round is dropped).",
+    )
     celery_task_id = models.CharField(max_length=255, blank=True, default="")
     final_metrics = models.JSONField(default=dict, blank=True)
     phase = models.CharField(
@@ -150,6 +155,14 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.experiment_id} ({self.status})"
+
+    @property
+    def layout_text(self) -> str:
+        """Where the run trains, for lists of runs: "1 process", "2 processes", "2 nodes x 1 process"."""
+        training = (self.config or {}).get("training") or {}
+        nodes, procs = int(training.get("num_nodes") or 1), int(training.get("num_processes") or 1)
+        per = f"{procs} process" + ("es" if procs != 1 else "")
+        return per if nodes == 1 else f"{nodes} nodes \u00d7 {per}"
 
     @property
     def phase_text(self) -> str:
@@ -278,3 +291,62 @@ class RunEvent(models.Model):
     class Meta:
         ordering = ("id",)
         indexes = (models.Index(fields=["run", "id"], name="run_event_run_id"),)
+
+
+class NodeState(models.TextChoices):
+    JOINING = "joining", "Joining"
+    TRAINING = "training", "Training"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+
+
+class RunNode(models.Model):
+    """One host's part in a run over ``training.num_nodes`` hosts, per round of node tasks: who it is, the
+    rendezvous it hosts or joins, and its last log lines (every node's logs reachable from the run page)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="nodes")
+    round = models.PositiveIntegerField()
+    index = models.PositiveSmallIntegerField(
+        help_text="Which of the round's node tasks (0 .. num_nodes - 1)."
+    )
+    name = models.CharField(max_length=255, help_text="The Celery worker that took the node task.")
+    address = models.CharField(
+        max_length=255, help_text="The address the worker advertised (RLVR_NODE_ADDRESS)."
+    )
+    is_host = models.BooleanField(
+        default=False, help_text="It hosts the c10d rendezvous (the first to start)."
+    )
+    endpoint = models.CharField(
+        max_length=300, blank=True, default="", help_text="host:port of the rendezvous."
+    )
+    resume_from = models.CharField(
+        max_length=1024,
+        blank=True,
+        default="",
+        help_text="Host only: the checkpoint every node resumes from.",
+    )
+    ready = models.BooleanField(
+        default=False,
+        help_text="Host only: the start is planned (resume point decided); the others may join.",
+    )
+    state = models.CharField(max_length=16, choices=NodeState.choices, default=NodeState.JOINING)
+    message = models.TextField(blank=True, default="")
+    log_tail = models.TextField(
+        blank=True, default="", help_text="The node's last torchrun and rank log lines."
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("round", "index")
+        constraints = (
+            models.UniqueConstraint(fields=["run", "round", "index"], name="one_node_row_per_task"),
+            models.UniqueConstraint(
+                fields=["run", "round"],
+                condition=models.Q(is_host=True),
+                name="one_rendezvous_host_per_round",
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"node {self.index} of run {self.run_id} round {self.round} ({self.name})"
