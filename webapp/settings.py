@@ -290,8 +290,11 @@ RLVR_MAX_UPLOAD_MB = env_int("RLVR_MAX_UPLOAD_MB", 200, minimum=1)
 RLVR_MAX_BODY_KB = env_int("RLVR_MAX_BODY_KB", 2560, minimum=64)
 DATA_UPLOAD_MAX_MEMORY_SIZE = RLVR_MAX_BODY_KB * 1024
 # A Tinker API model's worker (workers/tasks_training_api.py) lets go of it after this many idle seconds, its
-# state saved (the next call reloads it); a session whose client stopped its heartbeat that long ends its run.
+# state saved (the next call reloads it).
 RLVR_TINKER_IDLE_S = env_int("RLVR_TINKER_IDLE_S", 300, minimum=5)
+# A session whose client sent no heartbeat for this long ends its idle models' runs (succeeded); above the SDK's
+# 10 s heartbeat period, so a live client is never taken for gone.
+RLVR_TINKER_SESSION_GONE_S = env_int("RLVR_TINKER_SESSION_GONE_S", 60, minimum=11)
 # The ingest endpoint's batches (outside runs' rollouts with per-token arrays; webapp/ingest/parsers.py).
 RLVR_MAX_INGEST_MB = env_int("RLVR_MAX_INGEST_MB", 64, minimum=1)
 
@@ -403,6 +406,7 @@ ENV_VARIABLES = (
     "RLVR_MAX_BODY_KB",
     "RLVR_MAX_INGEST_MB",
     "RLVR_TINKER_IDLE_S",
+    "RLVR_TINKER_SESSION_GONE_S",
     "RLVR_TOKEN_STORE",
     "RLVR_S3_ENDPOINT_URL",
     "RLVR_ROLLOUT_RETENTION",

@@ -28,6 +28,12 @@ def run_call(server: Any, call: Any) -> Result:
             server.session = server.create_session(
                 TinkerModel.objects.select_related("run__experiment__project").get(pk=server.model_id)
             )
+        if "from_state" in call.payload:  # create_training_client_from_state answers a LoadWeightsResponse
+            return {
+                "path": call.payload["from_state"],
+                "model_id": server.model_id,
+                "type": "load_weights",
+            }, None
         return {"model_id": server.model_id, "type": "create_model"}, None
     session = server.ensure_session()
     handler = HANDLERS[call.kind]
@@ -123,9 +129,8 @@ def _optim_step(server: Any, session: Any, payload: dict[str, Any]) -> Result:
 def _sample(server: Any, session: Any, payload: dict[str, Any]) -> Result:
     from trainer.training_api.types import ApiSampling
 
-    sampler = (
-        session if payload["weights"] == server.snapshot else _snapshot_sampler(server, payload["weights"])
-    )
+    live = not payload["weights"] or payload["weights"] == server.snapshot  # "": a base model's sampler
+    sampler = session if live else _snapshot_sampler(server, payload["weights"])
     params = ApiSampling(**payload["sampling"])
     result = sampler.sample(payload["prompt"], payload["num_samples"], params, payload["prompt_logprobs"])
     sequences = [WireSequence(s.tokens, s.logprobs, s.stop_reason) for s in result.sequences]

@@ -131,9 +131,8 @@ def test_the_tinker_sdk_trains_the_tiny_model_through_the_platform(server: str, 
     detail = rollout_detail(run=run, rollout_id=one.pk)
     assert all(detail.channels[name] for name in ("advantage", "old_logprob", "logprob")), detail.channels
 
-    rest = service.create_rest_client()
-    with pytest.raises(tinker.NotFoundError, match="is not supported by this server"):
-        rest.list_checkpoints(model.pk).result()
+    listed = service.create_rest_client().list_checkpoints(model.pk).result().checkpoints
+    assert listed and all(c.tinker_path.startswith(f"tinker://{model.pk}/sampler_weights/") for c in listed)
 
     from webapp.experiments.services import run_cancel
 

@@ -7,9 +7,14 @@ compute (top-k logprobs, image chunks, custom losses, another optimizer) is refu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+
+from trainer.bounds import UnsafeInput, strict_json_loads
 from trainer.training_api.limits import (
     ApiInputError,
     validate_adam,
@@ -18,11 +23,31 @@ from trainer.training_api.limits import (
 )
 from trainer.training_api.types import AdamParams, ApiDatum, ApiSampling
 from webapp.core.errors import InvalidInput
+from webapp.core.limits import RequestTooLarge, body_limit_bytes
 from webapp.training_api.services import api_limits, input_error
 from webapp.training_api.wire import ForwardBackwardRequest
 
 MAX_NAME_CHARS = 200
 ADAM_FIELDS = ("learning_rate", "beta1", "beta2", "eps", "weight_decay", "grad_clip_norm")
+
+
+def read_json(request: HttpRequest) -> dict[str, Any]:
+    """A call's JSON body as a dict, bounded by the server's body limit; refused in the error shape otherwise."""
+    try:
+        raw = request.body
+    except RequestDataTooBig:
+        raise RequestTooLarge(
+            f"The body is over the server's limit of {body_limit_bytes() // 1024} KB (RLVR_MAX_BODY_KB)."
+        ) from None
+    if not raw:
+        return {}
+    try:
+        data = strict_json_loads(raw.decode("utf-8"))
+    except (UnsafeInput, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise refuse("body", f"is not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise refuse("body", "must be a JSON object")
+    return data
 
 
 def refuse(field: str, message: str) -> InvalidInput:

@@ -27,14 +27,36 @@ class TinkerSession(models.Model):
     sdk_version = models.CharField(max_length=40, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     last_heartbeat_at = models.DateTimeField(auto_now_add=True)
+    finish_status = models.CharField(
+        max_length=12,
+        blank=True,
+        default="",
+        help_text="How ServiceClient.close() said it ended (first wins).",
+    )
+
+
+class ModelKind(models.TextChoices):
+    TRAINING = "training", "Training client"
+    SAMPLER = "sampler", "Sampling client of a base model"
 
 
 class TinkerModel(models.Model):
-    """One training client: a model the worker holds (base model plus optional LoRA), recorded as ``run``."""
+    """One training client: a model the worker holds (base model plus optional LoRA), recorded as ``run``.
+
+    A sampling client of a bare base model is a model too (``kind`` sampler): the same one-worker-per-model rule
+    serves it (its calls in order, let go when idle), and its run shows the samples drawn. A training client
+    made by ``create_training_client_from_state`` starts from ``source_state`` (a saved state's folder)."""
 
     id = models.CharField(primary_key=True, max_length=80)
     session = models.ForeignKey(TinkerSession, on_delete=models.CASCADE, related_name="models")
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="tinker_model")
+    kind = models.CharField(max_length=10, choices=ModelKind.choices, default=ModelKind.TRAINING)
+    source_state = models.CharField(
+        max_length=1024, blank=True, default="", help_text="The saved state this training model started from."
+    )
+    source_optimizer = models.BooleanField(
+        default=False, help_text="Whether it started with that state's optimizer moments too."
+    )
     base_model = models.CharField(max_length=1024)
     lora_rank = models.PositiveIntegerField(null=True, blank=True)
     seed = models.BigIntegerField(default=0)

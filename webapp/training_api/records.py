@@ -133,5 +133,28 @@ def checkpoint_directory(*, model_id: str, kind: str, name: str) -> str | None:
     return found.directory if found is not None else None
 
 
+# How a client's ServiceClient.close(status) ends its runs; "" is a client that stopped its heartbeats.
+CLOSED_AS = {"": "succeeded", "success": "succeeded", "interrupted": "cancelled", "errored": "failed"}
+
+
+def end_run(*, model_id: str, closed: str) -> None:
+    """End the model's run as its session ended (once: a finished run stays as it is); a call still queued
+    fails saying the session is over."""
+    from webapp.experiments.models import FINISHED_STATUSES
+    from webapp.experiments.services import run_fail, run_finish
+
+    model = TinkerModel.objects.select_related("run").get(pk=model_id)
+    fail_pending(model_id=model_id, message=f"The Tinker session was closed; {NEW_CLIENT}")
+    if model.run.status in FINISHED_STATUSES:
+        return
+    status = CLOSED_AS.get(closed, "succeeded")
+    if status == "failed":
+        run_fail(
+            run_id=model.run_id, message="The client closed its Tinker session as errored.", traceback_text=""
+        )
+    else:
+        run_finish(run_id=model.run_id, status=status, final_metrics={})
+
+
 def state_saved(*, model_id: str, directory: str) -> None:
     TinkerModel.objects.filter(pk=model_id).update(state_dir=directory)

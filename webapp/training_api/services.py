@@ -31,7 +31,7 @@ from webapp.experiments.storable import clean_text
 from webapp.teams.models import Project
 from webapp.teams.permissions import OPERATE_RUNS, require_role
 from webapp.teams.selectors import projects_for_user
-from webapp.training_api.models import RequestStatus, TinkerModel, TinkerRequest, TinkerSession
+from webapp.training_api.models import ModelKind, RequestStatus, TinkerModel, TinkerRequest, TinkerSession
 
 logger = logging.getLogger(__name__)
 # A pending call whose worker is gone (no lease) gets its task sent again after this long.
@@ -114,14 +114,14 @@ def session_heartbeat(*, user: User, session_id: str) -> None:
     TinkerSession.objects.filter(pk=session.pk).update(last_heartbeat_at=timezone.now())
 
 
-def model_for(*, user: User, model_id: str) -> TinkerModel:
+def model_for(*, user: User, model_id: str, training: bool = True) -> TinkerModel:
     """A model of one of the caller's sessions (any member who may operate runs may use a project's models
-    only through their own sessions: a model id is not a capability)."""
-    model = (
-        TinkerModel.objects.select_related("session__project", "run")
-        .filter(pk=str(model_id)[:80], session__user=user)
-        .first()
+    only through their own sessions: a model id is not a capability). ``training``: a training client's model
+    only (a base model's sampler takes sample calls alone)."""
+    found = TinkerModel.objects.select_related("session__project", "run").filter(
+        pk=str(model_id)[:80], session__user=user
     )
+    model = (found.filter(kind=ModelKind.TRAINING) if training else found).first()
     if model is None or not _operates(model.session.project, user):
         raise NotFound(
             f"No training model {model_id!r} of yours: create one with create_lora_training_client."
@@ -135,49 +135,113 @@ def model_create(
     """The training model as a run of the session's project, and its first call (``create_model``)."""
     session = session_for(user=user, session_id=session_id)
     seed = 0 if seed is None else seed
+    check_base_model(session=session, base_model=base_model, lora_rank=lora_rank, seed=seed)
+    with transaction.atomic():
+        model = open_model(
+            session=session,
+            model_id=f"model-{secrets.token_hex(12)}",
+            base_model=base_model,
+            lora_rank=lora_rank,
+            seed=seed,
+            opened=f"Training client of {base_model} opened through the Tinker API by {session.user}.",
+        )
+        return enqueue(model=model, kind="create_model", payload={})
+
+
+def check_base_model(*, session: TinkerSession, base_model: str, lora_rank: int | None, seed: int) -> None:
+    """Refuse a base model the session's project may not name, or a bad rank or seed, before any row."""
     try:
         validate_create(base_model, lora_rank, seed, api_limits())
     except ApiInputError as err:
         raise input_error(err) from None
     confine_model(base_model, project=session.project, field="base_model")
+
+
+def open_model(
+    *,
+    session: TinkerSession,
+    model_id: str,
+    base_model: str,
+    lora_rank: int | None,
+    seed: int,
+    opened: str,
+    kind: str = ModelKind.TRAINING,
+    source: tuple[str, str, bool] | None = None,
+) -> TinkerModel:
+    """A model and its run (``source: tinker``) in the session's project; call inside a transaction.
+
+    ``source`` is (tinker path, saved state folder, with optimizer) for create_training_client_from_state."""
+    name = clean_text(session.display_name or f"Tinker: {base_model}")[:MAX_METADATA_CHARS]
+    experiment, _ = Experiment.objects.get_or_create(
+        project=session.project,
+        name=name,
+        defaults={
+            "config": {},
+            "created_by": session.user,
+            "description": "Runs trained through the Tinker API.",
+        },
+    )
+    tinker: dict[str, Any] = {"lora_rank": lora_rank, "seed": seed}
+    if kind == ModelKind.SAMPLER:
+        tinker = {"sampling_only": True}
+    if source is not None:
+        tinker.update(from_state=source[0], with_optimizer=source[2])
+    run = Run.objects.create(
+        experiment=experiment,
+        status=RunStatus.RUNNING,
+        config={"model": {"name_or_path": base_model}, "tinker": tinker},
+        created_by=session.user,
+        started_at=timezone.now(),
+        source=RunSource.TINKER,
+        source_info={"sdk_version": session.sdk_version, "session": session.pk, "run_name": name},
+        external_key=ingest_key(model_id),
+    )
+    model = TinkerModel.objects.create(
+        id=model_id,
+        session=session,
+        run=run,
+        kind=kind,
+        base_model=base_model,
+        lora_rank=lora_rank,
+        seed=seed,
+        source_state=source[1] if source is not None else "",
+        source_optimizer=source[2] if source is not None else False,
+    )
+    run_log_event(run_id=run.pk, level=EventLevel.INFO, kind="started", message=opened, step=0)
+    return model
+
+
+def ingest_key(model_id: str) -> str:
+    """The run's key for the ingest API (docs/ingest.md): the model id with ':' as '-', so a script can send
+    its own metrics (rewards) to the run of its training client with ``start_run(key=...)``."""
+    return model_id.replace(":", "-")
+
+
+def sampler_model(*, user: User, session_id: str, base_model: str) -> TinkerModel:
+    """The session's sampler of a bare base model (one per session and base model, reused while its run is
+    on): a model like a training client's, so one worker holds it and runs its samples in order."""
+    session = session_for(user=user, session_id=session_id)
+    check_base_model(session=session, base_model=base_model, lora_rank=None, seed=0)
     with transaction.atomic():
-        name = clean_text(session.display_name or f"Tinker: {base_model}")[:MAX_METADATA_CHARS]
-        experiment, _ = Experiment.objects.get_or_create(
-            project=session.project,
-            name=name,
-            defaults={
-                "config": {},
-                "created_by": user,
-                "description": "Runs trained through the Tinker API.",
-            },
+        TinkerSession.objects.select_for_update().filter(pk=session.pk).first()  # one sampler at a time
+        found = (
+            TinkerModel.objects.filter(session=session, kind=ModelKind.SAMPLER, base_model=base_model)
+            .exclude(run__status__in=FINISHED_STATUSES)
+            .first()
         )
-        config = {"model": {"name_or_path": base_model}, "tinker": {"lora_rank": lora_rank, "seed": seed}}
-        run = Run.objects.create(
-            experiment=experiment,
-            status=RunStatus.RUNNING,
-            config=config,
-            created_by=user,
-            started_at=timezone.now(),
-            source=RunSource.TINKER,
-            source_info={"sdk_version": session.sdk_version, "session": session.pk, "run_name": name},
-            external_key=f"tinker-{secrets.token_hex(8)}",
-        )
-        model = TinkerModel.objects.create(
-            id=f"model-{secrets.token_hex(12)}",
+        if found is not None:
+            return found
+        model = open_model(
             session=session,
-            run=run,
+            model_id=f"model-{secrets.token_hex(12)}",
             base_model=base_model,
-            lora_rank=lora_rank,
-            seed=seed,
+            lora_rank=None,
+            seed=0,
+            opened=f"Sampling client of {base_model} opened through the Tinker API by {session.user}.",
+            kind=ModelKind.SAMPLER,
         )
-        run_log_event(
-            run_id=run.pk,
-            level=EventLevel.INFO,
-            kind="started",
-            message=f"Training client of {base_model} opened through the Tinker API by {user}.",
-            step=0,
-        )
-        return enqueue(model=model, kind="create_model", payload={})
+        enqueue(model=model, kind="create_model", payload={})  # the worker loads it before the first sample
+        return model
 
 
 def enqueue(*, model: TinkerModel, kind: str, payload: dict[str, Any]) -> TinkerRequest:

@@ -7,5 +7,5 @@ from webapp.training_api.views import retrieve_future_async, tinker_call
 app_name = "training_api"
 urlpatterns = [
     re_path(r"^api/v1/retrieve_future$", retrieve_future_async, name="retrieve-future"),
-    re_path(r"^api/v1/(?P<name>[A-Za-z0-9_/.-]{1,100})$", tinker_call, name="call"),
+    re_path(r"^api/v1/(?P<name>[A-Za-z0-9_/.:-]{1,200})$", tinker_call, name="call"),
 ]

@@ -9,7 +9,6 @@ naming it and the supported calls.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +18,10 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from trainer.bounds import UnsafeInput, strict_json_loads
 from trainer.models.tiny_recipes import RECIPES
 from webapp.core.errors import ApplicationError
 from webapp.core.limits import RequestTooLarge, body_limit_bytes
-from webapp.training_api import calls, services
+from webapp.training_api import calls, rest, services
 from webapp.training_api.auth import caller
 from webapp.training_api.futures import retrieve, retrieve_async
 from webapp.training_api.sampling import load_weights, sample, sampling_session_create, save_call
@@ -42,22 +40,7 @@ class Forbidden(ApplicationError):
     status_code = 403
 
 
-def _body(request: HttpRequest) -> dict[str, Any]:
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise RequestTooLarge(
-            f"The body is over the server's limit of {body_limit_bytes() // 1024} KB (RLVR_MAX_BODY_KB)."
-        ) from None
-    if not raw:
-        return {}
-    try:
-        data = strict_json_loads(raw.decode("utf-8"))
-    except (UnsafeInput, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise calls.refuse("body", f"is not valid JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise calls.refuse("body", "must be a JSON object")
-    return data
+_body = calls.read_json
 
 
 def _future(call: Any) -> JsonResponse:
@@ -223,11 +206,18 @@ def tinker_call(request: HttpRequest, name: str) -> HttpResponse:
     if name == "healthz":
         return JsonResponse({"status": "ok"})
     try:
+        found = rest.route(name)
+        if found is not None:
+            method, rest_handler, object_id = found
+            if request.method != method:
+                raise ApplicationError(f"Send {name} as a {method}.")
+            return rest_handler(request, caller(request), object_id)
         handler = CALLS.get(name)
         if handler is None:
             raise Unsupported(
                 f"The Tinker call {name!r} is not supported by this server. Supported: "
-                f"{', '.join(sorted(CALLS))} (docs/tinker.md).",
+                f"{', '.join(sorted(CALLS))}, and the REST calls training_runs, training_runs/<id>, "
+                "training_runs/<id>/checkpoints, samplers/<id>, sessions/<id>/finish (docs/tinker.md).",
                 {"call": name[:100]},
             )
         if request.method != "POST" and name not in ("get_server_capabilities",):

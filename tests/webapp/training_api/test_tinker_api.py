@@ -168,13 +168,9 @@ def test_an_unsupported_call_answers_a_clear_error_naming_it(alice: User, projec
     assert "forward_backward" in response.json()["message"]  # and says what is
     headers = key(alice)
     session = call("create_session", {"project_id": project.slug, "sdk_version": "0.38.0"}, headers).json()
-    base_only = {
-        "session_id": session["session_id"],
-        "sampling_session_seq_id": 0,
-        "base_model": "tiny:addition",
-    }
-    refused = call("create_sampling_session", base_only, headers)
-    assert refused.status_code == 400 and "save_weights_and_get_sampling_client" in refused.json()["message"]
+    nothing = {"session_id": session["session_id"], "sampling_session_seq_id": 0}
+    refused = call("create_sampling_session", nothing, headers)
+    assert refused.status_code == 400 and "model_path= or base_model=" in refused.json()["message"]
 
 
 def test_a_future_is_try_again_while_pending_then_its_result(alice: User, project: Project) -> None:
