@@ -32,7 +32,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from trainer.data.chain_arithmetic import problems_off_the_benchmark
-from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, rlvr_home
+from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, one_thread, rlvr_home
 from trainer.process.prm_config import PRMTrainingConfig
 from trainer.process.prm_training import (
     PRMProgress,
@@ -65,7 +65,7 @@ class ChainPRMRecipe:
     epochs: int = 4
     batch_size: int = 16
     eval_every: int = 50
-    version: int = 1
+    version: int = 2  # 2: the chain models of version 4, built on one thread
 
 
 RECIPE = ChainPRMRecipe()
@@ -133,7 +133,8 @@ def ensure_tiny_prm(
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
     try:
-        result = build_chain_prm(tmp / "prm", recipe, on_progress, log)
+        with one_thread():  # the same weights on every machine (tiny_model.one_thread)
+            result = build_chain_prm(tmp / "prm", recipe, on_progress, log)
         with contextlib.suppress(OSError):  # another process finished first: keep theirs
             (tmp / "prm").rename(final)
     finally:

@@ -31,7 +31,7 @@ from trainer.data.chain_arithmetic import (  # noqa: F401 -- BENCHMARK_*: re-exp
     BENCHMARK_SIZE,
     problems_off_the_benchmark,
 )
-from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, rlvr_home
+from trainer.models.tiny_model import BUILD_PREFIX, ensure_tiny_model, one_thread, rlvr_home
 from trainer.rewards.bradley_terry import RMProgress, RMTrainingConfig, RMTrainingResult, train_reward_model
 from trainer.rewards.pairs import Outcome, PreferencePair, pairs_from_outcomes
 from trainer.rollout.base import SamplingParams
@@ -59,7 +59,7 @@ class ChainRMRecipe:
     epochs: int = 2
     batch_size: int = 16
     eval_every: int = 20
-    version: int = 1
+    version: int = 2  # 2: the chain models of version 4, built on one thread
 
 
 RECIPE = ChainRMRecipe()
@@ -143,7 +143,8 @@ def ensure_tiny_rm(
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
     try:
-        result = build_chain_rm(tmp / "rm", recipe, on_progress, log)
+        with one_thread():  # the same weights on every machine (tiny_model.one_thread)
+            result = build_chain_rm(tmp / "rm", recipe, on_progress, log)
         with contextlib.suppress(OSError):  # another process finished first: keep theirs
             (tmp / "rm").rename(final)
     finally:
