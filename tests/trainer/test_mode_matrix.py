@@ -32,6 +32,7 @@ from safetensors.torch import load_file
 
 from tests.trainer.loop_helpers import tiny_config
 from trainer.config import ExperimentConfig, config_from_dict
+from trainer.errors import ConfigError
 from trainer.methods.axes import AXES
 from trainer.models.checkpoint import latest_checkpoint
 from trainer.sinks import NullSink, StepReport
@@ -260,6 +261,21 @@ CONFIGS: dict[str, Case] = {
         fsdp=True,
         expect=lambda r: _first(r, "env/turn_credit_shift_abs_mean") > 0,
     ),
+    # asynchronous (one step off-policy, 3 steps so that step 3 samples with version 1): every rank's generator
+    # process produces its share, the generators all-gathering the groups' outcomes among themselves (dynamic
+    # sampling's refills, the Beta sampler's posterior); fsdp is refused (the generator holds the whole policy)
+    "async_dynamic": Case(
+        {
+            "training": {"max_off_policy_steps": 1, "max_steps": 3},
+            "budget": {"dynamic_sampling": True, "prompt_sampler": "beta_learnability"},
+        },
+        fsdp=False,
+        warm=True,
+        expect=lambda r: (
+            max(x["metrics"]["budget/generation_rounds"] for x in r) > 1
+            and r[-1]["metrics"]["async/policy_version"] == 1
+        ),
+    ),
     "process_last": Case(
         {"process_reward": {**PROCESS, "segmenter": {"name": "entropy"}, "credit": "last"}},
         fsdp=True,
@@ -284,6 +300,7 @@ FEATURES = {
     "process_reward.scorer 'implicit' (a PRM updated every step)": lambda c: (
         c.process_reward is not None and c.process_reward.scorer.name == "implicit"
     ),
+    "training.max_off_policy_steps > 0 (asynchronous)": lambda c: c.training.max_off_policy_steps > 0,
 }
 
 
@@ -328,15 +345,20 @@ def test_every_registered_method_and_step_wide_feature_is_in_the_matrix(tmp_path
 
 
 def test_every_method_runs_with_fsdp(tmp_path: Path) -> None:
-    """Every config of the matrix is accepted with 2 processes, plain and sharded, and together they choose every
-    registered method: no method is refused with fsdp (groups of different sizes are evened out with idle passes,
+    """Every config of the matrix is accepted with 2 processes, and sharded unless the case says fsdp is refused
+    (asynchronous runs: refused when built, with why); the sharded ones together choose every registered method:
+    no method is refused with fsdp (groups of different sizes are evened out with idle passes,
     trainer/step/optimize.py)."""
     models = {False: tmp_path, True: tmp_path}
-    assert all(case.fsdp for case in CONFIGS.values())
     for case in CONFIGS.values():
         _build(case, models, tmp_path, processes=2)
-        _build(case, models, tmp_path, processes=2, fsdp=True)
-    with_fsdp = set().union(*(_methods(_build(c, models, tmp_path, 2, True)) for c in CONFIGS.values()))
+        if case.fsdp:
+            _build(case, models, tmp_path, processes=2, fsdp=True)
+        else:
+            with pytest.raises(ConfigError, match=r"training\.fsdp with"):
+                _build(case, models, tmp_path, processes=2, fsdp=True)
+    sharded = [c for c in CONFIGS.values() if c.fsdp]
+    with_fsdp = set().union(*(_methods(_build(c, models, tmp_path, 2, True)) for c in sharded))
     assert sorted(_registered() - with_fsdp) == []
 
 

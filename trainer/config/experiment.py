@@ -277,9 +277,10 @@ class ExperimentConfig(_Section):
                 self.rollout.engine == "vllm" and self.rollout.vllm_mode == "colocated",
             ),
             (
-                "training.max_off_policy_steps > 0 (the background generator would run collectives beside the "
-                "update's): use num_processes 1 for asynchronous runs",
-                self.training.max_off_policy_steps > 0,
+                "training.max_off_policy_steps > 0 with rollout.engine 'vllm' (its background generator is a thread "
+                "of the training process, whose collection collectives would run beside the update's): use the hf "
+                "engine, whose generators are processes with a process group of their own, or num_processes 1",
+                self.training.max_off_policy_steps > 0 and self.rollout.engine == "vllm",
             ),
             (
                 "a sampling rubric judge (rubric.judge_model.top_k above 1 or 0: the judge samples one random stream over "
@@ -302,7 +303,9 @@ class ExperimentConfig(_Section):
             )
         if self.training.max_off_policy_steps > 0:
             raise ValueError(
-                "training.fsdp with training.max_off_policy_steps > 0 is not supported: turn one off"
+                "training.fsdp with training.max_off_policy_steps > 0 is not supported: the background generator "
+                "samples with a whole copy of the policy on every process, which is what fsdp is there to avoid (a "
+                "model that fits whole beside its trainer needs no fsdp); turn one off"
             )
         if self.rollout.engine == "vllm":
             raise ValueError(

@@ -233,9 +233,10 @@ class TrainingConfig(_Section):
         description="Asynchronous RL: 0 runs the synchronous loop (generate, score, train). N > 0 lets "
         "generation of the next steps overlap training of this one (a background generator), with rollouts "
         "sampled by a policy at most N optimizer steps old; each step trains on rollouts exactly "
-        "min(N, step - 1) versions old, so a seeded run is reproducible and resumes exactly. As in "
-        "prime-rl's max_off_policy_steps and TRL's and verl's asynchronous trainers; the difference is "
-        "corrected by importance_cap.",
+        "min(N, step - 1) versions old, so a seeded run is reproducible and resumes exactly. With the hf engine "
+        "the generator is a process of its own on its own cores (one of two, half beyond); with num_processes > 1 "
+        "every process has one. As in prime-rl's max_off_policy_steps and TRL's and verl's asynchronous trainers; "
+        "the difference is corrected by importance_cap.",
     )
     importance_cap: float = Field(
         2.0,

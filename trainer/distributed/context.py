@@ -261,6 +261,12 @@ def set_step_replicated(replicated: bool) -> None:
     _STEP.replicated = replicated
 
 
+def step_replicated() -> bool:
+    """Whether the collect stage last called here found the step replicated: an asynchronous run's generator
+    process collects in a process of its own and hands this to the trainer with the step's rollouts."""
+    return _STEP.replicated
+
+
 def all_ranks(values: torch.Tensor) -> torch.Tensor:
     """A step-wide view of a 1-D tensor: every rank's ``values`` joined in rank order inside a data-parallel
     run (ranks hold contiguous shares of the groups, so this is the 1-process order), ``values`` itself in one

@@ -1,39 +1,49 @@
 """Asynchronous RL: a background generator that samples the next steps' rollouts while this step trains.
 
-With ``training.max_off_policy_steps`` k > 0 the run starts a ``RolloutProducer``: a thread that, for each step
-s in order, waits until the policy of version ``v(s) = max(0, s - 1 - k)`` has been published (version n is
-the policy after optimizer step n), loads exactly that version into its own copy of the policy (the ``hf``
-engine: a second model object; ``vllm``: the weight files it reloads), and runs the step's collection
-(trainer/step/collect.py: prompt sampler, allocator, generation, verifiers) into a buffer. The training
-step takes its rollouts from the buffer instead of generating them. So step s trains on rollouts exactly
-``min(k, s - 1)`` versions old: the bound holds by construction, and which weights sampled which step never
-depends on timing, so a seeded asynchronous run is reproducible and resumes exactly. This is the
+With ``training.max_off_policy_steps`` k > 0 the run starts a background generator that, for each step s in
+order, waits until the policy of version ``v(s) = max(0, s - 1 - k)`` has been published (version n is the
+policy after optimizer step n), loads exactly that version into its own copy of the policy, and runs the
+step's collection (trainer/step/collect.py: prompt sampler, allocator, generation, verifiers) into a buffer.
+The training step takes its rollouts from the buffer instead of generating them. So step s trains on rollouts
+exactly ``min(k, s - 1)`` versions old: the bound holds by construction, and which weights sampled which step
+never depends on timing, so a seeded asynchronous run is reproducible and resumes exactly. This is the
 "fixed async level" of prime-rl's ``max_off_policy_steps`` (TRL's and verl's asynchronous trainers bound
 staleness the same way); the off-policy difference is corrected by truncated importance weights
 (trainer/step/policy_scoring.py).
 
+Where the generator runs: with the ``hf`` engine it is a *process* of its own (trainer/step/generator_process.py),
+pinned to its own cores, so that generation and the update do not take turns on one interpreter lock (a thread
+made the asynchronous run slower than the synchronous one on two cores); in a data-parallel run every rank has
+its own, and the generators form a process group of their own for the collection's all-gathers, so they never
+meet the update's collectives. With ``vllm`` the engine already generates in a process or server of its own, and
+the generator is a thread of the training process (``ThreadProducer``) that drives it.
+
 Ownership is in the types: the generator collects through ``GeneratorParts`` (trainer/step/collect.py
 ``CollectionParts``), which it holds while the run lasts: the prompt sampler, the sampling generator, the
-verifiers and the rubric judge (handed over by the run: the training thread no longer uses them), and its own
-tokenizer copy, engine and, with the ``hf`` engine, policy copy. The training thread keeps the policy, the
-optimizer, the reference and the teacher, and reaches the generator only through ``RolloutProducer``'s
-training-thread side: ``publish`` (weights), ``take`` (a step's rollouts) and ``checkpoint_state`` (the sampler's
-and sampling generator's state, as snapshots the generator made).
+verifiers and the rubric judge, its own tokenizer, engine and, with the ``hf`` engine, policy copy (the thread
+is handed the run's; the process builds its own from the run's state). The training thread keeps the policy,
+the optimizer, the reference and the teacher, and reaches the generator only through the producer's
+training-thread side (``BufferedProducer``): ``publish`` (weights), ``take`` (a step's rollouts) and
+``checkpoint_state`` (the sampler's and sampling generator's state, as snapshots the generator made).
 
 Checkpoints (``checkpoint_state``): at the end of step s the buffer holds, or is about to hold, the rollouts
 of steps s+1..s+k, sampled with versions up to s-1, which a resumed run cannot reproduce (only version s is
 saved). The checkpoint waits for them and saves them with the prompt sampler's and the sampling generator's
 state *after the last of them*: a resumed run trains on exactly those rollouts, then generates step s+k+1
-with version s, as the uninterrupted run does. Nothing in flight or buffered is lost or used twice.
+with version s, as the uninterrupted run does. Nothing in flight or buffered is lost or used twice. A
+data-parallel checkpoint holds every rank's buffered share (``Produced.rank``); it resumes with the same
+number of processes.
 
-A generator that fails hands its exception to the training thread; one that stops producing is noticed
-after ``training.generator_timeout_s`` and the run fails with a message saying so.
+A generator that fails hands its exception (a process: its message and the last lines of its traceback) to
+the training thread; one that stops producing is noticed after ``training.generator_timeout_s`` and the run
+fails with a message saying so.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -43,8 +53,9 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 from torch import Tensor
 
+from trainer.distributed.context import set_step_replicated, step_replicated
 from trainer.environments.runner import EpisodeRunner
-from trainer.errors import RLVRError
+from trainer.errors import CheckpointError, RLVRError
 from trainer.models.checkpoint import capture_rng
 from trainer.rollout import HFRolloutEngine, RolloutBatch, SamplingParams
 from trainer.step.collect import StepRollouts, batch_to_device, collect_rollouts
@@ -60,17 +71,22 @@ if TYPE_CHECKING:
     from trainer.step.run_setup import Run
     from trainer.verifiers.base import Verifier
 
+# Tests only: "step:raise", "step:hang" or "step:exit" makes the generator fail, hang or die (exit status 3)
+# just before collecting that step, as a broken verifier, a stuck judge or a killed process would.
+GENERATOR_FAULT_ENV = "RLVR_TEST_GENERATOR_FAULT"
+
 
 @dataclass(frozen=True)
 class GeneratorParts:
-    """What the background generator collects with (a ``CollectionParts``), held by its thread alone.
+    """What the background generator collects with (a ``CollectionParts``), held by it alone.
 
-    Handed over by the run when the generator starts (the training thread does not use them again): ``sampler``,
-    ``generator``, ``verifiers``, ``rubric``. Its own: ``tokenizer`` (a copy: fast tokenizers are not shared
-    between threads), ``engine`` (the ``hf`` engine over ``model``, its own policy copy; ``vllm``: the run's
-    engine, whose weight files the training thread only writes through ``publish``), ``episodes`` (with an
-    ``environment``: the multi-turn episodes, run on that engine). Read-only and shared: ``config``, ``sampling``,
-    ``device``, ``dist``.
+    ``sampler``, ``generator``, ``verifiers``, ``rubric``: the run's, handed over when the generator starts (the
+    training thread does not use them again), or built from the run's state in a generator process. Its own:
+    ``tokenizer`` (fast tokenizers are not shared between threads), ``engine`` (the ``hf`` engine over
+    ``model``, its own policy copy; ``vllm``: the run's engine, whose weight files the training thread only
+    writes through ``publish``), ``episodes`` (with an ``environment``: the multi-turn episodes, run on that
+    engine). Read-only: ``config``, ``sampling``, ``device``, ``dist`` (a generator process's: the generators'
+    own process group).
     """
 
     config: ExperimentConfig
@@ -91,6 +107,10 @@ class GeneratorStalled(RLVRError):
     """The background generator produced nothing within training.generator_timeout_s."""
 
 
+class GeneratorFailed(RLVRError):
+    """The background generator process failed or died; the message holds its error and traceback's end."""
+
+
 @dataclass
 class Produced:
     """One step's rollouts as the generator made them, and the generator's state right after."""
@@ -102,11 +122,49 @@ class Produced:
     sampling_rng: Tensor  # the sampling generator's state after this step
     generate_s: float  # seconds spent collecting (generation and verifiers)
     wait_s: float  # seconds the generator waited for this step's weights (generator idle time)
+    rank: int = 0  # the data-parallel rank whose share these rollouts are
+    processes: int = 1  # how many processes the run had (a checkpoint resumes with as many)
+    replicated: bool = False  # every rank trains on the whole step (trainer/distributed/context.py)
 
 
 def version_for(step: int, max_off_policy_steps: int) -> int:
     """The policy version that samples step ``step``'s rollouts (1-based steps; version 0 is the start)."""
     return max(0, step - 1 - max_off_policy_steps)
+
+
+def generator_fault_point(step: int) -> None:
+    """Tests only (tests/trainer/test_async_rollouts.py): the fault ``RLVR_TEST_GENERATOR_FAULT`` asks for."""
+    spec = os.environ.get(GENERATOR_FAULT_ENV)
+    if not spec:
+        return
+    at, mode = spec.split(":")
+    if step != int(at):
+        return
+    if mode == "hang":
+        time.sleep(10**6)
+    if mode == "exit":
+        os._exit(3)
+    raise RuntimeError(f"the verifier service went away (test fault at step {step})")
+
+
+def produce_step(parts: GeneratorParts, step: int, version: int, wait_s: float) -> Produced:
+    """Collect step ``step`` with the loaded policy of version ``version``; the snapshot a checkpoint needs."""
+    generator_fault_point(step)
+    t0 = time.perf_counter()
+    rollouts = collect_rollouts(parts, step)
+    dist = parts.dist
+    return Produced(
+        step,
+        version,
+        rollouts,
+        copy.deepcopy(parts.sampler.state_dict()),
+        capture_rng(parts.generator)["sampling"],
+        time.perf_counter() - t0,
+        wait_s,
+        rank=0 if dist is None else dist.rank,
+        processes=1 if dist is None else dist.world_size,
+        replicated=step_replicated(),
+    )
 
 
 class _StaleSampler:
@@ -141,68 +199,66 @@ class _StaleSampler:
         return batch
 
 
-def _state_copy(model: torch.nn.Module) -> dict[str, Tensor]:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+def stale_engine(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> RolloutEngine:
+    """The ``hf`` engine over a generator's own policy copy, its logprobs marked as an older policy's."""
+    return cast("RolloutEngine", _StaleSampler(HFRolloutEngine(model, tokenizer)))
 
 
-class RolloutProducer:
-    """The background generator of an asynchronous run (see the module docstring)."""
+def episode_runner(
+    cfg: ExperimentConfig,
+    engine: RolloutEngine,
+    tokenizer: PreTrainedTokenizerBase,
+    verifiers: list[tuple[str, Verifier]],
+) -> EpisodeRunner | None:
+    """With ``config.environment``: the generator's own engine and tokenizer run its episodes."""
+    if cfg.environment is None:
+        return None
+    return EpisodeRunner(cfg.environment, engine, tokenizer, verifiers, cfg.reward_weights)
+
+
+def buffered_share(buffered: list[Produced], dist: DistContext | None) -> list[Produced]:
+    """This rank's part of an asynchronous checkpoint's buffered rollouts (every rank's are saved)."""
+    rank, processes = (0, 1) if dist is None else (dist.rank, dist.world_size)
+    saved = {p.processes for p in buffered}
+    if saved and saved != {processes}:
+        raise CheckpointError(
+            f"this asynchronous checkpoint holds rollouts generated by {saved.pop()} process(es) for its next steps, "
+            f"and this run has training.num_processes {processes}: resume it with the number of processes it was "
+            "saved with"
+        )
+    return [p for p in buffered if p.rank == rank]
+
+
+class BufferedProducer:
+    """The training thread's side of a background generator: the buffer of produced steps, ``take``,
+    ``checkpoint_state`` and the waiting, over a generator that ``_deliver``s steps or ``_fail``s."""
 
     def __init__(self, run: Run, buffered: list[Produced] | None = None) -> None:
         cfg = run.config
         self.k = cfg.training.max_off_policy_steps
         self.max_steps = cfg.training.max_steps
         self.timeout_s = float(cfg.training.generator_timeout_s)
-        self.vllm = hasattr(run.engine, "load_version")
-        tokenizer = copy.deepcopy(
-            run.tokenizer
-        )  # the generator's own (fast tokenizers are not shared between threads)
-        if self.vllm:  # vLLM reloads weight files; keep every version a pending step may still need
-            engine: Any = run.engine
-            engine.weights.keep = self.k + 2
-            self._model: PreTrainedModel | None = None
-        else:
-            self._model = copy.deepcopy(run.model).eval().requires_grad_(False)
-            engine = _StaleSampler(HFRolloutEngine(self._model, tokenizer))
-        self._parts = GeneratorParts(
-            config=cfg,
-            model=self._model if self._model is not None else run.model,
-            tokenizer=tokenizer,
-            engine=cast("RolloutEngine", engine),
-            sampler=run.sampler,
-            generator=run.generator,
-            sampling=run.sampling,
-            verifiers=run.verifiers,
-            rubric=run.rubric,
-            device=run.device,
-            dist=run.dist,
-            # config.environment: the generator's own engine and tokenizer run its episodes
-            episodes=None
-            if cfg.environment is None
-            else EpisodeRunner(cfg.environment, engine, tokenizer, run.verifiers, cfg.reward_weights),
-        )
-        self._loaded = -1  # the version the generator's copy holds
-        self._versions: dict[int, Any] = {}  # version -> weights (hf: a state dict; vllm: its directory)
-        self._ready: dict[int, Produced] = {b.step: b for b in buffered or []}
+        mine = buffered_share(buffered or [], run.dist)
+        self._ready: dict[int, Produced] = {b.step: b for b in mine}
         self._snapshots: dict[int, Produced] = dict(self._ready)
         self._next = max(self._ready, default=run.start_step) + 1  # the next step to generate
         self._cond = threading.Condition()
-        self._stop = False
         self._error: BaseException | None = None
-        self.publish(run.start_step, run.model)
-        self._thread = threading.Thread(target=self._loop, name="rlvr-rollout-generator", daemon=True)
-        self._thread.start()
 
-    # -- the training thread's side ---------------------------------------------------------------------
+    def _alive(self) -> bool:
+        raise NotImplementedError
 
-    def publish(self, version: int, model: torch.nn.Module) -> None:
-        """Make the policy after optimizer step ``version`` available to the generator."""
-        weights = self._parts.engine.weights.write(model, version) if self.vllm else _state_copy(model)  # type: ignore[attr-defined]
+    def _deliver(self, produced: Produced) -> None:
         with self._cond:
-            self._versions[version] = weights
-            oldest_needed = version_for(self._next, self.k)
-            for old in [v for v in self._versions if v < min(oldest_needed, version)]:
-                del self._versions[old]
+            self._ready[produced.step] = produced
+            self._snapshots[produced.step] = produced
+            self._next = produced.step + 1
+            self._cond.notify_all()
+
+    def _fail(self, err: BaseException) -> None:
+        with self._cond:
+            if self._error is None:
+                self._error = err
             self._cond.notify_all()
 
     def take(self, step: int) -> StepRollouts:
@@ -218,6 +274,7 @@ class RolloutProducer:
             raise RuntimeError(
                 f"step {step} got rollouts of policy version {produced.version} (bound {self.k})"
             )
+        set_step_replicated(produced.replicated)  # as the collect stage of a synchronous step would
         r = produced.rollouts
         metrics = {
             **r.metrics,
@@ -244,19 +301,13 @@ class RolloutProducer:
                 del self._snapshots[old]
         return buffered, snapshot.sampler_state, snapshot.sampling_rng
 
-    def stop(self) -> None:
-        with self._cond:
-            self._stop = True
-            self._cond.notify_all()
-        self._thread.join(timeout=5.0)
-
     def _wait_for(self, step: int, what: str) -> Produced:
         deadline = time.monotonic() + self.timeout_s
         with self._cond:
             while step not in self._ready:
                 if self._error is not None:
                     raise self._error
-                if not self._thread.is_alive():
+                if not self._alive():
                     raise RLVRError(f"the rollout generator stopped before producing {what}")
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -268,7 +319,55 @@ class RolloutProducer:
                 self._cond.wait(min(left, 1.0))
             return self._ready[step]
 
-    # -- the generator thread ------------------------------------------------------------------------------
+
+class ThreadProducer(BufferedProducer):
+    """The background generator as a thread of the training process: the ``vllm`` engine's (its rollout server
+    or engine core does the generating in a process of its own; the thread only drives it and scores)."""
+
+    def __init__(self, run: Run, buffered: list[Produced] | None = None) -> None:
+        super().__init__(run, buffered)
+        engine: Any = run.engine
+        engine.weights.keep = self.k + 2  # keep every version a pending step may still need
+        tokenizer = copy.deepcopy(run.tokenizer)  # the generator's own (not shared between threads)
+        self._parts = GeneratorParts(
+            config=run.config,
+            model=run.model,
+            tokenizer=tokenizer,
+            engine=cast("RolloutEngine", engine),
+            sampler=run.sampler,
+            generator=run.generator,
+            sampling=run.sampling,
+            verifiers=run.verifiers,
+            rubric=run.rubric,
+            device=run.device,
+            dist=run.dist,
+            episodes=episode_runner(run.config, engine, tokenizer, run.verifiers),
+        )
+        self._loaded = -1  # the version the engine holds
+        self._versions: dict[int, Any] = {}  # version -> its weight directory
+        self._stop = False
+        self.publish(run.start_step, run.model)
+        self._thread = threading.Thread(target=self._loop, name="rlvr-rollout-generator", daemon=True)
+        self._thread.start()
+
+    def publish(self, version: int, model: torch.nn.Module) -> None:
+        """Make the policy after optimizer step ``version`` available to the generator."""
+        weights = self._parts.engine.weights.write(model, version)  # type: ignore[attr-defined]
+        with self._cond:
+            self._versions[version] = weights
+            oldest_needed = version_for(self._next, self.k)
+            for old in [v for v in self._versions if v < min(oldest_needed, version)]:
+                del self._versions[old]
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout=5.0)
+
+    def _alive(self) -> bool:
+        return self._thread.is_alive()
 
     def _loop(self) -> None:
         try:
@@ -282,28 +381,12 @@ class RolloutProducer:
                 weights = self._await_version(version)
                 if weights is None:
                     return
-                wait_s = time.perf_counter() - t0
-                self._load(version, weights)
-                t1 = time.perf_counter()
-                rollouts = collect_rollouts(self._parts, step)
-                produced = Produced(
-                    step,
-                    version,
-                    rollouts,
-                    copy.deepcopy(self._parts.sampler.state_dict()),
-                    capture_rng(self._parts.generator)["sampling"],
-                    time.perf_counter() - t1,
-                    wait_s,
-                )
-                with self._cond:
-                    self._ready[step] = produced
-                    self._snapshots[step] = produced
-                    self._next = step + 1
-                    self._cond.notify_all()
+                if version != self._loaded:
+                    self._parts.engine.load_version(weights)  # type: ignore[attr-defined]
+                    self._loaded = version
+                self._deliver(produce_step(self._parts, step, version, time.perf_counter() - t0))
         except BaseException as err:  # handed to the training thread, which raises it
-            with self._cond:
-                self._error = err
-                self._cond.notify_all()
+            self._fail(err)
 
     def _await_version(self, version: int) -> Any:
         with self._cond:
@@ -313,19 +396,24 @@ class RolloutProducer:
                 self._cond.wait(1.0)
             return self._versions[version]
 
-    def _load(self, version: int, weights: Any) -> None:
-        if version == self._loaded:
-            return
-        if self.vllm:
-            self._parts.engine.load_version(weights)  # type: ignore[attr-defined]
-        else:
-            assert self._model is not None
-            self._model.load_state_dict(weights)
-        self._loaded = version
+
+def checkpoint_async(run: Run, step: int) -> tuple[list[Produced], dict[str, Any], Tensor] | None:
+    """What a checkpoint after ``step`` saves of an asynchronous run (None in a synchronous one), on the CPU:
+    every rank's buffered rollouts (gathered to rank 0, which writes; other ranks get theirs back), the prompt
+    sampler's and sampling generator's state after the last of them (the same on every rank). Every rank calls it."""
+    if run.producer is None:
+        return None
+    buffered, sampler_state, sampling_rng = run.producer.checkpoint_state(step)
+    buffered = produced_to_device(buffered, torch.device("cpu"))
+    if run.dist is not None:
+        parts = run.dist.gather(buffered)
+        if parts is not None:
+            buffered = [p for part in parts for p in part]
+    return buffered, sampler_state, sampling_rng
 
 
 def produced_to_device(items: list[Produced], device: torch.device) -> list[Produced]:
-    """Buffered rollouts read from a checkpoint (on the CPU) moved to the run's device."""
+    """Buffered rollouts moved to ``device`` (read from a checkpoint, or sent by a generator process, on the CPU)."""
     out = []
     for p in items:
         r = p.rollouts

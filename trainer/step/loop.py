@@ -11,8 +11,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import torch
-
 from trainer.config import ExperimentConfig
 from trainer.distributed.context import fault_point, in_rank
 from trainer.distributed.fsdp import full_model_state_dict, full_optimizer_state_dict, is_sharded
@@ -31,8 +29,9 @@ from trainer.sinks import (
     TrainResult,
     warning_listener,
 )
-from trainer.step.async_rollouts import RolloutProducer, produced_to_device
+from trainer.step.async_rollouts import checkpoint_async, produced_to_device
 from trainer.step.divergence import divergence_message, is_nan_sampling_error
+from trainer.step.generator_process import start_producer
 from trainer.step.optimize import NonFiniteUpdate
 from trainer.step.run_setup import Run, build_run
 from trainer.step.step import training_step
@@ -63,17 +62,17 @@ def _save(run: Run, step: int, sink: EventSink) -> None:
     sharded = is_sharded(run.model)
     weights = full_model_state_dict(run.model) if sharded else None
     optimizer = full_optimizer_state_dict(run.model, run.optimizer) if sharded else None
+    # an asynchronous run: every rank's rollouts already generated for later steps, and the generator's state
+    pending = checkpoint_async(run, step)
     if run.dist is None or run.dist.is_main:
         state = run.state(step) if optimizer is None else replace(run.state(step), optimizer=optimizer)
-        if (
-            run.producer is not None
-        ):  # the rollouts already generated for later steps, and the generator's state
-            buffered, sampler_state, sampling_rng = run.producer.checkpoint_state(step)
+        if pending is not None:
+            buffered, sampler_state, sampling_rng = pending
             state = replace(
                 state,
                 sampler=sampler_state,
                 rng={**state.rng, "sampling": sampling_rng},
-                rollout_buffer=produced_to_device(buffered, torch.device("cpu")),
+                rollout_buffer=buffered,
             )
         path = save_checkpoint(
             cfg.output_dir,
@@ -205,14 +204,8 @@ def _train_run(
             )
             run.progress.record(start.metrics)
             sink.on_step(start)
-        if config.training.max_off_policy_steps > 0:
-            run.producer = RolloutProducer(run, produced_to_device(run.resumed_buffer or [], run.device))
-            if config.rollout.engine == "hf":
-                log(
-                    "asynchronous with the hf engine: the generator is a thread of this process, so it overlaps the "
-                    "update only where the two do not compete for the same cores and interpreter; with the vllm "
-                    "engine's rollout server on hardware of its own it runs beside training (docs/async_vllm.md)"
-                )
+        if config.training.max_off_policy_steps > 0:  # the background generator (a process with hf)
+            run.producer = start_producer(run, produced_to_device(run.resumed_buffer or [], run.device), log)
         while step < max_steps:
             stop = should_stop()
             if dist is not None:  # rank 0 decides, so every rank stops at the same boundary
