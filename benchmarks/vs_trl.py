@@ -3,17 +3,27 @@
 Both tools train the built-in warm-started tiny model (``trainer.models.tiny_model``) on the same 256 two-digit
 addition prompts with the same objective: 4 prompts x 8 generations = 32 completions a step, 8 new
 tokens, temperature 1, beta 0, lr 1e-4, DAPO token normalisation, PPO clip epsilon 0.2 on both sides,
-reward 1 when the first line of the completion equals the answer. Runs alternate (TRL seed 0, rlvr
-seed 0, TRL seed 1, ...) so that load drift on a shared machine hits both tools alike; each run is its
-own subprocess with a fixed number of torch threads.
+reward 1 when the first line of the completion equals the answer. Four tools run per seed:
+
+- ``trl``: TRL computing what rlvr computes (float32, constant learning rate, no activation checkpointing);
+- ``trl-defaults``: TRL's GRPOConfig defaults for everything but the task (model, data, reward, 4 x 8
+  completions a step, 8 new tokens, steps, seed): what a user gets out of the box (bf16 autocast, lr 1e-6
+  decayed linearly, activation checkpointing);
+- ``rlvr``: the synchronous step; ``rlvr-async``: the same config with ``RLVR_ASYNC`` applied (below).
+
+Runs alternate (each seed runs every tool, in an order rotated by the seed) so that load drift on a shared
+machine hits all tools alike; each run is its own subprocess with a fixed number of torch threads. Every
+figure is a ratio of runs made in this invocation: speed-ups are per-seed ratios of seconds per step (their
+geometric mean), the reward difference is paired by seed (mean of the last 10 steps' reward, rlvr minus TRL)
+with a 95% Student-t interval over the seeds.
 
 Seconds per step is the wall-clock interval between the ends of consecutive steps (everything a step
 costs: data, generation, reward, update, logging), median over the steps after the warm-up ones. Each
 tool's own inner step time (TRL: ``on_step_begin`` -> ``on_step_end``; rlvr: ``perf/step_s``) is kept
 in the JSON too.
 
-    python benchmarks/vs_trl.py                       # 3 seeds x 150 steps, about 2 minutes on 2 cores
-    python benchmarks/vs_trl.py --steps 20 --seeds 1  # a quick look
+    python benchmarks/vs_trl.py                       # 5 seeds x 150 steps x 4 tools, about 6 minutes on 2 cores
+    python benchmarks/vs_trl.py --steps 20 --seeds 2 --tools trl rlvr   # a quick look
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import platform
 import resource
@@ -34,13 +45,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's trainer and benchmarks, whatever is installed
 DEFAULT_OUT = REPO / "benchmarks" / "results" / "vs_trl.json"
-TOOLS = (
-    "trl",
-    "rlvr",
-    "rlvr-async",
-)  # rlvr-async: training.max_off_policy_steps 1 (generation overlaps the update)
-TARGET_SPEEDUP = 1.5  # the project's goal: rlvr >= 1.5x TRL's steps/s at the same or better final reward
+TOOLS = ("trl", "trl-defaults", "rlvr", "rlvr-async")
+TARGET_SPEEDUP = 1.5  # the project's goal: rlvr >= 1.5x TRL's steps/s at a reward not worse than TRL's
+
+# The asynchronous tool: the synchronous config with these sections merged in (the one place to adjust it).
+RLVR_ASYNC: dict[str, dict[str, Any]] = {
+    "training": {"max_off_policy_steps": 1},  # generation of step s+1 overlaps the update of step s
+}
 
 
 @dataclass(frozen=True)
@@ -60,7 +73,6 @@ class Settings:
     data_seed: int = 0
     threads: int = 2
     warmup_steps: int = 2
-    trl_gradient_checkpointing: bool = False  # TRL's own default is True; rlvr never checkpoints
 
     @property
     def completions_per_step(self) -> int:
@@ -75,7 +87,8 @@ def _step_seconds(ends: list[float], start: float) -> list[float]:
     return [b - a for a, b in zip([start, *ends[:-1]], ends, strict=True)]
 
 
-def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, Any]:
+def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str, defaults: bool = False) -> dict[str, Any]:
+    """TRL's GRPOTrainer; ``defaults``: GRPOConfig's defaults for everything but the task (module docstring)."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -96,38 +109,43 @@ def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, 
         def __init__(self) -> None:
             self.begins: list[float] = []
             self.ends: list[float] = []
+            self.cpu_ends: list[float] = []
 
         def on_step_begin(self, *args: Any, **kwargs: Any) -> None:
             self.begins.append(time.perf_counter())
 
         def on_step_end(self, *args: Any, **kwargs: Any) -> None:
             self.ends.append(time.perf_counter())
+            self.cpu_ends.append(time.process_time())
 
-    config = GRPOConfig(
-        output_dir=work_dir,
-        use_cpu=True,
-        report_to=[],
-        save_strategy="no",
-        disable_tqdm=True,
-        seed=seed,
-        max_steps=s.steps,
-        per_device_train_batch_size=s.completions_per_step,
-        num_generations=s.num_generations,
-        max_completion_length=s.max_completion_length,
-        temperature=s.temperature,
-        beta=s.beta,
-        learning_rate=s.learning_rate,
-        loss_type=s.loss_type,
-        epsilon=s.epsilon,
-        logging_steps=1,
+    task: dict[str, Any] = {  # forced equal in both TRL tools: the task, its size, the seed, the machine
+        "output_dir": work_dir,
+        "use_cpu": True,
+        "report_to": [],
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        "seed": seed,
+        "max_steps": s.steps,
+        "per_device_train_batch_size": s.completions_per_step,
+        "num_generations": s.num_generations,
+        "max_completion_length": s.max_completion_length,
+        "logging_steps": 1,  # every step's reward for the comparison (TRL logs every 10th by default)
+    }
+    same_compute: dict[str, Any] = {
+        "temperature": s.temperature,
+        "beta": s.beta,
+        "learning_rate": s.learning_rate,
+        "loss_type": s.loss_type,
+        "epsilon": s.epsilon,
         # TRL's defaults that would make it compute something else than rlvr: on CPU it autocasts to bf16,
         # and it decays the learning rate linearly to 0; rlvr trains in float32 at a constant rate.
-        bf16=False,
-        lr_scheduler_type="constant",
-        # TRL checkpoints activations by default (recomputes the forward in backward: less memory, ~20%
-        # more compute); rlvr does not, so it is off unless asked for.
-        gradient_checkpointing=s.trl_gradient_checkpointing,
-    )
+        "bf16": False,
+        "lr_scheduler_type": "constant",
+        # TRL checkpoints activations by default (recomputes the forward in backward: less memory, more
+        # compute); rlvr does not.
+        "gradient_checkpointing": False,
+    }
+    config = GRPOConfig(**task, **({} if defaults else same_compute))
     clock = StepClock()
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -137,75 +155,84 @@ def run_trl(model_dir: str, seed: int, s: Settings, work_dir: str) -> dict[str, 
         processing_class=AutoTokenizer.from_pretrained(model_dir),
         callbacks=[clock],
     )
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     trainer.train()
     rewards = [float(h["reward"]) for h in trainer.state.log_history if "reward" in h]
     return {
         "step_s": _step_seconds(clock.ends, start),
+        "cpu_step_s": _step_seconds(clock.cpu_ends, cpu_start),
         "inner_step_s": [b - a for a, b in zip(clock.begins, clock.ends, strict=True)],
         "reward": rewards,
     }
 
 
+def rlvr_config(model_dir: str, seed: int, s: Settings, work_dir: str, asynchronous: bool) -> dict[str, Any]:
+    """The rlvr config of the comparison; ``asynchronous`` merges in ``RLVR_ASYNC``."""
+    config: dict[str, Any] = {
+        "name": f"vs-trl-seed{seed}",
+        "seed": seed,
+        "model": {"name_or_path": model_dir, "device": "cpu"},
+        "data": {"source": "demo", "size": s.num_prompts, "data_seed": s.data_seed},
+        "rollout": {
+            "num_generations": s.num_generations,
+            "max_completion_length": s.max_completion_length,
+            "temperature": s.temperature,
+        },
+        "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
+        "algorithm": {
+            "loss_type": s.loss_type,
+            "epsilon": s.epsilon,
+            "epsilon_high": None,
+            "beta": s.beta,
+        },
+        "training": {
+            "max_steps": s.steps,
+            "prompts_per_step": s.prompts_per_step,
+            "learning_rate": s.learning_rate,
+        },
+        "checkpoint": {"output_dir": work_dir, "save_steps": 0},
+    }
+    if asynchronous:
+        for section, values in RLVR_ASYNC.items():
+            config[section] = {**config.get(section, {}), **values}
+    return config
+
+
 def run_rlvr(
-    model_dir: str, seed: int, s: Settings, work_dir: str, max_off_policy_steps: int = 0
+    model_dir: str, seed: int, s: Settings, work_dir: str, asynchronous: bool = False
 ) -> dict[str, Any]:
     from trainer.config import config_from_dict
     from trainer.sinks import NullSink, StepReport
     from trainer.step.loop import train
 
-    config = config_from_dict(
-        {
-            "name": f"vs-trl-seed{seed}",
-            "seed": seed,
-            "model": {"name_or_path": model_dir, "device": "cpu"},
-            "data": {"source": "demo", "size": s.num_prompts, "data_seed": s.data_seed},
-            "rollout": {
-                "num_generations": s.num_generations,
-                "max_completion_length": s.max_completion_length,
-                "temperature": s.temperature,
-            },
-            "verifiers": [{"name": "exact", "params": {"extract": "first_line"}}],
-            "algorithm": {
-                "loss_type": s.loss_type,
-                "epsilon": s.epsilon,
-                "epsilon_high": None,
-                "beta": s.beta,
-            },
-            "training": {
-                "max_steps": s.steps,
-                "prompts_per_step": s.prompts_per_step,
-                "learning_rate": s.learning_rate,
-                "max_off_policy_steps": max_off_policy_steps,
-            },
-            "checkpoint": {"output_dir": work_dir, "save_steps": 0},
-        }
-    )
+    config = config_from_dict(rlvr_config(model_dir, seed, s, work_dir, asynchronous))
 
     class Collect(NullSink):
         def __init__(self) -> None:
             self.ends: list[float] = []
+            self.cpu_ends: list[float] = []
             self.inner: list[float] = []
             self.rewards: list[float] = []
 
         def on_step(self, report: StepReport) -> None:
             self.ends.append(time.perf_counter())
+            self.cpu_ends.append(time.process_time())
             self.inner.append(report.metrics["perf/step_s"])
             self.rewards.append(report.metrics["rollout/reward_mean"])
 
     sink = Collect()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     train(config, sink=sink, log=lambda _: None)  # its final checkpoint comes after the last step end
-    return {"step_s": _step_seconds(sink.ends, start), "inner_step_s": sink.inner, "reward": sink.rewards}
+    return {
+        "step_s": _step_seconds(sink.ends, start),
+        "cpu_step_s": _step_seconds(sink.cpu_ends, cpu_start),
+        "inner_step_s": sink.inner,
+        "reward": sink.rewards,
+    }
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings(
-        steps=args.steps,
-        threads=args.threads,
-        warmup_steps=args.warmup,
-        trl_gradient_checkpointing=args.trl_gradient_checkpointing,
-    )
+    return Settings(steps=args.steps, threads=args.threads, warmup_steps=args.warmup)
 
 
 def child_main(args: argparse.Namespace) -> None:
@@ -214,12 +241,10 @@ def child_main(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     s = _settings(args)
     with tempfile.TemporaryDirectory(prefix=f"vs-trl-{args.child}-") as work_dir:
-        if args.child == "trl":
-            result = run_trl(args.model_dir, args.seed, s, work_dir)
+        if args.child.startswith("trl"):
+            result = run_trl(args.model_dir, args.seed, s, work_dir, defaults=args.child == "trl-defaults")
         else:
-            result = run_rlvr(
-                args.model_dir, args.seed, s, work_dir, max_off_policy_steps=int(args.child == "rlvr-async")
-            )
+            result = run_rlvr(args.model_dir, args.seed, s, work_dir, asynchronous=args.child == "rlvr-async")
     result["torch_threads"] = torch.get_num_threads()
     Path(args.result).write_text(json.dumps(result))
 
@@ -233,6 +258,9 @@ def _summary(run: dict[str, Any], warmup: int) -> dict[str, float]:
     n = min(10, len(rewards))
     return {
         "s_per_step": statistics.median(timed),
+        # CPU seconds of the process (all its threads) per step: less sensitive than wall time to other
+        # processes competing for the cores
+        "cpu_s_per_step": statistics.median(run["cpu_step_s"][warmup:] or run["cpu_step_s"]),
         "inner_s_per_step": statistics.median(run["inner_step_s"][warmup:] or run["inner_step_s"]),
         "reward_first10": sum(rewards[:n]) / n,
         "reward_last10": sum(rewards[-n:]) / n,
@@ -287,8 +315,6 @@ def _launch(tool: str, seed: int, args: argparse.Namespace, model_dir: str) -> d
         "--result",
         result_path,
     ]
-    if args.trl_gradient_checkpointing:
-        cmd.append("--trl-gradient-checkpointing")
     load_before = os.getloadavg()
     busy0, child0, t0 = _machine_cpu_s(), _children_cpu_s(), time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
@@ -312,52 +338,94 @@ def _launch(tool: str, seed: int, args: argparse.Namespace, model_dir: str) -> d
     return run
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values)
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _table(runs: list[dict[str, Any]], seeds: list[int]) -> tuple[str, dict[str, Any]]:
-    by = {(r["tool"], r["seed"]): r["summary"] for r in runs}
-    lines = [
-        f"{'seed':>6} | {'TRL s/step':>10} {'rlvr s/step':>11} {'ratio':>6} | "
-        f"{'TRL reward first10->last10':>27} | {'rlvr reward first10->last10':>28}"
-    ]
-    rows: list[tuple[str, dict[str, float], dict[str, float]]] = [
-        (str(seed), by["trl", seed], by["rlvr", seed]) for seed in seeds
-    ]
-    keys = ("s_per_step", "inner_s_per_step", "reward_first10", "reward_last10")
-    mean = {tool: {k: _mean([by[tool, seed][k] for seed in seeds]) for k in keys} for tool in TOOLS}
-    rows.append(("mean", mean["trl"], mean["rlvr"]))
-    for label, t, r in rows:
-        lines.append(
-            f"{label:>6} | {t['s_per_step']:>10.4f} {r['s_per_step']:>11.4f} {t['s_per_step'] / r['s_per_step']:>6.2f} | "
-            f"{t['reward_first10']:>12.3f} -> {t['reward_last10']:<11.3f} | "
-            f"{r['reward_first10']:>12.3f} -> {r['reward_last10']:<12.3f}"
-        )
-    speedup = mean["trl"]["s_per_step"] / mean["rlvr"]["s_per_step"]
-    speedup_inner = mean["trl"]["inner_s_per_step"] / mean["rlvr"]["inner_s_per_step"]
-    reward_diff = mean["rlvr"]["reward_last10"] - mean["trl"]["reward_last10"]
-    target_met = speedup >= TARGET_SPEEDUP and reward_diff >= 0
-    a = mean["rlvr-async"]
-    async_speedup = mean["trl"]["s_per_step"] / a["s_per_step"]
-    lines.append(
-        f"{'async':>6} | rlvr with max_off_policy_steps 1: {a['s_per_step']:.4f} s/step = {async_speedup:.2f}x TRL's steps/s, "
-        f"{mean['rlvr']['s_per_step'] / a['s_per_step']:.2f}x rlvr's synchronous; reward "
-        f"{a['reward_first10']:.3f} -> {a['reward_last10']:.3f}"
-    )
-    lines.append(
-        f"rlvr steps/s = {speedup:.2f}x TRL's (inner step time: {speedup_inner:.2f}x); last-10 reward "
-        f"rlvr - TRL = {reward_diff:+.3f}; target (>= {TARGET_SPEEDUP}x at a last-10 reward not below TRL's) "
-        f"{'met' if target_met else 'NOT met'}"
-    )
-    summary = {
-        "mean": mean,
-        "speedup": speedup,
-        "speedup_inner": speedup_inner,
-        "async_speedup": async_speedup,
-        "reward_last10_diff": reward_diff,
-        "target_met": target_met,
+def _speedup(
+    by: dict[tuple[str, int], dict[str, float]], base: str, tool: str, seeds: list[int]
+) -> dict[str, Any]:
+    """``tool``'s steps/s over ``base``'s: per seed (runs made next to each other) and their geometric mean."""
+    per_seed = [by[base, seed]["s_per_step"] / by[tool, seed]["s_per_step"] for seed in seeds]
+    inner = [by[base, seed]["inner_s_per_step"] / by[tool, seed]["inner_s_per_step"] for seed in seeds]
+    cpu = [by[base, seed]["cpu_s_per_step"] / by[tool, seed]["cpu_s_per_step"] for seed in seeds]
+    return {
+        "ratio": _geomean(per_seed),
+        "per_seed": per_seed,
+        "min": min(per_seed),
+        "max": max(per_seed),
+        "inner_ratio": _geomean(inner),
+        "cpu_ratio": _geomean(cpu),  # CPU seconds per step (see _summary)
     }
+
+
+def _reward_diff(
+    by: dict[tuple[str, int], dict[str, float]], base: str, tool: str, seeds: list[int]
+) -> dict[str, Any]:
+    """Last-10 reward of ``tool`` minus ``base``'s, paired by seed, with its 95% interval (Student's t)."""
+    from benchmarks.reproduce.stats import paired
+
+    p = paired([by[tool, s]["reward_last10"] for s in seeds], [by[base, s]["reward_last10"] for s in seeds])
+    return {
+        "diff": p.effect,
+        "ci95": [p.ci_low, p.ci_high],
+        "sd": p.sd,
+        "n": p.n,
+        "per_seed": [by[tool, s]["reward_last10"] - by[base, s]["reward_last10"] for s in seeds],
+    }
+
+
+def _table(runs: list[dict[str, Any]], seeds: list[int], tools: list[str]) -> tuple[str, dict[str, Any]]:
+    by = {(r["tool"], r["seed"]): r["summary"] for r in runs}
+    keys = ("s_per_step", "inner_s_per_step", "reward_first10", "reward_last10")
+    mean = {t: {k: statistics.fmean(by[t, seed][k] for seed in seeds) for k in keys} for t in tools}
+    head = (
+        f"{'seed':>6} | "
+        + " ".join(f"{t + ' s/step':>17}" for t in tools)
+        + " | last-10 reward "
+        + " ".join(f"{t:>12}" for t in tools)
+    )
+    lines = [head]
+    for label, row in [*[(str(seed), {t: by[t, seed] for t in tools}) for seed in seeds], ("mean", mean)]:
+        lines.append(
+            f"{label:>6} | "
+            + " ".join(f"{row[t]['s_per_step']:>17.4f}" for t in tools)
+            + " | "
+            + " " * 15
+            + " ".join(f"{row[t]['reward_last10']:>12.3f}" for t in tools)
+        )
+    summary: dict[str, Any] = {"mean": mean, "speedup": {}, "reward_last10_diff": {}}
+    pairs = [
+        (b, t)
+        for b, t in (
+            ("trl", "rlvr"),
+            ("trl-defaults", "rlvr"),
+            ("trl", "rlvr-async"),
+            ("rlvr", "rlvr-async"),
+            ("trl", "trl-defaults"),
+        )
+        if b in tools and t in tools
+    ]
+    for base, tool in pairs:
+        sp = _speedup(by, base, tool, seeds)
+        rd = _reward_diff(by, base, tool, seeds)
+        summary["speedup"][f"{tool}/{base}"] = sp
+        summary["reward_last10_diff"][f"{tool}-{base}"] = rd
+        lo, hi = rd["ci95"]
+        lines.append(
+            f"{tool} vs {base}: steps/s x{sp['ratio']:.2f} (seeds {sp['min']:.2f}..{sp['max']:.2f}; inner step "
+            f"x{sp['inner_ratio']:.2f}; CPU s/step x{sp['cpu_ratio']:.2f}); last-10 reward {tool} - {base} = {rd['diff']:+.3f} "
+            f"(95% interval {lo:+.3f} .. {hi:+.3f})"
+        )
+    if "trl" in tools and "rlvr" in tools:
+        sp, rd = summary["speedup"]["rlvr/trl"], summary["reward_last10_diff"]["rlvr-trl"]
+        # not worse: the interval reaches 0 or above (with one seed there is no interval, and no verdict)
+        not_worse = rd["n"] >= 2 and math.isfinite(rd["ci95"][1]) and rd["ci95"][1] >= 0
+        summary["target_met"] = sp["ratio"] >= TARGET_SPEEDUP and not_worse
+        lines.append(
+            f"target (rlvr >= {TARGET_SPEEDUP}x TRL's steps/s, the reward interval not below 0): "
+            f"{'met' if summary['target_met'] else 'NOT met'}"
+        )
     return "\n".join(lines), summary
 
 
@@ -379,35 +447,45 @@ def driver_main(args: argparse.Namespace) -> None:
     if importlib.util.find_spec("trl") is None:
         raise SystemExit("TRL is not installed: pip install -e '.[bench]' (or run `make bench`)")
     model_dir = args.model_dir or str(ensure_tiny_model())
+    from benchmarks.provenance import code_revision
+
+    load_before = os.getloadavg()
     busy = _busy_cores()
     if busy > 0.2:
         print(f"warning: other processes are using {busy:.1f} CPU cores; they will slow both tools unevenly")
     seeds = list(range(args.seeds))
+    tools = list(args.tools)
     settings = _settings(args)
     print(
-        f"model {model_dir}; {args.seeds} seeds x {args.steps} steps, {args.threads} torch threads, "
-        f"{os.cpu_count()} CPUs",
+        f"model {model_dir}; {args.seeds} seeds x {args.steps} steps x {len(tools)} tools, {args.threads} torch "
+        f"threads, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     runs = []
     for seed in seeds:
-        for tool in TOOLS:  # alternate, so drift in machine load hits both tools alike
+        # every tool once per seed, the order rotated by the seed, so that drift in machine load (and being
+        # first or last) hits all tools alike
+        for tool in tools[seed % len(tools) :] + tools[: seed % len(tools)]:
             run = _launch(tool, seed, args, model_dir)
             sm = run["summary"]
             print(
-                f"  {tool:<4} seed {seed}: {sm['s_per_step']:.4f} s/step, reward {sm['reward_first10']:.3f} -> "
+                f"  {tool:<12} seed {seed}: {sm['s_per_step']:.4f} s/step, reward {sm['reward_first10']:.3f} -> "
                 f"{sm['reward_last10']:.3f}, {run['wall_s']:.0f}s wall, other processes used "
                 f"{run['other_cores']:.2f} cores",
                 flush=True,
             )
             runs.append(run)
-    table, summary = _table(runs, seeds)
+    table, summary = _table(runs, seeds, tools)
     print(table)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "revision": code_revision(),
         "settings": asdict(settings),
+        "tools": tools,
+        "rlvr_async": RLVR_ASYNC,
+        "load_average": {"before": load_before, "after": os.getloadavg()},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), **_versions()},
         "model_dir": model_dir,
         "timing": "s_per_step: median wall time between consecutive step ends after the warm-up steps; "
@@ -433,18 +511,14 @@ def _rounded(value: Any) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=Settings.steps, help="training steps per run")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1, each run once per tool")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1, each run once per tool")
+    parser.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS), help="the tools to run")
     parser.add_argument("--threads", type=int, default=Settings.threads, help="torch threads per run")
     parser.add_argument(
         "--warmup", type=int, default=Settings.warmup_steps, help="steps left out of the timing"
     )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="where to write the JSON results")
     parser.add_argument("--model-dir", help="model directory; default: the built-in tiny model")
-    parser.add_argument(
-        "--trl-gradient-checkpointing",
-        action="store_true",
-        help="keep TRL's default activation checkpointing (extra recompute that rlvr does not do)",
-    )
     parser.add_argument("--child", choices=TOOLS, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)

@@ -38,6 +38,13 @@ def _filter_logits(logits: Tensor, top_k: int, top_p: float) -> Tensor:
     return logits
 
 
+def _set_training(model: torch.nn.Module, mode: bool) -> None:
+    """Dropout off (or back on) for sampling, as ``model.train(mode)`` does, without transformers' override of it:
+    that one re-kernelizes the model for the new mode (hub kernels) on every switch, two per step, a few
+    milliseconds on a small model each time; the training-mode kernels compute the same forward."""
+    torch.nn.Module.train(model, mode)
+
+
 class _StopStrings:
     """Finds the step at which a completion's decoded text first contains one of the stop strings.
 
@@ -116,12 +123,12 @@ class HFRolloutEngine:
     ) -> RolloutBatch:
         chunks = [items[i : i + params.batch_size] for i in range(0, len(items), params.batch_size)]
         was_training = self.model.training
-        self.model.eval()
+        _set_training(self.model, False)
         try:
             with torch.no_grad(), gathered(self.model):  # a sharded model: all-gathered once, not per token
                 batches = [run(chunk) for chunk in chunks]
         finally:
-            self.model.train(was_training)
+            _set_training(self.model, was_training)
         return RolloutBatch.concat(batches, self.pad_id)
 
     def _generate_chunk(

@@ -62,6 +62,10 @@ def step_metrics(
         "perf/gen_s": timings.gen_s,
         "perf/verify_s": timings.verify_s,
         "perf/train_s": timings.train_s,
+        # the update's parts, summed over its passes (trainer/step/optimize.py UpdateStats)
+        "perf/update_forward_s": sum(u.forward_s for u in updates),
+        "perf/update_backward_s": sum(u.backward_s for u in updates),
+        "perf/optimizer_s": sum(u.optimizer_s for u in updates),
         "perf/gen_tokens_per_s": gen_tokens / timings.gen_s if timings.gen_s > 0 else 0.0,
         # prompt + completion tokens through forward and backward, per second of the update phase
         "perf/train_tokens_per_s": train_tokens / timings.train_s if timings.train_s > 0 else 0.0,
