@@ -27,6 +27,11 @@ NOT_CONFIGURATION = {
     # Set by torchrun / our distributed launcher for its child ranks, never by a user.
     "RANK",
     "LOCAL_RANK",
+    # Read by `rlvr train` under an outside launcher (torchrun, srun), which sets them (trainer/distributed/outside.py).
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "SLURM_JOB_ID",
+    "TORCHELASTIC_RUN_ID",
     "RLVR_DIST_RANK",
     "OMP_NUM_THREADS",
     "PYTHONPATH",

@@ -114,7 +114,7 @@ def test_a_killed_host_s_run_resumes_by_itself_on_two_hosts_from_its_checkpoint(
     run = launch_run(owner, make_project(owner), config)
     wait_for(lambda: Run.objects.get(pk=run.pk).step >= 3, 240, "step 3", a)
     live = RunNode.objects.filter(run=run, round=1)
-    wait_for(lambda: all("--- rank" in n.log_tail for n in live), 30, "both nodes' logs while training", a)
+    wait_for(lambda: all("--- rank" in n.log_tail for n in live), 90, "both nodes' logs while training", a)
 
     b.kill()
     c = start_host("host-c")  # a replacement host; the killed worker's own task is of a stale round

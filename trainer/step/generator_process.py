@@ -342,6 +342,8 @@ def _register_extensions(extensions: Sequence[tuple[str, str, str, str, str]]) -
         if name in registry:
             continue
         item: Any = importlib.import_module(module)
+        if name in registry:  # importing its module registered it (a decorator at the top level)
+            continue
         for part in qualname.split("."):
             item = getattr(item, part)
         registry.register(name)(item)
