@@ -92,8 +92,12 @@ def test_an_async_run_bounds_staleness_and_corrects_with_importance_weights(
     assert [x["async/policy_version"] for x in m] == [0, 0, 0, 1, 2]
     assert all(x["async/is_weight_mean"] > 0 and 0 <= x["async/is_clipped_frac"] <= 1 for x in m)
     assert m[0]["async/sampler_trainer_kl"] < 1e-6  # step 1: the sampler is the policy itself
-    assert all(x["actor/grad_norm"] > 0 for x in m)  # the untrained model's digit rewards vary: a gradient each step
-    assert m[-1]["async/sampler_trainer_kl"] > max(1e-6, m[0]["async/sampler_trainer_kl"])  # 2 updates (lr 1e-3) apart
+    assert all(
+        x["actor/grad_norm"] > 0 for x in m
+    )  # the untrained model's digit rewards vary: a gradient each step
+    assert m[-1]["async/sampler_trainer_kl"] > max(
+        1e-6, m[0]["async/sampler_trainer_kl"]
+    )  # 2 updates (lr 1e-3) apart
     assert all(r.details["allocation"]["policy_version"] == 2 for r in steps.reports[-1].rollouts)
 
 

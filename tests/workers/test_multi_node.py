@@ -108,13 +108,13 @@ def test_a_killed_host_s_run_resumes_by_itself_on_two_hosts_from_its_checkpoint(
     """As on one host, with no resume by hand: the surviving node sees its peer's lease expire without an
     outcome, re-queues the run from its last checkpoint, and a new round of two node tasks finishes it."""
     owner = make_user("alice")
-    config = _config(random_model_dir, 2, 1, 12, collective_timeout_s=30)
+    steps = 40
+    config = _config(random_model_dir, 2, 1, steps, collective_timeout_s=30)
     config["checkpoint"]["save_steps"] = 1
     a, b = start_host("host-a"), start_host("host-b")
     run = launch_run(owner, make_project(owner), config)
     wait_for(lambda: Run.objects.get(pk=run.pk).step >= 3, 240, "step 3", a)
-    live = RunNode.objects.filter(run=run, round=1)
-    wait_for(lambda: all("--- rank" in n.log_tail for n in live), 90, "both nodes' logs while training", a)
+    assert Run.objects.get(pk=run.pk).status == "running", "the run ended before the kill: make it longer"
 
     b.kill()
     c = start_host("host-c")  # a replacement host; the killed worker's own task is of a stale round
@@ -122,15 +122,15 @@ def test_a_killed_host_s_run_resumes_by_itself_on_two_hosts_from_its_checkpoint(
     wait_for(_finished(run), 240, "the resumed run", c)
     wait_for(_nodes_done(run, 2), 30, "both nodes' records", c)
     run.refresh_from_db()
-    assert (run.status, run.step, run.error_message) == ("succeeded", 12, "")
+    assert (run.status, run.step, run.error_message) == ("succeeded", steps, "")
     assert run.attempts == 2 and run.node_round == 2
     lost = RunEvent.objects.get(run=run, kind="recovered")
     assert b.node in lost.message and "Re-queued to resume from its checkpoint at step" in lost.message
-    steps = list(
+    stored = list(
         MetricPoint.objects.filter(run=run, key="rollout/reward_mean").values_list("step", flat=True)
     )
-    assert sorted(steps) == list(range(1, 13))  # contiguous, each step stored once
-    assert Rollout.objects.filter(run=run).count() == 12 * 2 * 4
+    assert sorted(stored) == list(range(1, steps + 1))  # contiguous, each step stored once
+    assert Rollout.objects.filter(run=run).count() == steps * 2 * 4
     first = RunNode.objects.filter(run=run, round=1)
     assert {n.name: n.state for n in first}[b.node] == "training"  # it never reported: it was killed
     assert first.get(name=a.node).state == "failed"
