@@ -53,6 +53,9 @@ class Recorder(NullSink):
 
 
 def _config(model_dir: Path, out: Path, processes: int, **training: Any) -> Any:
+    """Whole rows scored (no shared-prompt forward): one process and two compare float for float, where sharing
+    would add its own rounding, which Adam's division by tiny second moments magnifies in a few weights. Data
+    parallel with sharing: tests/workers/test_multi_node.py (two layouts of two ranks, equal to 1e-6)."""
     return tiny_config(
         model_dir,
         out,
@@ -62,6 +65,7 @@ def _config(model_dir: Path, out: Path, processes: int, **training: Any) -> Any:
             "max_steps": 3,
             "prompts_per_step": 4,
             "micro_batch_size": 8,
+            "shared_prompt_forward": False,
             **training,
         },
     )

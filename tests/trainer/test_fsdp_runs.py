@@ -32,7 +32,8 @@ def _one_thread_per_rank(monkeypatch: pytest.MonkeyPatch) -> None:
 def _config(model_dir: Path, out: Path, processes: int, fsdp: bool) -> Any:
     """3 steps, checkpoints at steps 2 and 3; beta > 0, so the (sharded) KL reference takes part. Every run
     plans its micro-batches from a memory budget (trainer/models/memory.py; an fsdp run probes the sharded model on
-    every rank and takes the smallest size); it is generous, so the plan keeps the configured 8."""
+    every rank and takes the smallest size); it is generous, so the plan keeps the configured 8. Whole rows are
+    scored in both layouts (a sharded model always scores them), so they compare float for float."""
     return tiny_config(
         model_dir,
         out,
@@ -46,6 +47,7 @@ def _config(model_dir: Path, out: Path, processes: int, fsdp: bool) -> Any:
             "micro_batch_size": 8,
             "learning_rate": 1e-2,
             "memory_budget_gb": 4.0,
+            "shared_prompt_forward": False,
         },
         checkpoint={"save_steps": 2},
     )

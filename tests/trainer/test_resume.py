@@ -96,3 +96,42 @@ def test_jsonl_sink_drops_steps_after_the_resumed_checkpoint(random_model_dir: P
     train(cfg, sink=JsonlSink(tmp_path), resume_from=tmp_path, log=lambda m: None)
     steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert steps == [1, 2, 3]
+
+
+def test_a_half_written_last_line_is_dropped_on_resume(tmp_path: Path) -> None:
+    """A run killed while writing leaves a partial JSONL line: resuming drops it with the steps after the
+    checkpoint, keeps the rest, and writes rollouts as they were (a record with a nested dataclass included)."""
+    import dataclasses
+    import json
+
+    from trainer.sinks import RolloutRecord, RunInfo
+
+    @dataclasses.dataclass
+    class Span:
+        start: int
+
+    record = RolloutRecord(
+        step=2, prompt_id="p", group=0, sample_index=0, prompt="1+1=", completion="2", finish_reason="eos",
+        reward=1.0, rewards={"exact": 1.0}, correct=True, details={"exact": {"span": Span(3)}}, advantage=0.5,
+        token_ids=[5], tokens=["2"], token_values={"logprob": [-0.1]},
+    )  # fmt: skip
+    sink = JsonlSink(tmp_path)
+
+    def info(start_step: int) -> RunInfo:
+        return RunInfo(
+            name="r", max_steps=3, start_step=start_step, config={}, num_parameters=1, device="cpu"
+        )
+
+    sink.on_start(info(0))
+    for step in (1, 2):
+        rollouts = [record] if step == 2 else []
+        sink.on_step(
+            StepReport(step=step, max_steps=3, metrics={"loss": 1.0}, rollouts=rollouts, elapsed_s=0)
+        )
+    with open(tmp_path / "metrics.jsonl", "a") as fh:
+        fh.write('{"step": 3, "loss": 3.')  # killed mid-write
+    sink.on_start(info(2))
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    rollout = json.loads((tmp_path / "rollouts.jsonl").read_text())
+    assert rollout == {**dataclasses.asdict(record), "details": {"exact": {"span": {"start": 3}}}}

@@ -7,38 +7,25 @@ checkpoints; cancelling the run on the platform stops the client's next call wit
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.workers.helpers import make_project, make_user, serve_daphne, wait_for, worker_env
+from tests.workers.helpers import make_project, make_user, wait_for
+from tests.workers.tinker_helpers import sft_datum, tinker_clients, tinker_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 tinker = pytest.importorskip("tinker")  # the test/dev extra pins it
 
 
 @pytest.fixture
-def server(real_services: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from django.conf import settings
-
-    monkeypatch.setenv("RLVR_TINKER_IDLE_S", "30")  # worker_env copies this process's environment
-    env = {**worker_env(tmp_path / "web-data", list(settings.RLVR_MODEL_ROOTS)), "RLVR_ENQUEUE": "1"}
-    with serve_daphne(env, tmp_path / "daphne.log") as url:
-        yield url + "/tinker"
-
-
-def sft_datum(tokenizer: Any, prompt: str, answer: str) -> Any:
-    from tinker import types
-
-    prompt_ids = tokenizer.encode(prompt)
-    ids = prompt_ids + tokenizer.encode(answer) + [tokenizer.eos_token_id]
-    weights = [0.0] * (len(prompt_ids) - 1) + [1.0] * (len(ids) - len(prompt_ids))
-    return types.Datum(
-        model_input=types.ModelInput.from_ints(ids[:-1]),
-        loss_fn_inputs={"target_tokens": ids[1:], "weights": weights},  # type: ignore[dict-item]  # lists: the SDK converts
-    )
+def open_client(
+    real_services: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Any]]:
+    with tinker_server(tmp_path, monkeypatch, idle_s=30) as url, tinker_clients(url + "/tinker") as opener:
+        yield opener
 
 
 def rl_step(training: Any, tokenizer: Any, problems: list[tuple[str, str]], verifier: Any) -> float:
@@ -84,20 +71,20 @@ LEARNING_RATE = 2e-3
 RL_STEPS = 16
 
 
-def test_the_tinker_sdk_trains_the_tiny_model_through_the_platform(server: str, start_worker: Any) -> None:
+def test_the_tinker_sdk_trains_the_tiny_model_through_the_platform(
+    open_client: Callable[..., Any], start_worker: Any
+) -> None:
     from tinker import types
 
     from trainer.models.tiny_recipes import addition_held_out
     from trainer.verifiers.base import build_verifier
-    from webapp.accounts.tokens import issue_token
     from webapp.experiments.models import Checkpoint, MetricPoint, Rollout, RunSource, RunStatus
     from webapp.training_api.models import TinkerModel
 
     worker = start_worker("tinker@%h")
     owner = make_user("tinkerer")
     project = make_project(owner, "tinker-lab")
-    api_key = "tml-" + issue_token(owner).token
-    service = tinker.ServiceClient(base_url=server, api_key=api_key, project_id=project.slug)
+    service = open_client(owner, project)
     training = service.create_lora_training_client(base_model="tiny:addition", rank=16, seed=0).result()
     tokenizer = training.get_tokenizer()
 

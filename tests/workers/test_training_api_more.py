@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.workers.helpers import make_project, make_user, serve_daphne, wait_for, worker_env
+from tests.workers.helpers import make_project, make_user, wait_for
+from tests.workers.tinker_helpers import sft_datum, tinker_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 tinker = pytest.importorskip("tinker")
@@ -24,23 +25,8 @@ tinker = pytest.importorskip("tinker")
 def server(real_services: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The web server; its workers (which copy this environment) let go after 5 idle seconds and end a run
     whose client sent no heartbeat for 12 (the SDK beats every 10 s, so only a vanished client is gone)."""
-    from django.conf import settings
-
-    monkeypatch.setenv("RLVR_TINKER_IDLE_S", "5")
-    monkeypatch.setenv("RLVR_TINKER_SESSION_GONE_S", "12")
-    env = {**worker_env(tmp_path / "web-data", list(settings.RLVR_MODEL_ROOTS)), "RLVR_ENQUEUE": "1"}
-    with serve_daphne(env, tmp_path / "daphne.log") as url:
+    with tinker_server(tmp_path, monkeypatch, idle_s=5, session_gone_s=12) as url:
         yield url
-
-
-def datum(tokenizer: Any, text: str) -> Any:
-    from tinker import types
-
-    ids = [*tokenizer.encode(text), tokenizer.eos_token_id]
-    return types.Datum(
-        model_input=types.ModelInput.from_ints(ids[:-1]),
-        loss_fn_inputs={"target_tokens": ids[1:], "weights": [1.0] * (len(ids) - 1)},  # type: ignore[dict-item]
-    )
 
 
 def test_base_sampling_training_from_a_state_rest_listings_metrics_and_close(
@@ -73,7 +59,7 @@ def test_base_sampling_training_from_a_state_rest_listings_metrics_and_close(
         flat = [[lp for s in seqs for lp in s.logprobs or []] for seqs in (from_base, same)]
         assert flat[0] == pytest.approx(flat[1], abs=1e-5)
 
-        sft = datum(tokenizer, "12+7=19")
+        sft = sft_datum(tokenizer, "12+7=19")
         training.forward_backward([sft], "cross_entropy").result()
         training.optim_step(adam).result()
         path = training.save_state("one").result().path

@@ -4,32 +4,32 @@ SDK against the real web server (daphne) and real Celery worker processes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.workers.helpers import make_project, make_user, serve_daphne, wait_for, worker_env
+from tests.workers.helpers import make_project, make_user, wait_for
+from tests.workers.tinker_helpers import sft_datum, tinker_clients, tinker_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 tinker = pytest.importorskip("tinker")
 
 
 @pytest.fixture
-def server(real_services: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from django.conf import settings
-
-    monkeypatch.setenv("RLVR_TINKER_IDLE_S", "5")  # worker_env copies this process's environment
-    env = {**worker_env(tmp_path / "web-data", list(settings.RLVR_MODEL_ROOTS)), "RLVR_ENQUEUE": "1"}
-    with serve_daphne(env, tmp_path / "daphne.log") as url:
-        yield url + "/tinker"
+def open_client(
+    real_services: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., Any]]:
+    with tinker_server(tmp_path, monkeypatch, idle_s=5) as url, tinker_clients(url + "/tinker") as opener:
+        yield opener
 
 
-def test_an_idle_model_is_saved_let_go_and_reloaded_by_the_next_call(server: str, start_worker: Any) -> None:
+def test_an_idle_model_is_saved_let_go_and_reloaded_by_the_next_call(
+    open_client: Callable[..., Any], start_worker: Any
+) -> None:
     from tinker import types
 
-    from webapp.accounts.tokens import issue_token
     from webapp.experiments.models import RunStatus
     from webapp.experiments.run_lease import run_lease_held
     from webapp.training_api.models import TinkerModel
@@ -37,16 +37,10 @@ def test_an_idle_model_is_saved_let_go_and_reloaded_by_the_next_call(server: str
     worker = start_worker("tinker-idle@%h")
     owner = make_user("idler")
     project = make_project(owner, "idle-lab")
-    service = tinker.ServiceClient(
-        base_url=server, api_key="tml-" + issue_token(owner).token, project_id=project.slug
-    )
+    service = open_client(owner, project)
     training = service.create_lora_training_client(base_model="tiny:addition", rank=8, seed=3).result()
     tokenizer = training.get_tokenizer()
-    ids = [*tokenizer.encode("40+2=42"), tokenizer.eos_token_id]
-    datum = types.Datum(
-        model_input=types.ModelInput.from_ints(ids[:-1]),
-        loss_fn_inputs={"target_tokens": ids[1:], "weights": [1.0] * (len(ids) - 1)},  # type: ignore[dict-item]
-    )
+    datum = sft_datum(tokenizer, "40+2=42")
     training.forward_backward([datum], "cross_entropy").result()
     training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
     before = training.forward([datum], "cross_entropy").result()
@@ -66,28 +60,23 @@ def test_an_idle_model_is_saved_let_go_and_reloaded_by_the_next_call(server: str
     )  # the client is alive: the run goes on
 
 
-def test_save_state_and_load_state_round_trip_through_the_sdk(server: str, start_worker: Any) -> None:
+def test_save_state_and_load_state_round_trip_through_the_sdk(
+    open_client: Callable[..., Any], start_worker: Any
+) -> None:
     """save_state, two more steps, load_state_with_optimizer: the model is back where it was saved, and the
     step after the load equals the step after the save (optimizer moments restored too)."""
     from tinker import types
 
-    from webapp.accounts.tokens import issue_token
     from webapp.experiments.models import Checkpoint
     from webapp.training_api.models import TinkerModel
 
     start_worker("tinker-state@%h")
     owner = make_user("saver")
     project = make_project(owner, "state-lab")
-    service = tinker.ServiceClient(
-        base_url=server, api_key="tml-" + issue_token(owner).token, project_id=project.slug
-    )
+    service = open_client(owner, project)
     training = service.create_lora_training_client(base_model="tiny:addition", rank=8, seed=4).result()
     tokenizer = training.get_tokenizer()
-    ids = [*tokenizer.encode("13+29=42"), tokenizer.eos_token_id]
-    datum = types.Datum(
-        model_input=types.ModelInput.from_ints(ids[:-1]),
-        loss_fn_inputs={"target_tokens": ids[1:], "weights": [1.0] * (len(ids) - 1)},  # type: ignore[dict-item]
-    )
+    datum = sft_datum(tokenizer, "13+29=42")
     adam = types.AdamParams(learning_rate=1e-2)
 
     def step() -> float:

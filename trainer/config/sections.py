@@ -264,6 +264,14 @@ class TrainingConfig(_Section):
         "(gradients summed over processes); checkpoints hold full weights in the usual format, so a run can "
         "resume with or without fsdp. Not with LoRA or the vllm engine yet.",
     )
+    shared_prompt_forward: bool = Field(
+        True,
+        description="Score each distinct prompt of a micro-batch once and let its KV cache (with its gradient) "
+        "serve every completion of its group, as in Prefix Grouper (Liu et al. 2025): the values and gradients "
+        "of one forward over the whole rows up to float rounding, for about half the work when prompts are "
+        "most of each row. An FSDP-sharded model, activation checkpointing and active dropout always score "
+        "whole rows. false: score whole rows always (to compare with an fsdp run float for float).",
+    )
 
 
 class CheckpointConfig(_Section):
