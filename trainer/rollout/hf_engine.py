@@ -190,6 +190,7 @@ class HFRolloutEngine:
         prompt_ids, prompt_mask = distinct_ids[rows], distinct_mask[rows]  # [B, Lp]
         B = prompt_ids.shape[0]
         eos_ids = torch.tensor(sorted(self.eos_ids), device=self.device, dtype=torch.long)
+        one_eos = int(eos_ids[0]) if len(eos_ids) == 1 else None  # one comparison instead of isin a token
 
         attn = prompt_mask
         next_pos = attn.sum(-1, keepdim=True)  # [B, 1] position of the first completion token
@@ -198,19 +199,19 @@ class HFRolloutEngine:
         logps: list[Tensor] = []
         ents: list[Tensor] = []
         alive = torch.ones(B, dtype=torch.bool, device=self.device)
-        alive_steps: list[Tensor] = []
+        alive_steps: list[Tensor] = []  # never changed in place: each step's ``alive`` is a new tensor
         stopped = torch.zeros(B, dtype=torch.bool, device=self.device)
         for t in range(params.max_new_tokens):
             logp_all = torch.log_softmax(logits.float() / params.temperature, dim=-1)  # [B, V]
             sample_logits = _filter_logits(logp_all, params.top_k, params.top_p)
             probs = torch.softmax(sample_logits, dim=-1)
             tok = torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # [B]
-            tok = torch.where(alive, tok, torch.full_like(tok, self.pad_id))
-            alive_steps.append(alive.clone())
+            tok = tok.masked_fill(~alive, self.pad_id)
+            alive_steps.append(alive)
             tokens.append(tok)
             logps.append(logp_all.gather(-1, tok[:, None]).squeeze(-1) * alive)
-            ents.append(-(logp_all.exp() * logp_all).sum(-1) * alive)
-            alive = alive & ~torch.isin(tok, eos_ids)
+            ents.append(-(logp_all.exp() * logp_all).sum(-1) * alive)  # per step: [B, T, V] would not fit
+            alive = alive & (tok != one_eos if one_eos is not None else ~torch.isin(tok, eos_ids))
             if stopper is not None:
                 hit = stopper.completed(tokens, alive)  # [B]
                 stopped |= hit
