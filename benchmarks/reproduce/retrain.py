@@ -110,12 +110,24 @@ def stale_arms(plan: Any, cache: ArmCache, probe_only: bool = False) -> list[tup
     return out
 
 
+MODELS_DIFFER = "the built models differ"
+
+
 def compare_arms(new: ArmResult, old: ArmResult) -> list[str]:
-    """What differs between two trainings of one arm (timings aside): empty when they are the same run."""
+    """What differs between two trainings of one arm (timings aside): empty when they are the same run. When the
+    models built for the new one are not the recorded ones (another processor's kernels round differently, so a
+    recipe builds other weights there), that comes first: the runs cannot be the same."""
     from benchmarks.reproduce.reach import same_steps
 
+    diffs = []
+    built, recorded = new.extra.get("models"), old.extra.get("models")
+    if built and recorded and built != recorded:
+        diffs.append(
+            f"{MODELS_DIFFER}: built here {built}, recorded {recorded} (this machine's processor builds other "
+            "weights from the same recipe; an exact retraining needs a machine that builds the recorded ones)"
+        )
     keys = same_steps(new.metrics, old.metrics)
-    diffs = [f"metrics differ: {', '.join(keys[:4])}"] if keys else []
+    diffs += [f"metrics differ: {', '.join(keys[:4])}"] if keys else []
     strip = ("eval_s",)
     for i, (x, y) in enumerate(zip(new.evals, old.evals, strict=False)):
         if {k: v for k, v in x.items() if k not in strip} != {k: v for k, v in y.items() if k not in strip}:

@@ -46,7 +46,8 @@ def test_the_count_of_missing_rollouts_appears_beside_the_status_as_it_is_report
     send(project, rollouts_dropped=2, finish={"status": "succeeded"})
 
     page.wait_for_function("() => !document.getElementById('run-dropped-badge').hidden")
-    assert page.inner_text("#run-status") == "succeeded"
+    # the count and the end arrive as separate live events: the status may follow the badge by a moment
+    page.wait_for_function("() => document.getElementById('run-status').textContent.trim() === 'succeeded'")
     assert page.inner_text("#run-dropped-badge") == "2 rollouts missing"
     assert "2 rollout(s) of this run could not be delivered" in page.inner_text("#run-dropped")
     assert page.js_errors == []

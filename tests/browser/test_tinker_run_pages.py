@@ -20,11 +20,10 @@ BACKGROUNDS_JS = """() => Array.from(document.querySelectorAll('#tv-tokens .tok'
 tinker = pytest.importorskip("tinker")
 
 
-def one_rl_step(base_url: str, api_key: str, project: str) -> None:
+def one_rl_step(service: Any) -> None:
     """Sample 4 answers to one prompt, give the first +1 and the rest -1/3, one importance_sampling step."""
     from tinker import types
 
-    service = tinker.ServiceClient(base_url=base_url, api_key=api_key, project_id=project)
     training = service.create_lora_training_client(base_model="tiny:addition", rank=8, seed=1).result()
     tokenizer = training.get_tokenizer()
     prompt = tokenizer.encode("21+21=")
@@ -53,13 +52,21 @@ def test_a_tinker_run_shows_its_origin_and_its_trained_tokens(
     start_worker: Any,
 ) -> None:
     from tests.workers.helpers import make_project, make_user
-    from webapp.accounts.tokens import issue_token
-    from webapp.experiments.models import Rollout, Run
+    from tests.workers.tinker_helpers import tinker_clients
 
     start_worker("tinker-browser@%h")
     alice = make_user("alice")
     project = make_project(alice, "Lab")
-    one_rl_step(f"{live_server_url}/tinker", "tml-" + issue_token(alice).token, project.slug)
+    with tinker_clients(f"{live_server_url}/tinker") as open_client:  # open (its run live) until the end
+        one_rl_step(open_client(alice, project))
+        _check_the_pages(page, sign_in, screenshot, project)
+
+
+def _check_the_pages(
+    page: Any, sign_in: Callable[[str, str], Any], screenshot: Callable[[Any, str], Path], project: Any
+) -> None:
+    from webapp.experiments.models import Rollout, Run
+
     run = Run.objects.get(experiment__project=project, source="tinker")
     trained = Rollout.objects.get(run=run, details__tinker__loss_fn="importance_sampling", sample_index=0)
     sign_in("alice", PASSWORD)
