@@ -20,6 +20,8 @@ the one-forward path.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
@@ -117,6 +119,19 @@ def _dropout_active(model: nn.Module) -> bool:
     )
 
 
+def prefill(model: PreTrainedModel, ids: Tensor, mask: Tensor) -> tuple[Any, Any]:
+    """One forward over left-padded contexts [D, L] with a cache: (the output, whose logits [D, 1, V] are the last
+    position's, the cache). The rollout engine samples on from it; the shared-prompt forward trains through it."""
+    out = model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=positions_from_mask(mask),
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    return out, output_cache(out)
+
+
 def _logits_on_shared_prompts(
     model: PreTrainedModel,
     distinct_ids: Tensor,
@@ -128,14 +143,7 @@ def _logits_on_shared_prompts(
 ) -> Tensor | None:
     """Logits [B, T, V] for the completion tokens, each distinct prompt run once; None when the model's cache
     cannot be copied to the rows with its gradient (then nothing is kept of this pass)."""
-    out = model(
-        input_ids=distinct_ids,
-        attention_mask=distinct_mask,
-        position_ids=positions_from_mask(distinct_mask),
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    past = output_cache(out)
+    out, past = prefill(model, distinct_ids, distinct_mask)
     layers = getattr(past, "layers", None)
     if not layers or any(type(layer).__name__ not in _CONCATENATING_LAYERS for layer in layers):
         return None

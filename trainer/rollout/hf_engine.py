@@ -17,7 +17,7 @@ from torch import Tensor
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from trainer.distributed.fsdp import gathered
-from trainer.models.logprobs import positions_from_mask
+from trainer.models.logprobs import prefill
 from trainer.models.transformers_compat import cache_kwargs, output_cache
 from trainer.rollout.base import RolloutBatch, SamplingParams
 
@@ -177,14 +177,7 @@ class HFRolloutEngine:
         stopper: _StopStrings | None,
     ) -> RolloutBatch:
         """Prefill the distinct contexts [D, Lp] once, then sample one completion per entry of ``rows`` [B]."""
-        out = self.model(
-            input_ids=distinct_ids,
-            attention_mask=distinct_mask,
-            position_ids=positions_from_mask(distinct_mask),
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        past = output_cache(out)
+        out, past = prefill(self.model, distinct_ids, distinct_mask)
         past.reorder_cache(rows)  # [D, ...] -> [B, ...]
         logits = out.logits[rows, -1, :]  # [B, V]
         prompt_ids, prompt_mask = distinct_ids[rows], distinct_mask[rows]  # [B, Lp]
