@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,7 +72,7 @@ class NonFiniteUpdate(Exception):
         self.what, self.grad_norm = what, grad_norm
 
 
-def _non_finite_parameters(params: list[Tensor], dist: DistContext | None) -> int:
+def _non_finite_parameters(params: Sequence[Tensor], dist: DistContext | None) -> int:
     """How many parameter tensors (sharded: shards of them) hold a NaN or infinity; one device sync for all
     of them. Pass ``dist`` for a sharded model only: its shards differ, so the count is summed over ranks
     and every rank takes the same decision (unsharded ranks hold identical weights and need no collective)."""
