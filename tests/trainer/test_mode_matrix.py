@@ -555,23 +555,17 @@ class _OneProcess:
 def _one_process_run(name: str, case: Case, models: dict[bool, Path], work: Path) -> _OneProcess:
     """The case's 1-process run at the first seed (its own first) whose run shows what the case is there for.
     Which seeds do depends on the tiny model's exact weights, and a model built on another processor differs
-    in its last bits, so the seed is found here rather than fixed; no seed of the first few is a failure. It runs
-    on one torch thread, as each rank does: another thread count sums a matmul in another order."""
+    in its last bits, so the seed is found here rather than fixed; no seed of the first few is a failure."""
     from trainer.step.loop import train
 
     own = int(case.sections.get("seed", 0))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for seed in [own, *(s for s in range(SEEDS_TO_TRY) if s != own)]:
-            seeded = replace(case, sections={**case.sections, "seed": seed})
-            out = work / f"{name}-one-seed{seed}"
-            sink = _Reports()
-            train(_build(seeded, models, out), sink, log=lambda m: None)
-            if case.expect(sink.reports):
-                return _OneProcess(seeded, out, sink.reports)
-    finally:
-        torch.set_num_threads(threads)
+    for seed in [own, *(s for s in range(SEEDS_TO_TRY) if s != own)]:
+        seeded = replace(case, sections={**case.sections, "seed": seed})
+        out = work / f"{name}-one-seed{seed}"
+        sink = _Reports()
+        train(_build(seeded, models, out), sink, log=lambda m: None)
+        if case.expect(sink.reports):
+            return _OneProcess(seeded, out, sink.reports)
     raise AssertionError(
         f"{name}: no seed of 0..{SEEDS_TO_TRY - 1} exercises what it is there for (see CONFIGS)"
     )
