@@ -77,11 +77,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The tiny model is built (once, ~1 min, cached under $$RLVR_HOME) before pytest so no test pays for it.
+# The tiny models are placed in $$RLVR_HOME from the shipped weights (trainer/models/weights/) before pytest.
 pytest: $(STAMP) vllm-env openenv-env system-packages
-	$(BIN)/rlvr init-model --model tiny:addition
-	$(BIN)/rlvr init-model --model tiny:addition-teacher
-	$(BIN)/python -m pytest
+	for m in tiny:addition tiny:addition-teacher tiny:chain-teacher tiny:chain tiny:chain-tool; do \
+		$(BIN)/rlvr init-model --model $$m || exit 1; done
+	$(BIN)/python -m pytest --durations=30
 
 # Lint, types, then every test (pytest exits 5 when it collects nothing: that fails too).
 test: lint typecheck pytest

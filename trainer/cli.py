@@ -67,7 +67,11 @@ def _cmd_init_model(args: argparse.Namespace) -> int:
         PhaseLines(sys.stderr)
     )  # progress on stderr; the notes and the folder on stdout
     path = ensure_tiny_model(
-        name, sft_steps=args.sft_steps, on_progress=report, log=lambda m: print(m, flush=True)
+        name,
+        sft_steps=args.sft_steps,
+        on_progress=report,
+        log=lambda m: print(m, flush=True),
+        from_recipe=args.build,
     )
     print(path)
     return 0
@@ -197,7 +201,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "scoring every token (CPU is fine)."
     )
     for name in (data["model"]["name_or_path"], data["teacher"]["name_or_path"]):
-        _cmd_init_model(argparse.Namespace(model=name, teacher=False, force=False, sft_steps=None))
+        _cmd_init_model(
+            argparse.Namespace(model=name, teacher=False, force=False, sft_steps=None, build=False)
+        )
     if not args.resume:
         args.overwrite = True  # the demo always starts over in its own directory
     if args.steps:
@@ -313,7 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training_flags(p)
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("init-model", help="build and warm-start a built-in tiny model (cached)")
+    p = sub.add_parser(
+        "init-model",
+        help="place a built-in tiny model in the cache (the shipped weights, or built from its recipe)",
+    )
     p.add_argument(
         "--model",
         default=DEMO_MODEL,
@@ -327,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sft-steps", type=int, default=None, help="warm-start SFT steps (default: the model's recipe)"
+    )
+    p.add_argument(
+        "--build",
+        action="store_true",
+        help="train it from its recipe on this machine instead of placing the weights shipped with RLVR Studio "
+        "(a model it starts from too, if missing); other processors build slightly different weights",
     )
     p.add_argument(
         "--teacher",

@@ -156,7 +156,7 @@ def train_arm(
     }
     # the fields older readers look for at the top level
     extra.update(code_revision=provenance["code_revision"], git_commit=provenance["git_commit"])
-    extra.update(models=provenance["models"])
+    extra.update(models=provenance["models"], processor=provenance["processor"])
     return ArmResult(sink.metrics, evals, wall, extra)
 
 

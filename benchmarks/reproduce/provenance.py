@@ -17,6 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from trainer.models.threads import processor
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 LOCK = ROOT / "deploy" / "requirements.lock"
 # The harness's own modules whose code reaches an arm's numbers (baseline, arm training, evaluation).
@@ -138,5 +140,6 @@ def record(config: dict[str, Any]) -> dict[str, Any]:
         "lock": lock_hash(),
         "versions": versions(),
         "models": models(config),
+        "processor": processor(),  # the same weights train to other floats on another processor
         "config": config,
     }

@@ -111,15 +111,23 @@ def stale_arms(plan: Any, cache: ArmCache, probe_only: bool = False) -> list[tup
 
 
 MODELS_DIFFER = "the built models differ"
+PROCESSOR_DIFFERS = "trained on another processor"
 
 
 def compare_arms(new: ArmResult, old: ArmResult) -> list[str]:
     """What differs between two trainings of one arm (timings aside): empty when they are the same run. When the
     models built for the new one are not the recorded ones (another processor's kernels round differently, so a
-    recipe builds other weights there), that comes first: the runs cannot be the same."""
+    recipe builds other weights there), or it was trained on another processor, that comes first: the runs cannot
+    be the same."""
     from benchmarks.reproduce.reach import same_steps
 
     diffs = []
+    here, there = new.extra.get("processor"), old.extra.get("processor")
+    if here and there and here != there:
+        diffs.append(
+            f"{PROCESSOR_DIFFERS}: here {here!r}, recorded {there!r} (its kernels round differently, so the "
+            "same weights train to other floats; an exact retraining needs the recorded processor)"
+        )
     built, recorded = new.extra.get("models"), old.extra.get("models")
     if built and recorded and built != recorded:
         diffs.append(

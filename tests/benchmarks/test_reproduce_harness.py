@@ -260,7 +260,13 @@ def test_one_stored_short_arm_retrains_exactly_at_its_commit() -> None:
     """The fixture arm (``--train-fixture``, trained at a clean commit) trained again in a git worktree at that
     commit gives the same metrics and evaluations, exactly, on a machine that builds the recorded models (one
     whose processor builds other weights from the recipe is told so, and the test says so instead)."""
-    from benchmarks.reproduce.retrain import FIXTURE_DIR, FIXTURE_SPEC, MODELS_DIFFER, retrain_at_commit
+    from benchmarks.reproduce.retrain import (
+        FIXTURE_DIR,
+        FIXTURE_SPEC,
+        MODELS_DIFFER,
+        PROCESSOR_DIFFERS,
+        retrain_at_commit,
+    )
     from benchmarks.reproduce.store import arm_key, stored_path
 
     key = arm_key(FIXTURE_SPEC)
@@ -269,7 +275,7 @@ def test_one_stored_short_arm_retrains_exactly_at_its_commit() -> None:
             f"the fixture arm {key} is not stored yet: train it at a clean commit with --train-fixture"
         )
     differences = retrain_at_commit(key, FIXTURE_DIR, log=lambda _m: None)
-    if differences and differences[0].startswith(MODELS_DIFFER):
+    if differences and differences[0].startswith((PROCESSOR_DIFFERS, MODELS_DIFFER)):
         pytest.skip(differences[0])
     assert differences == []
 
@@ -286,3 +292,9 @@ def test_two_trainings_of_one_arm_compare_on_everything_but_timings() -> None:
     assert compare_arms(arm(0.5, 1.0, 0.2), arm(0.5, 1.0, 0.3)) == ["evaluation 0 (step 0)"]
     other = compare_arms(arm(0.5, 1.0, 0.2, "bb"), arm(0.5, 1.0, 0.2))
     assert len(other) == 1 and other[0].startswith("the built models differ: built here {'policy': 'bb'}")
+    elsewhere, here = arm(0.5, 1.0, 0.2), arm(0.5, 1.0, 0.2)
+    elsewhere.extra["processor"], here.extra["processor"] = "AMD EPYC | avx2 avx512f", "Intel Xeon | avx2"
+    assert compare_arms(here, elsewhere)[0].startswith(
+        "trained on another processor: here 'Intel Xeon | avx2'"
+    )
+    assert compare_arms(elsewhere, elsewhere) == []

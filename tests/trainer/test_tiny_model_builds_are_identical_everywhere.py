@@ -48,3 +48,27 @@ def test_two_builds_in_different_places_with_different_thread_counts_give_the_sa
     one = _build(tmp_path / "home-a", tmp_path / "cwd-a", threads=2)
     two = _build(tmp_path / "home-b", tmp_path / "elsewhere" / "cwd-b", threads=1)
     assert hashlib.sha256(one).hexdigest() == hashlib.sha256(two).hexdigest()
+
+
+TOKENIZER_CONFIG = """
+import sys
+from trainer.models.tiny_model import ensure_tiny_model
+path = ensure_tiny_model("tiny:addition", sft_steps=1, log=lambda _: None, from_recipe=True)
+sys.stdout.write((path / "tokenizer_config.json").read_text())
+"""
+
+
+@pytest.mark.slow
+def test_a_build_writes_the_same_tokenizer_files_online_or_offline(tmp_path: Path) -> None:
+    """transformers writes how the tokenizer was loaded (``local_files_only``, from HF_HUB_OFFLINE) into
+    tokenizer_config.json; a build leaves it out, so its model hash does not depend on the environment."""
+    written = []
+    for offline in ("0", "1"):
+        env = {**os.environ, "RLVR_HOME": str(tmp_path / offline), "HF_HUB_OFFLINE": offline}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        done = subprocess.run(
+            [sys.executable, "-c", TOKENIZER_CONFIG], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        written.append(done.stdout)
+    assert written[0] == written[1] and "local_files_only" not in written[0]

@@ -104,8 +104,14 @@ def test_the_tinker_sdk_trains_the_tiny_model_through_the_platform(
     model = TinkerModel.objects.get()
     run = model.run
     assert (run.source, run.status, run.step) == (RunSource.TINKER, RunStatus.RUNNING, 3 + RL_STEPS)
-    keys = set(MetricPoint.objects.filter(run=run, step=run.step).values_list("key", flat=True))
-    assert {"actor/loss_sum", "actor/grad_norm", "actor/lr", "perf/step_tokens"} <= keys
+
+    def keys_at(step: int) -> set[str]:
+        return set(MetricPoint.objects.filter(run=run, step=step).values_list("key", flat=True))
+
+    # A supervised step reports its forward_backward sums with the optimizer's figures; an RL step whose groups
+    # all scored alike trains on nothing (no forward_backward), so the last step may carry the optimizer's alone.
+    assert {"actor/loss_sum", "actor/grad_norm", "actor/lr", "perf/step_tokens"} <= keys_at(1)
+    assert {"actor/grad_norm", "actor/lr"} <= keys_at(run.step)
     sampled = Rollout.objects.filter(run=run, details__tinker__call="sample")
     trained = Rollout.objects.filter(run=run, details__tinker__loss_fn="importance_sampling")
     assert sampled.count() >= 8 * 8 * RL_STEPS // 2 and trained.exists()

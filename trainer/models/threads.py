@@ -8,13 +8,17 @@ torch processes (``rlvr stack``, webapp/stack.py) divides the cores this process
 each its share in ``RLVR_TORCH_THREADS`` (and ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS``, which torch reads
 at import); the process applies it with ``apply_torch_threads`` before its first torch work.
 
-Torch-free at import: the stack process (Django, never torch) sizes the shares.
+Torch-free at import: the stack process (Django, never torch) sizes the shares. ``processor()`` names the processor
+and the instruction-set extensions its kernels use (recorded with shipped weights and trained results: another
+processor rounds differently).
 """
 
 from __future__ import annotations
 
 import os
+import platform
 from collections.abc import Mapping
+from pathlib import Path
 
 THREADS_ENV = "RLVR_TORCH_THREADS"
 
@@ -64,3 +68,23 @@ def apply_torch_threads(environ: Mapping[str, str] | None = None) -> int | None:
 
         torch.set_num_threads(threads)
     return threads
+
+
+# The instruction-set extensions whose kernels round differently (torch picks its CPU kernels by them).
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "asimd", "sve")
+
+
+def processor() -> str:
+    """The processor's model name and the kernel-relevant extensions it has ('model | avx2 avx512f'): the same
+    model trained from the same weights gives other floats on a processor whose kernels round otherwise."""
+    name, flags = "unknown", set[str]()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and name == "unknown":
+                name = " ".join(value.split())
+            elif key.strip() in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:  # not Linux
+        name = platform.processor() or platform.machine() or "unknown"
+    return f"{name} | {' '.join(f for f in ISA_FLAGS if f in flags)}"

@@ -7,8 +7,10 @@ teacher (two-digit addition, the first demo), ``tiny:chain`` and its teacher (ch
 scratchpad, the demo). Each is saved as an ordinary Hugging Face checkpoint directory and loaded through
 ``AutoModelForCausalLM.from_pretrained(path)``, the same code path as a user's own checkpoint.
 
-Built once and cached under ``$RLVR_HOME/models`` (default ``~/.cache/rlvr-studio/models``); the build
-reports every step to ``on_progress`` (the CLI's progress bar, the run page's build phase).
+Cached under ``$RLVR_HOME/models`` (default ``~/.cache/rlvr-studio/models``), copied there on first use
+from the weights shipped in the repository (``shipped_weights.py``: the same models on every processor) or,
+when those are absent or do not match the recipe, built from the recipe; a build reports every step to
+``on_progress`` (the CLI's progress bar, the run page's build phase).
 
 A teacher and its student share the tokenizer and architecture, and a recipe may start from another
 built-in model's weights: ``tiny:addition-teacher`` is the student trained further on other problems (a
@@ -19,6 +21,7 @@ a model's teacher).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -43,6 +46,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from trainer.models.shipped_weights import copy_shipped, shipped_problem
 from trainer.models.tiny_recipes import RECIPES, TinyRecipe
 
 TINY_PREFIX = "tiny:"
@@ -129,8 +133,23 @@ def build_tiny_model(
     model = Qwen2ForCausalLM(cfg)
     out = Path(out_dir)
     model.save_pretrained(out)
-    tok.save_pretrained(out)
+    save_tokenizer(tok, out)
     return out
+
+
+# Keys transformers writes into tokenizer_config.json from how the tokenizer was loaded, not what it is
+# (``local_files_only`` follows HF_HUB_OFFLINE): left out, so a build's files do not depend on the environment.
+_LOAD_KEYS = ("local_files_only",)
+
+
+def save_tokenizer(tok: PreTrainedTokenizerBase, out: Path | str) -> None:
+    """``tok.save_pretrained(out)`` without the load-time keys in its tokenizer_config.json."""
+    tok.save_pretrained(out)
+    path = Path(out) / "tokenizer_config.json"
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    if any(key in saved for key in _LOAD_KEYS):
+        kept = {k: v for k, v in saved.items() if k not in _LOAD_KEYS}
+        path.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def greedy_accuracy(
@@ -235,7 +254,7 @@ def sft_warm_start(
         if on_progress is not None:
             on_progress(BuildProgress(recipe.name, step, steps, time.perf_counter() - t0, loss.item()))
     model.save_pretrained(model_dir)
-    tok.save_pretrained(model_dir)
+    save_tokenizer(tok, model_dir)
     return greedy_accuracy(model, tok, recipe.name)
 
 
@@ -276,8 +295,8 @@ def one_thread() -> Iterator[None]:
     A build runs on one thread so that every build of a recipe gives the same weights: torch's CPU kernels
     split their reductions by thread count, and the chain teacher built with one and with two threads came
     out different after 20 warm-start steps (the same thread count twice gave the same weights). The
-    machine's cores, ``RLVR_TORCH_THREADS`` and the working directory then change nothing, and a fresh
-    clone's models hash as the stored reproduction arms' do.
+    machine's cores, ``RLVR_TORCH_THREADS`` and the working directory then change nothing. Another processor
+    still rounds differently, which is why the repository ships the weights (``shipped_weights.py``).
     """
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -297,40 +316,65 @@ def ensure_tiny_model(
     sft_steps: int | None = None,
     on_progress: BuildCallback | None = None,
     log: Callable[[str], None] = print,
+    from_recipe: bool = False,
 ) -> Path:
-    """Return the cached tiny model directory, building and warm-starting it on first use.
+    """Return the cached tiny model directory, placing it on first use.
 
-    ``sft_steps`` overrides the recipe's warm-start steps (for a recipe that starts from another built-in
-    model: its steps on top of that model, which is built first, with its own recipe, if missing). Built in
-    a temporary directory and renamed into place, so an interrupted build never leaves a half-written model
-    behind and two concurrent builders cannot corrupt each other.
+    The repository ships every built-in model's weights (``shipped_weights.py``): a missing model is copied
+    from there when its recipe is the shipped one and its files match their hashes, else built and
+    warm-started from its recipe, as it always is with ``from_recipe``. ``sft_steps`` overrides the recipe's
+    warm-start steps (for a recipe that starts from another built-in model: its steps on top of that model,
+    which is placed first, with its own recipe, if missing). Written in a temporary directory and renamed
+    into place, so an interrupted build never leaves a half-written model behind and two concurrent
+    builders cannot corrupt each other.
     """
     recipe = recipe_for(name)
-    origin = (
-        ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log) if recipe.start_from else None
-    )
     final = tiny_model_path(name)
     if (final / "config.json").exists():
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
+    steps = recipe.sft_steps if sft_steps is None else sft_steps
+    problem = "built from its recipe on request" if from_recipe or steps != recipe.sft_steps else None
+    problem = problem or shipped_problem(recipe)
+    if problem is None:
+        _place(final, name, lambda tmp: copy_shipped(recipe, tmp))
+        log(f"{name} placed from the weights shipped with RLVR Studio in {final}")
+        return final
+    origin = (
+        ensure_tiny_model(recipe.start_from, on_progress=on_progress, log=log, from_recipe=from_recipe)
+        if recipe.start_from
+        else None
+    )
     t0 = time.perf_counter()
-    log(f"building the built-in model {name} (once: {recipe.summary}) in {final} ...")
-    tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
-    try:
-        (tmp / BUILDER_FILE).write_text(
-            f"{os.getpid()} {name}\n", encoding="utf-8"
-        )  # builds_in_progress reads it
-        steps = recipe.sft_steps if sft_steps is None else sft_steps
+    log(f"building the built-in model {name} (once: {recipe.summary}; {problem}) in {final} ...")
+    accuracy: list[float] = []
+
+    def build(tmp: Path) -> None:
         with one_thread():
             if origin is not None:  # trained on from another built-in model's weights
                 shutil.copytree(origin, tmp, dirs_exist_ok=True)
             else:
                 build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
-            acc = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
+            accuracy.append(sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress))
         (tmp / "WARM_START.txt").write_text(
-            f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={acc:.3f}\nrecipe_version={recipe.version}\n"
-            f"build_seconds={time.perf_counter() - t0:.1f}\n"
+            f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={accuracy[0]:.3f}\n"
+            f"recipe_version={recipe.version}\nbuild_seconds={time.perf_counter() - t0:.1f}\n"
         )
+
+    _place(final, name, build)
+    log(
+        f"{name} ready in {time.perf_counter() - t0:.0f}s (greedy accuracy after warm start {accuracy[0]:.2f})"
+    )
+    return final
+
+
+def _place(final: Path, name: str, fill: Callable[[Path], None]) -> None:
+    """Run ``fill`` on a fresh temporary folder beside ``final`` (marked as a build in progress), then rename
+    it into place; another process that finished first keeps its own; a failure leaves nothing behind."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
+    try:
+        (tmp / BUILDER_FILE).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")  # builds_in_progress
+        fill(tmp)
         (tmp / BUILDER_FILE).unlink()
         try:
             tmp.rename(final)
@@ -339,8 +383,6 @@ def ensure_tiny_model(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    log(f"{name} ready in {time.perf_counter() - t0:.0f}s (greedy accuracy after warm start {acc:.2f})")
-    return final
 
 
 def resolve_model_path(name_or_path: str, on_progress: BuildCallback | None = None) -> str:

@@ -27,7 +27,9 @@ on held-out problems). A teacher and its student share one tokenizer, which on-p
 ``version`` is part of the cache folder's name: bump it whenever a recipe's outcome changes (version 3 of
 the addition models: the tokenizer keeps spaces and newlines through ``AutoTokenizer``; version 3 of the
 chain models: the teacher comes first and the student carries the bare-answer habit; version 4 of all (2 of
-chain-tool): built on one thread, so every machine builds the same weights, tiny_model.one_thread).
+chain-tool): built on one thread, so every build on one machine gives the same weights, tiny_model.one_thread).
+A changed recipe needs its version bumped and its weights shipped again (``python -m
+trainer.models.shipped_weights``): the shipped weights are placed only for the exact recipe they were built with.
 """
 
 from __future__ import annotations
