@@ -52,6 +52,9 @@ def serve_model(self: Task[Any, Any], model_id: str) -> str:
     if claim(model.run_id, me, client) is None:
         logger.info("tinker model %s: another worker holds it", model_id)
         return "skipped"
+    # The task sent has started: once this worker lets go, the next call sends another at once (a call that found
+    # the model "dispatched lately" waited up to RESEND_AFTER for a worker that had come and gone).
+    TinkerModel.objects.filter(pk=model_id).update(dispatched_at=None)
     with Heartbeat(model.run_id, me, client):
         outcome = ModelServer(model).serve()
     if outcome == "idle" and next_call(model_id=model_id) is not None:  # a call came as the lease was let go

@@ -4,6 +4,7 @@ SDK against the real web server (daphne) and real Celery worker processes."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,11 @@ def test_an_idle_model_is_saved_let_go_and_reloaded_by_the_next_call(
     model.refresh_from_db()
     assert model.state_dir and Path(model.state_dir).is_dir()
 
+    asked = time.monotonic()
     after = training.forward([datum], "cross_entropy").result()  # a new serve_model reloads the saved state
+    # sent at the call: not left waiting for the resend after RESEND_AFTER (60 s) because the first task was
+    # sent less than a minute before
+    assert time.monotonic() - asked < 30
     assert after.metrics["loss:sum"] == pytest.approx(before.metrics["loss:sum"], abs=1e-5)
     logprobs = [o["logprobs"].tolist() for o in (before.loss_fn_outputs[0], after.loss_fn_outputs[0])]
     assert logprobs[1] == pytest.approx(logprobs[0], abs=1e-5)

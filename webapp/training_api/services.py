@@ -280,7 +280,8 @@ def nudge(*, model_id: str) -> None:
 
 def wake(*, model: TinkerModel, force: bool = False) -> None:
     """Send ``serve_model`` (after commit) unless a worker holds the model's run, or one was sent lately and
-    may still be starting. A duplicate delivery is harmless: the second worker cannot take the lease."""
+    may still be starting (``dispatched_at``, cleared by the worker that takes the model). A duplicate delivery
+    is harmless: the second worker cannot take the lease."""
     now = timezone.now()
     recently = model.dispatched_at is not None and now - model.dispatched_at < RESEND_AFTER
     if not force and (recently or run_lease_held(run_id=model.run_id)):
