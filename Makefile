@@ -93,8 +93,6 @@ test: lint typecheck pytest
 test-compose: $(STAMP)
 	bash deploy/system-packages.sh compose
 	bash deploy/compose/engine.sh $(BIN)/python
-	$(BIN)/rlvr init-model --model tiny:chain
-	$(BIN)/rlvr init-model --model tiny:chain-teacher
 	$(BIN)/python -m pytest -m compose tests/compose
 	@cat .cache/compose-figures.json
 

@@ -6,14 +6,11 @@ The tests need root, a running Docker engine and Compose v2: `bash deploy/compos
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
-import tarfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,29 +24,6 @@ def record(stack: Stack, name: str, seconds: float) -> None:
     stack.timings[name] = round(seconds, 1)
     FIGURES.parent.mkdir(parents=True, exist_ok=True)
     FIGURES.write_text(json.dumps(stack.timings, indent=2) + "\n", encoding="utf-8")
-
-
-def seed_tiny_models(stack: Stack) -> None:
-    """Copy the host's built tiny models (deterministic builds, `rlvr init-model`) into the data volume, so
-    the test does not spend minutes building them again; without them the run builds them itself."""
-    models = Path(os.environ.get("RLVR_HOME") or Path.home() / ".cache" / "rlvr-studio") / "models"
-    found = sorted(p for p in models.glob("chain*") if p.is_dir())
-    if not found:
-        return
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        for path in found:
-            tar.add(path, arcname=f"models/{path.name}")
-    command = [
-        *stack.command(),
-        "exec",
-        "-T",
-        "worker-cpu",
-        "sh",
-        "-c",
-        "mkdir -p /data/home && tar -C /data/home -x",
-    ]
-    subprocess.run(command, cwd=REPO, env=stack.env(), input=archive.getvalue(), check=True, timeout=120)
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +41,6 @@ def stack() -> Iterator[Stack]:
     record(stack, "up_to_healthy_s", time.monotonic() - stack.up_started)
     stack.compose("exec", "-T", "web", "rlvr", "createuser", "alice", "--password", PASSWORD)
     stack.login()
-    seed_tiny_models(stack)
     try:
         yield stack
     finally:
