@@ -131,8 +131,8 @@ def compare_arms(new: ArmResult, old: ArmResult) -> list[str]:
     built, recorded = new.extra.get("models"), old.extra.get("models")
     if built and recorded and built != recorded:
         diffs.append(
-            f"{MODELS_DIFFER}: built here {built}, recorded {recorded} (this machine's processor builds other "
-            "weights from the same recipe; an exact retraining needs a machine that builds the recorded ones)"
+            f"{MODELS_DIFFER}: built here {built}, recorded {recorded} (other builds of the recipe: models cached "
+            "before the shipped weights, or built on another processor; an exact retraining needs the recorded ones)"
         )
     keys = same_steps(new.metrics, old.metrics)
     diffs += [f"metrics differ: {', '.join(keys[:4])}"] if keys else []

@@ -258,8 +258,9 @@ def test_the_committed_not_applicable_rows_give_a_reason_and_no_empty_figures() 
 
 def test_one_stored_short_arm_retrains_exactly_at_its_commit() -> None:
     """The fixture arm (``--train-fixture``, trained at a clean commit) trained again in a git worktree at that
-    commit gives the same metrics and evaluations, exactly, on a machine that builds the recorded models (one
-    whose processor builds other weights from the recipe is told so, and the test says so instead)."""
+    commit gives the same metrics and evaluations, exactly, on the recorded processor from the recorded models (the
+    shipped weights); on another processor, or with other models in the cache, the retraining says so first and the
+    test says so instead."""
     from benchmarks.reproduce.retrain import (
         FIXTURE_DIR,
         FIXTURE_SPEC,
