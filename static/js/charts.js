@@ -108,6 +108,8 @@ window.rlvr.charts = (function () {
   /* One metric's traces: [band low, band high (filled to low), raw, smoothed]; the band is drawn first so
    * it sits behind the lines, and stays in the list (hidden) when there is none, so live appends always
    * extend the same four traces. The smoothed trace's hover also names the step. */
+  const SPARSE_POINTS = 20;
+
   function metricTraces(s, xs, opts) {
     const color = opts.color || COLORS[0];
     const name = opts.name || "";
@@ -120,6 +122,9 @@ window.rlvr.charts = (function () {
       { ...common, x: xs.slice(), y: s.values.slice(), line: { color: faint(color, 0.3), width: 1 }, showlegend: false,
         name: name ? name + " (raw)" : "raw", meta: "raw", hovertemplate: (name ? name + " raw" : "raw") + " %{y:.6g}<extra></extra>" },
       { ...common, x: xs.slice(), y: s.smoothed.slice(), line: { color: color, width: 2, dash: opts.dash || "solid" },
+        // a series of a few points (an evaluation every N steps; the first step of a run) shows them as dots:
+        // a line through one point draws nothing
+        mode: s.steps.length < SPARSE_POINTS ? "lines+markers" : "lines", marker: { size: 6, color: color },
         name: name || "smoothed", meta: "smoothed", showlegend: Boolean(opts.legend),
         hovertemplate: (name ? name : "smoothed") + " %{y:.6g} · step %{customdata}<extra></extra>" },
     ];

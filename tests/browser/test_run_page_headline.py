@@ -53,6 +53,10 @@ def test_the_run_page_heads_with_greedy_accuracy_before_training_and_now(
         "() => document.querySelector('#run-headline .headline-values').textContent.includes('at step 0')"
     )
     assert headline(page).endswith(": 0.086 at step 0")
+    # One evaluation is a dot on its chart (a line through a single point draws nothing).
+    page.wait_for_function(
+        "() => document.querySelectorAll('#run-headline .chart .scatterlayer .points path').length >= 1"
+    )
     for n in range(1, 11):
         step(run, n, {"rollout/reward_mean": 0.1, **({KEY: 0.25} if n == 10 else {})})
     page.wait_for_function(
