@@ -83,14 +83,10 @@ def shipped_problem(recipe: TinyRecipe, weights_dir: Path | None = None) -> str 
 
 
 def copy_shipped(recipe: TinyRecipe, dest: Path, weights_dir: Path | None = None) -> None:
-    """Copy ``recipe``'s shipped files into ``dest`` (checked first with ``shipped_problem``), re-checking
-    each copy's hash."""
+    """Copy ``recipe``'s shipped files (those its manifest lists, checked by ``shipped_problem``) into ``dest``."""
     weights_dir = weights_dir or WEIGHTS_DIR
-    entry = read_manifest(weights_dir)[recipe.cache_name]
-    for name, digest in entry["files"].items():
+    for name in read_manifest(weights_dir)[recipe.cache_name]["files"]:
         shutil.copyfile(weights_dir / recipe.cache_name / name, dest / name)
-        if file_sha256(dest / name) != digest:
-            raise OSError(f"copying the shipped {recipe.name}'s {name} to {dest} changed it")
 
 
 def _with_origins(names: list[str]) -> list[str]:

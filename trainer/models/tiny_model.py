@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -49,6 +50,7 @@ from transformers import (
 from trainer.models.shipped_weights import copy_shipped, shipped_problem
 from trainer.models.tiny_recipes import RECIPES, TinyRecipe
 
+_T = TypeVar("_T")
 TINY_PREFIX = "tiny:"
 DEFAULT_MODEL = "tiny:addition"
 DEMO_MODEL = (
@@ -346,35 +348,34 @@ def ensure_tiny_model(
     )
     t0 = time.perf_counter()
     log(f"building the built-in model {name} (once: {recipe.summary}; {problem}) in {final} ...")
-    accuracy: list[float] = []
 
-    def build(tmp: Path) -> None:
+    def build(tmp: Path) -> float:
         with one_thread():
             if origin is not None:  # trained on from another built-in model's weights
                 shutil.copytree(origin, tmp, dirs_exist_ok=True)
             else:
                 build_tiny_model(tmp, hidden=recipe.hidden, layers=recipe.layers, heads=recipe.heads)
-            accuracy.append(sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress))
+            accuracy = sft_warm_start(tmp, recipe, steps=steps, on_progress=on_progress)
         (tmp / "WARM_START.txt").write_text(
-            f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={accuracy[0]:.3f}\n"
+            f"recipe={name}\nsft_steps={steps}\ngreedy_accuracy={accuracy:.3f}\n"
             f"recipe_version={recipe.version}\nbuild_seconds={time.perf_counter() - t0:.1f}\n"
         )
+        return accuracy
 
-    _place(final, name, build)
-    log(
-        f"{name} ready in {time.perf_counter() - t0:.0f}s (greedy accuracy after warm start {accuracy[0]:.2f})"
-    )
+    accuracy = _place(final, name, build)
+    log(f"{name} ready in {time.perf_counter() - t0:.0f}s (greedy accuracy after warm start {accuracy:.2f})")
     return final
 
 
-def _place(final: Path, name: str, fill: Callable[[Path], None]) -> None:
+def _place(final: Path, name: str, fill: Callable[[Path], _T]) -> _T:
     """Run ``fill`` on a fresh temporary folder beside ``final`` (marked as a build in progress), then rename
-    it into place; another process that finished first keeps its own; a failure leaves nothing behind."""
+    it into place; another process that finished first keeps its own; a failure leaves nothing behind. Returns
+    what ``fill`` returned."""
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=final.parent))
     try:
         (tmp / BUILDER_FILE).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")  # builds_in_progress
-        fill(tmp)
+        filled = fill(tmp)
         (tmp / BUILDER_FILE).unlink()
         try:
             tmp.rename(final)
@@ -383,6 +384,7 @@ def _place(final: Path, name: str, fill: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return filled
 
 
 def resolve_model_path(name_or_path: str, on_progress: BuildCallback | None = None) -> str:

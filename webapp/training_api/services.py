@@ -282,13 +282,11 @@ def wake(*, model: TinkerModel, force: bool = False) -> None:
     """Send ``serve_model`` (after commit) unless a worker holds the model's run, or one was sent lately and
     may still be starting (``dispatched_at``, cleared by the worker that takes the model). A duplicate delivery
     is harmless: the second worker cannot take the lease."""
-    now = timezone.now()
-    recently = model.dispatched_at is not None and now - model.dispatched_at < RESEND_AFTER
-    if not force and (recently or run_lease_held(run_id=model.run_id)):
+    if not force and (_dispatched_lately(model) or run_lease_held(run_id=model.run_id)):
         return
     if not settings.RLVR_ENQUEUE:
         return
-    TinkerModel.objects.filter(pk=model.pk).update(dispatched_at=now)
+    TinkerModel.objects.filter(pk=model.pk).update(dispatched_at=timezone.now())
     send_after_commit(
         lambda: send(SERVE_TINKER_MODEL, model.pk),
         lambda err: None,  # the call stays pending; retrieve_future sends the task again
@@ -301,6 +299,9 @@ def pending_without_worker(call: TinkerRequest) -> bool:
     """A call still pending whose model has no live worker and no task sent lately."""
     if call.status != RequestStatus.PENDING:
         return False
-    model = call.model
-    recently = model.dispatched_at is not None and timezone.now() - model.dispatched_at < RESEND_AFTER
-    return not recently and run_lease_held(run_id=model.run_id) is False
+    return not _dispatched_lately(call.model) and run_lease_held(run_id=call.model.run_id) is False
+
+
+def _dispatched_lately(model: TinkerModel) -> bool:
+    """A serve_model task was sent less than RESEND_AFTER ago and no worker has taken the model since."""
+    return model.dispatched_at is not None and timezone.now() - model.dispatched_at < RESEND_AFTER
