@@ -272,6 +272,15 @@ class TrainingConfig(_Section):
         "most of each row. An FSDP-sharded model, activation checkpointing and active dropout always score "
         "whole rows. false: score whole rows always (to compare with an fsdp run float for float).",
     )
+    skip_silent_rows: bool = Field(
+        True,
+        description="Leave out of the update's forward and backward the completions whose loss tokens all have "
+        "advantage 0 (a group whose completions all scored alike, with no token credit on top): they add "
+        "exactly nothing to the loss or its gradient, so the update is the same up to float rounding for less "
+        "work (reported as actor/silent_rows_frac). Applies with beta 0 and the built-in surrogates (token, "
+        "sequence, segment) and normalisations (grpo, dr_grpo, dapo; not bnpo, whose mean is per micro-batch). "
+        "The rows left out report the batch's own logprobs and entropies. false: run every row.",
+    )
 
 
 class CheckpointConfig(_Section):

@@ -48,8 +48,8 @@ class LossExtras:
     segment_ids: Tensor | None = None  # [n, T] long: segment index of each token within its completion
     clip_scale: Tensor | None = None  # [n]: GAPO's per-completion clip-range multiplier s_i >= 1
 
-    def select(self, rows: slice, cols: slice) -> LossExtras:
-        """The extras of a micro-batch (rows) trimmed to its completion columns."""
+    def select(self, rows: slice | Tensor, cols: slice) -> LossExtras:
+        """The extras of a micro-batch (rows: a slice, or indices [K]) trimmed to its completion columns."""
         return LossExtras(
             segment_ids=None if self.segment_ids is None else self.segment_ids[rows, cols],
             clip_scale=None if self.clip_scale is None else self.clip_scale[rows],

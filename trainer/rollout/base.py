@@ -53,6 +53,24 @@ class RolloutBatch:
     def __len__(self) -> int:
         return int(self.completion_ids.shape[0])
 
+    def take(self, rows: Tensor, prompt_from: int = 0, width: int | None = None) -> RolloutBatch:
+        """The completions at ``rows`` ([K] long), in that order, with the prompt columns from ``prompt_from`` on
+        and the first ``width`` completion columns (all of them by default)."""
+        p, c = slice(prompt_from, None), slice(0, width)
+        picked = rows.tolist()
+        return RolloutBatch(
+            prompt_ids=self.prompt_ids[rows, p],
+            prompt_mask=self.prompt_mask[rows, p],
+            completion_ids=self.completion_ids[rows, c],
+            completion_mask=self.completion_mask[rows, c],
+            logprobs=self.logprobs[rows, c],
+            entropies=self.entropies[rows, c],
+            finish_reasons=[self.finish_reasons[i] for i in picked],
+            texts=[self.texts[i] for i in picked],
+            sampler_logprobs=None if self.sampler_logprobs is None else self.sampler_logprobs[rows, c],
+            model_mask=None if self.model_mask is None else self.model_mask[rows, c],
+        )
+
     @staticmethod
     def concat(batches: list[RolloutBatch], pad_id: int) -> RolloutBatch:
         """Join batches generated in chunks: prompts re-left-padded, completions re-right-padded."""

@@ -557,22 +557,10 @@ def _take_rows(batch: RolloutBatch, rows: list[int]) -> RolloutBatch:
     """The given completions, in that order, with padding columns no kept row needs trimmed away."""
     idx = torch.tensor(rows, dtype=torch.long, device=batch.completion_ids.device)
     width = max(int(batch.completion_mask[idx].sum(-1).max()), 1)
-    prompt_mask = batch.prompt_mask[idx]
     lead = int(
-        (prompt_mask.sum(0) == 0).long().cumprod(0).sum()
+        (batch.prompt_mask[idx].sum(0) == 0).long().cumprod(0).sum()
     )  # left-padding columns empty in every kept row
-    return RolloutBatch(
-        prompt_ids=batch.prompt_ids[idx, lead:],
-        prompt_mask=prompt_mask[:, lead:],
-        completion_ids=batch.completion_ids[idx, :width],
-        completion_mask=batch.completion_mask[idx, :width],
-        logprobs=batch.logprobs[idx, :width],
-        entropies=batch.entropies[idx, :width],
-        finish_reasons=[batch.finish_reasons[i] for i in rows],
-        texts=[batch.texts[i] for i in rows],
-        sampler_logprobs=None if batch.sampler_logprobs is None else batch.sampler_logprobs[idx, :width],
-        model_mask=None if batch.model_mask is None else batch.model_mask[idx, :width],
-    )
+    return batch.take(idx, prompt_from=lead, width=width)
 
 
 def _concat_scores(parts: list[ScoreBatch]) -> ScoreBatch:

@@ -45,6 +45,17 @@ class UpdateBatch:
     ref_logprobs: Tensor | None  # [N, T]; None when beta == 0
     extras: LossExtras | None = None  # segment ids [N, T] (HISPO) and per-completion clip scale [N] (GAPO)
 
+    def take(self, rows: Tensor) -> UpdateBatch:
+        """The rows at ``rows`` ([K] long), in that order, every column kept."""
+        return UpdateBatch(
+            self.rollouts.take(rows),
+            self.advantages[rows],
+            self.loss_mask[rows],
+            None if self.old_logprobs is None else self.old_logprobs[rows],
+            None if self.ref_logprobs is None else self.ref_logprobs[rows],
+            None if self.extras is None else self.extras.select(rows, slice(None)),
+        )
+
 
 @dataclass
 class UpdateStats:
@@ -56,6 +67,7 @@ class UpdateStats:
     grad_norm: float
     logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
     dual_clip_frac: float = 0.0  # share of loss tokens where the dual-clip cap was active (in clip_frac too)
+    silent_rows: int = 0  # rows the forward and backward left out: they add nothing (rows_with_gradient)
     # host seconds of the pass's parts (perf/update_forward_s, perf/update_backward_s, perf/optimizer_s): the
     # training forward with the loss, loss.backward(), and clipping + the optimizer step + the weight check
     forward_s: float = 0.0
@@ -135,6 +147,40 @@ def batch_logprobs_and_entropies(
     return logprobs, entropies
 
 
+# The built-in surrogates and normalisations under which a row adds nothing to the loss or its gradient when every
+# one of its loss tokens has advantage 0: each surrogate is (ratio or clipped ratio) x advantage per token, and a
+# row's ratio (token, sequence or segment) depends on that row alone; each normaliser divides by step-level counts
+# that do not depend on which rows share a micro-batch (BNPO's per-micro-batch mean does, so it is not here). A
+# method registered elsewhere is not assumed to behave so.
+_ROW_SEPARABLE_LOSSES = frozenset({"token", "sequence", "segment"})
+_ROW_SEPARABLE_AGGREGATIONS = frozenset({"grpo", "dr_grpo", "dapo"})
+
+
+def rows_with_gradient(data: UpdateBatch, config: ExperimentConfig) -> Tensor | None:
+    """The rows [K] the update must run through the model, in order; None: all of them.
+
+    A silent row (every loss token's advantage exactly 0: a group whose completions all scored alike, with no
+    token credit on top) contributes exactly zero to the loss and the gradient, so running it only costs a
+    forward and a backward; GRPO batches carry many (``rollout/zero_std_frac``). Left out unless something else
+    reads the row's forward: a KL term (``beta`` > 0), a normaliser or surrogate outside the built-in row-separable
+    ones, or ``training.skip_silent_rows`` false. At least one row is kept, so every parameter still receives its
+    (zero) gradient and the optimizer steps (momentum, weight decay) as it would have."""
+    alg = config.algorithm
+    if not config.training.skip_silent_rows or data.ref_logprobs is not None:
+        return None
+    if alg.importance_sampling_level.active().entry.name not in _ROW_SEPARABLE_LOSSES:
+        return None
+    if alg.loss_type.active().entry.name not in _ROW_SEPARABLE_AGGREGATIONS:
+        return None
+    live = ((data.advantages != 0) & (data.loss_mask != 0)).any(-1)  # [N]; a NaN advantage counts as live
+    if bool(live.all()):
+        return None
+    if not bool(live.any()):
+        batch = data.rollouts
+        return (batch.prompt_mask.sum(-1) + batch.completion_mask.sum(-1)).argmin().reshape(1)
+    return live.nonzero().flatten()
+
+
 def _idle_passes(model: PreTrainedModel, batch: RolloutBatch, count: int) -> None:
     """``count`` forward/backward passes whose loss is exactly 0, so every rank of a sharded model runs as many
     micro-batches as the busiest one: FSDP all-gathers weights and reduce-scatters gradients in each pass, so
@@ -174,8 +220,9 @@ def policy_update(
     loss_fn, _ = the_hook("policy_loss", alg.importance_sampling_level.active())  # hooks without params
     aggregate, _ = the_hook("aggregation", alg.loss_type.active())
     kl_fn, _ = the_hook("regularizer", alg.kl_estimator.active())
-    slices = _slices(len(batch), micro_batch_size or config.training.micro_batch_size)
-    sequences, loss_tokens, micro_batches = len(batch), int(data.loss_mask.sum()), len(slices)
+    size = micro_batch_size or config.training.micro_batch_size
+    sequences, loss_tokens = len(batch), int(data.loss_mask.sum())
+    micro_batches = len(_slices(sequences, size))
     if dist is not None:
         sequences, loss_tokens, micro_batches = (
             int(x) for x in dist.all_reduce_sum([float(sequences), float(loss_tokens), float(micro_batches)])
@@ -187,33 +234,44 @@ def policy_update(
         num_micro_batches=micro_batches,
     )
     tokens = max(loss_tokens, 1)
+    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
+    new_logprobs = torch.zeros_like(batch.logprobs)
+    kept = rows_with_gradient(data, config)
+    work = data if kept is None else data.take(kept)
+    if kept is not None:
+        # The rows left out: their logprobs and entropies under this policy are the batch's own (sampled by it, or
+        # rescored by it: trainer/step/policy_scoring.py), and a zero-advantage token is never clipped.
+        silent = torch.ones(len(batch), dtype=torch.bool, device=kept.device)
+        silent[kept] = False
+        new_logprobs[silent] = batch.logprobs[silent]
+        sums["entropy"] += float((batch.entropies[silent] * data.loss_mask[silent]).sum())
+    slices = _slices(len(work.rollouts), size)
     # A sharded model exchanges weights and gradients in every micro-batch: a rank with fewer micro-batches than
     # the busiest one runs idle passes after its own (counted here, before any of them, so that every rank makes
     # the same collectives in the same order).
     idle = max(dist.all_gather(len(slices))) - len(slices) if dist is not None and is_sharded(model) else 0
-    sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
-    new_logprobs = torch.zeros_like(batch.logprobs)
     optimizer.zero_grad(set_to_none=True)
     forward_s = backward_s = 0.0
+    rollouts = work.rollouts
     for rows in slices:
         t0 = time.perf_counter()
-        pc, cc = _trim(rows, batch)
-        mask = data.loss_mask[rows, cc].float()  # [n, t]
+        pc, cc = _trim(rows, rollouts)
+        mask = work.loss_mask[rows, cc].float()  # [n, t]
         logp, entropy = completion_logprobs(
             model,
-            batch.prompt_ids[rows, pc],
-            batch.prompt_mask[rows, pc],
-            batch.completion_ids[rows, cc],
-            batch.completion_mask[rows, cc],
+            rollouts.prompt_ids[rows, pc],
+            rollouts.prompt_mask[rows, pc],
+            rollouts.completion_ids[rows, cc],
+            rollouts.completion_mask[rows, cc],
             config.rollout.temperature,
         )  # [n, t]
-        old = logp.detach() if data.old_logprobs is None else data.old_logprobs[rows, cc]
-        extras = data.extras.select(rows, cc) if data.extras is not None else None
-        out = loss_fn(logp, old, data.advantages[rows, cc], mask, alg, extras)
+        old = logp.detach() if work.old_logprobs is None else work.old_logprobs[rows, cc]
+        extras = work.extras.select(rows, cc) if work.extras is not None else None
+        out = loss_fn(logp, old, work.advantages[rows, cc], mask, alg, extras)
         pg_loss = aggregate(out.per_token_loss, mask, ctx)
         loss = pg_loss
-        if data.ref_logprobs is not None:
-            kl = kl_fn(logp, data.ref_logprobs[rows, cc])  # [n, t]
+        if work.ref_logprobs is not None:
+            kl = kl_fn(logp, work.ref_logprobs[rows, cc])  # [n, t]
             # Aggregation is linear, so this equals aggregating (per-token loss + beta * kl) as TRL does.
             loss = pg_loss + alg.beta * aggregate(kl, mask, ctx)
             sums["kl"] += float((kl.detach() * mask).sum())
@@ -227,7 +285,7 @@ def policy_update(
         sums["clipped"] += float((out.clipped.float() * mask).sum())
         if out.dual_clipped is not None:
             sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
-        new_logprobs[rows, cc] = logp.detach()
+        new_logprobs[rows if kept is None else kept[rows], cc] = logp.detach()
     if idle:
         _idle_passes(model, batch, idle)
     t3 = time.perf_counter()
@@ -269,6 +327,7 @@ def policy_update(
         grad_norm=total_norm,
         logprobs=new_logprobs,
         dual_clip_frac=sums["dual_clipped"] / tokens,
+        silent_rows=0 if kept is None else len(batch) - len(kept),
         forward_s=forward_s,
         backward_s=backward_s,
         optimizer_s=time.perf_counter() - t3,

@@ -57,6 +57,7 @@ def step_metrics(
         "actor/entropy": first.entropy,
         "actor/clip_frac": sum(u.clip_frac for u in updates) / len(updates),
         "actor/grad_norm": sum(u.grad_norm for u in updates) / len(updates),
+        "actor/silent_rows_frac": first.silent_rows / max(len(batch), 1),
         "actor/lr": lr,
         "perf/step_s": timings.step_s,
         "perf/gen_s": timings.gen_s,
