@@ -133,7 +133,7 @@ def test_a_method_on_a_non_fusion_axis_does_not_act_on_a_step_its_schedule_skips
     run = build_run(tiny_config(random_model_dir, tmp_path), log=lambda m: None)
     run.methods = [*run.methods, odd_steps_mask_everything]
     collected = stages.collect(run, 1)
-    scored = stages.score_with_policy(run, collected)
+    scored = stages.score_with_policy(run, 1, collected)
     skipped = stages.build_loss_mask(run, 2, collected, scored).mask
     assert torch.equal(skipped, scored.batch.completion_mask)
     assert int(stages.build_loss_mask(run, 1, collected, scored).mask.sum()) == 0

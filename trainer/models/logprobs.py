@@ -104,10 +104,10 @@ def _can_share(model: nn.Module) -> bool:
         return False
     if any(c.__name__ == "FSDPModule" for c in type(model).__mro__):  # torch.distributed.fsdp.fully_shard
         return False
-    return not (model.training and _dropout_active(model))
+    return not (model.training and dropout_active(model))
 
 
-def _dropout_active(model: nn.Module) -> bool:
+def dropout_active(model: nn.Module) -> bool:
     """A dropout layer or a ``*dropout`` / ``*pdrop`` config rate above 0 (attention dropout is functional)."""
     if any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
         return True

@@ -29,6 +29,8 @@ from trainer.methods.axes import the_hook
 from trainer.methods.policy_losses import LossExtras
 from trainer.models.logprobs import completion_logprobs
 from trainer.rollout import RolloutBatch
+from trainer.step.importance import importance_weights, truncated_weights
+from trainer.step.state import ImportanceWeights
 
 if TYPE_CHECKING:
     from trainer.distributed.context import DistContext
@@ -44,6 +46,11 @@ class UpdateBatch:
     old_logprobs: Tensor | None  # [N, T]; None: on-policy, use the current logprobs detached
     ref_logprobs: Tensor | None  # [N, T]; None when beta == 0
     extras: LossExtras | None = None  # segment ids [N, T] (HISPO) and per-completion clip scale [N] (GAPO)
+    # Set when the policy's scores of this off-policy batch were left to the update (trainer/step/policy_scoring.py
+    # update_rescores): the first forward weighs each token's advantage by min(pi / pi_sampler, cap) from its own
+    # detached logprobs (rollouts.sampler_logprobs are the sampler's), and the rows it leaves out are scored
+    # without gradient, so that the pass returns the policy's scores of every row and their importance weights.
+    rescore_cap: float | None = None
 
     def take(self, rows: Tensor) -> UpdateBatch:
         """The rows at ``rows`` ([K] long), in that order, every column kept."""
@@ -54,6 +61,7 @@ class UpdateBatch:
             None if self.old_logprobs is None else self.old_logprobs[rows],
             None if self.ref_logprobs is None else self.ref_logprobs[rows],
             None if self.extras is None else self.extras.select(rows, slice(None)),
+            self.rescore_cap,
         )
 
 
@@ -68,6 +76,8 @@ class UpdateStats:
     logprobs: Tensor  # [N, T] training-time logprobs of the first pass (detached)
     dual_clip_frac: float = 0.0  # share of loss tokens where the dual-clip cap was active (in clip_frac too)
     silent_rows: int = 0  # rows the forward and backward left out: they add nothing (rows_with_gradient)
+    entropies: Tensor | None = None  # [N, T] per-token entropies of the pass (rows left out: the batch's)
+    importance: ImportanceWeights | None = None  # the weights the pass computed (UpdateBatch.rescore_cap)
     # host seconds of the pass's parts (perf/update_forward_s, perf/update_backward_s, perf/optimizer_s): the
     # training forward with the loss, loss.backward(), and clipping + the optimizer step + the weight check
     forward_s: float = 0.0
@@ -181,6 +191,16 @@ def rows_with_gradient(data: UpdateBatch, config: ExperimentConfig) -> Tensor | 
     return live.nonzero().flatten()
 
 
+def _importance(batch: RolloutBatch, policy_logprobs: Tensor, cap: float | None) -> ImportanceWeights | None:
+    """The importance weights of a batch the update rescored (``UpdateBatch.rescore_cap``), with their metrics."""
+    if cap is None or batch.sampler_logprobs is None:
+        return None
+    mask = batch.completion_mask
+    return importance_weights(
+        policy_logprobs * mask.to(policy_logprobs.dtype), batch.sampler_logprobs, mask, cap
+    )
+
+
 def _idle_passes(model: PreTrainedModel, batch: RolloutBatch, count: int) -> None:
     """``count`` forward/backward passes whose loss is exactly 0, so every rank of a sharded model runs as many
     micro-batches as the busiest one: FSDP all-gathers weights and reduce-scatters gradients in each pass, so
@@ -235,16 +255,23 @@ def policy_update(
     )
     tokens = max(loss_tokens, 1)
     sums = {"loss": 0.0, "pg_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clipped": 0.0, "dual_clipped": 0.0}
-    new_logprobs = torch.zeros_like(batch.logprobs)
+    new_logprobs, new_entropies = torch.zeros_like(batch.logprobs), torch.zeros_like(batch.entropies)
     kept = rows_with_gradient(data, config)
     work = data if kept is None else data.take(kept)
+    cap, temperature = data.rescore_cap, config.rollout.temperature
     if kept is not None:
         # The rows left out: their logprobs and entropies under this policy are the batch's own (sampled by it, or
-        # rescored by it: trainer/step/policy_scoring.py), and a zero-advantage token is never clipped.
+        # rescored by it: trainer/step/policy_scoring.py), or scored here when the rescoring was left to the update
+        # (before the optimizer moves the weights); a zero-advantage token is never clipped.
         silent = torch.ones(len(batch), dtype=torch.bool, device=kept.device)
         silent[kept] = False
-        new_logprobs[silent] = batch.logprobs[silent]
-        sums["entropy"] += float((batch.entropies[silent] * data.loss_mask[silent]).sum())
+        if cap is None:
+            new_logprobs[silent], new_entropies[silent] = batch.logprobs[silent], batch.entropies[silent]
+        else:
+            new_logprobs[silent], new_entropies[silent] = batch_logprobs_and_entropies(
+                model, batch.take(silent.nonzero().flatten()), size, temperature
+            )
+        sums["entropy"] += float((new_entropies[silent] * data.loss_mask[silent]).sum())
     slices = _slices(len(work.rollouts), size)
     # A sharded model exchanges weights and gradients in every micro-batch: a rank with fewer micro-batches than
     # the busiest one runs idle passes after its own (counted here, before any of them, so that every rank makes
@@ -263,11 +290,16 @@ def policy_update(
             rollouts.prompt_mask[rows, pc],
             rollouts.completion_ids[rows, cc],
             rollouts.completion_mask[rows, cc],
-            config.rollout.temperature,
+            temperature,
         )  # [n, t]
         old = logp.detach() if work.old_logprobs is None else work.old_logprobs[rows, cc]
         extras = work.extras.select(rows, cc) if work.extras is not None else None
-        out = loss_fn(logp, old, work.advantages[rows, cc], mask, alg, extras)
+        advantages = work.advantages[rows, cc]
+        if cap is not None and rollouts.sampler_logprobs is not None:  # the rescoring, from this forward
+            sampler = rollouts.sampler_logprobs[rows, cc]
+            weights = truncated_weights(logp.detach(), sampler, rollouts.completion_mask[rows, cc], cap)
+            advantages = advantages * weights.to(advantages.dtype)
+        out = loss_fn(logp, old, advantages, mask, alg, extras)
         pg_loss = aggregate(out.per_token_loss, mask, ctx)
         loss = pg_loss
         if work.ref_logprobs is not None:
@@ -285,7 +317,8 @@ def policy_update(
         sums["clipped"] += float((out.clipped.float() * mask).sum())
         if out.dual_clipped is not None:
             sums["dual_clipped"] += float((out.dual_clipped.float() * mask).sum())
-        new_logprobs[rows if kept is None else kept[rows], cc] = logp.detach()
+        dest = rows if kept is None else kept[rows]
+        new_logprobs[dest, cc], new_entropies[dest, cc] = logp.detach(), entropy.detach()
     if idle:
         _idle_passes(model, batch, idle)
     t3 = time.perf_counter()
@@ -328,6 +361,8 @@ def policy_update(
         logprobs=new_logprobs,
         dual_clip_frac=sums["dual_clipped"] / tokens,
         silent_rows=0 if kept is None else len(batch) - len(kept),
+        entropies=new_entropies,
+        importance=_importance(batch, new_logprobs, cap),
         forward_s=forward_s,
         backward_s=backward_s,
         optimizer_s=time.perf_counter() - t3,

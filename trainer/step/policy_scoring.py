@@ -20,47 +20,52 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch
 from torch import Tensor
 
+from trainer.distributed.fsdp import is_sharded
+from trainer.models.logprobs import dropout_active
 from trainer.rollout import RolloutBatch
+from trainer.step.importance import importance_weights
 from trainer.step.optimize import batch_logprobs_and_entropies
 from trainer.step.run_setup import Run
 from trainer.step.state import ImportanceWeights, PolicyScores
+from trainer.step.teacher import needs_teacher
+
+# Hook points whose hooks may read the batch's policy scores (logprobs, entropies) before the update, and the
+# built-in hooks there that read neither (the defaults, and GAPO's clip range, which reads advantages only).
+_SCORE_READERS = frozenset(
+    {"token_credit", "turn_credit", "step_credit", "token_fusion", "loss_mask", "loss_inputs"}
+)
+_BLIND_HOOKS = frozenset({("token_credit", "uniform"), ("loss_inputs", "fixed"), ("loss_inputs", "gapo")})
 
 
-def importance_weights(
-    policy_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap: float
-) -> ImportanceWeights:
-    """Truncated per-token importance weights and their metrics; a token whose sampler logprob is missing
-    (NaN) gets weight 1."""
-    valid = mask.bool() & ~torch.isnan(sampler_logprobs)
-    delta = torch.where(
-        valid, policy_logprobs - torch.nan_to_num(sampler_logprobs), torch.zeros_like(policy_logprobs)
-    )
-    ratio = delta.exp()
-    weights = torch.where(valid, ratio.clamp(max=cap), torch.ones_like(ratio))
-    n = int(valid.sum())
-    if n == 0:
-        return ImportanceWeights(weights, {})
-    k3 = (ratio - 1 - delta)[valid]
-    return ImportanceWeights(
-        weights,
-        {
-            "async/is_weight_mean": float(weights[valid].mean()),
-            "async/is_weight_max": float(ratio[valid].max()),
-            "async/is_clipped_frac": float((ratio[valid] > cap).float().mean()),
-            "async/sampler_trainer_kl": float(k3.mean()),
-            "async/sampler_logprob_gap": float(delta[valid].abs().mean()),
-        },
-    )
+def update_rescores(run: Run, step: int) -> bool:
+    """Whether the policy's scores of an off-policy batch can wait for the update's own forward (trainer/step/
+    optimize.py ``UpdateBatch.rescore_cap``), which then computes the importance weights from its detached
+    logprobs: the same numbers up to float rounding, for one forward over the batch fewer. Only when nothing
+    before the update reads them: one optimizer pass (a second reads old logprobs from a forward of its own
+    anyway), no process reward, no teacher scoring this step, only built-in hooks that ignore them, and a model
+    whose training forward equals its evaluation one (no active dropout) and is not sharded."""
+    cfg = run.config
+    if cfg.algorithm.num_iterations != 1 or cfg.process_reward is not None or needs_teacher(cfg, step):
+        return False
+    for method in run.methods:
+        readers = [
+            p for p in _SCORE_READERS if method.has_hook(p) and (p, method.entry.name) not in _BLIND_HOOKS
+        ]
+        if readers and method.acts_at(step):
+            return False
+    return not is_sharded(run.model) and not dropout_active(run.model)
 
 
-def rescore_with_policy(run: Run, batch: RolloutBatch) -> PolicyScores:
+def rescore_with_policy(run: Run, batch: RolloutBatch, step: int | None = None) -> PolicyScores:
     """The batch with the policy's logprobs and entropies, and the importance weights; the batch itself and no
-    weights when the policy sampled it."""
+    weights when the policy sampled it, or when the update will score it (``update_rescores``, at ``step``:
+    ``PolicyScores.deferred``)."""
     if batch.sampler_logprobs is None:
         return PolicyScores(batch, None)
+    if step is not None and update_rescores(run, step):
+        return PolicyScores(batch, None, deferred=True)
     was_training = run.model.training
     run.model.eval()
     try:
@@ -83,4 +88,11 @@ def weighted(advantages: Tensor, weights: ImportanceWeights | None) -> Tensor:
     return advantages if weights is None else advantages * weights.weights.to(advantages.dtype)
 
 
-__all__ = ["ImportanceWeights", "PolicyScores", "importance_weights", "rescore_with_policy", "weighted"]
+__all__ = [
+    "ImportanceWeights",
+    "PolicyScores",
+    "importance_weights",
+    "rescore_with_policy",
+    "update_rescores",
+    "weighted",
+]

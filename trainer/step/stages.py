@@ -6,6 +6,7 @@ helper named in its docstring; no stage names a method.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import torch
@@ -20,9 +21,10 @@ from trainer.methods.shaping import shape_scores
 from trainer.methods.step_credit import StepCreditInputs
 from trainer.methods.turn_credit import apply_turn_credit, turn_credit_inputs
 from trainer.models.device import peak_memory_gb, reset_peak_memory
+from trainer.rollout import RolloutBatch
 from trainer.sinks import StepReport
 from trainer.step.collect import StepRollouts, collect_rollouts
-from trainer.step.optimize import UpdateBatch, batch_logprobs, policy_update
+from trainer.step.optimize import UpdateBatch, UpdateStats, batch_logprobs, policy_update
 from trainer.step.policy_scoring import rescore_with_policy, weighted
 from trainer.step.reporting import rollout_records, step_metrics
 from trainer.step.run_setup import Run
@@ -46,10 +48,11 @@ def collect(run: Run, step: int) -> StepRollouts:
     return collect_rollouts(run, step) if run.producer is None else run.producer.take(step)
 
 
-def score_with_policy(run: Run, collected: StepRollouts) -> PolicyScores:
+def score_with_policy(run: Run, step: int, collected: StepRollouts) -> PolicyScores:
     """When vLLM or an older policy sampled: the policy's own logprobs and entropies of the sampled tokens, and
-    truncated importance weights for the difference (trainer/step/policy_scoring.py)."""
-    return rescore_with_policy(run, collected.batch)
+    truncated importance weights for the difference (trainer/step/policy_scoring.py); left to the update's forward
+    when no stage before it reads them (``PolicyScores.deferred``)."""
+    return rescore_with_policy(run, collected.batch, step)
 
 
 def score_steps(run: Run, step: int, collected: StepRollouts, scored: PolicyScores) -> StepScores | None:
@@ -283,6 +286,7 @@ def update_policy(
         old_logprobs,
         ref_logprobs,
         credit.extras,
+        rescore_cap=cfg.training.importance_cap if scored.deferred else None,
     )
     passes = tuple(
         policy_update(run.model, run.optimizer, data, cfg, run.dist, mb)
@@ -297,7 +301,18 @@ def update_policy(
         ref_logprobs=ref_logprobs,
         lr=float(run.scheduler.get_last_lr()[0]),
         train_s=train_s,
+        scored=_scored_by_update(batch, passes[0]) if scored.deferred else None,
     )
+
+
+def _scored_by_update(batch: RolloutBatch, first: UpdateStats) -> PolicyScores:
+    """The policy's scores of a batch whose rescoring the update did (``PolicyScores.deferred``), as the rescoring
+    stage would have returned them."""
+    if first.entropies is None:
+        raise TypeError("a deferred rescoring needs the update's per-token entropies")
+    mask = batch.completion_mask.to(first.logprobs.dtype)
+    rescored = dataclasses.replace(batch, logprobs=first.logprobs * mask, entropies=first.entropies * mask)
+    return PolicyScores(rescored, first.importance)
 
 
 def report(run: Run, outcome: StepOutcome) -> StepReport:

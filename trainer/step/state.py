@@ -38,6 +38,10 @@ class PolicyScores:
 
     batch: RolloutBatch  # [N, T]
     importance: ImportanceWeights | None
+    # The update scores the batch in its own forward (trainer/step/policy_scoring.py update_rescores): ``batch``
+    # still holds the sampler's logprobs and entropies, which no stage before the update reads, and the update
+    # returns the policy's scores (``Update.scored``) for the report.
+    deferred: bool = False
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -104,6 +108,9 @@ class Update:
     lr: float  # the learning rate after the scheduler's step
     train_s: (
         float  # seconds from the final rewards to the end of the update (teacher, credit, optimizer steps)
+    )
+    scored: PolicyScores | None = (
+        None  # the policy's scores of a batch whose scoring was deferred to the update
     )
 
 

@@ -61,7 +61,7 @@ def training_step(run: Run, step: int) -> StepReport:
         collected = stages.collect(run, step)
     # vLLM / off-policy samples: the policy's logprobs, truncated importance weights
     with clock.stage("score_with_policy"):
-        scored = stages.score_with_policy(run, collected)
+        scored = stages.score_with_policy(run, step, collected)
     # process_reward: steps and their scores (None without the section)
     with clock.stage("score_steps"):
         steps = stages.score_steps(run, step, collected, scored)
@@ -85,6 +85,7 @@ def training_step(run: Run, step: int) -> StepReport:
     # policy_loss, aggregation, regularizer; num_iterations optimizer steps
     with clock.stage("update_policy"):
         update = stages.update_policy(run, step, scored, loss_mask, credit, shaped)
+    scored = update.scored or scored  # the policy's scores, when the update computed them
     # metrics and rollout records
     with clock.stage("report"):
         report = stages.report(

@@ -38,7 +38,7 @@ def chain_run(model_dir: Path, out_dir: Path, process_reward: dict[str, Any]) ->
 def one_step(run: Run) -> dict[str, Any]:
     """The stages up to token credit, with and without the step scores."""
     collected = stages.collect(run, 1)
-    scored = stages.score_with_policy(run, collected)
+    scored = stages.score_with_policy(run, 1, collected)
     steps = stages.score_steps(run, 1, collected, scored)
     shaped = stages.shape_rewards(run, 1, collected)
     advantages = stages.estimate_advantages(run, 1, collected, scored, shaped, None)
