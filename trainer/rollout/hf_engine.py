@@ -20,6 +20,7 @@ from trainer.distributed.fsdp import gathered
 from trainer.models.logprobs import prefill
 from trainer.models.transformers_compat import cache_kwargs, output_cache
 from trainer.rollout.base import RolloutBatch, SamplingParams
+from trainer.rollout.cached_decoder import CachedDecoder, decoder_for
 
 _Item = TypeVar("_Item", str, list[int])
 
@@ -76,9 +77,13 @@ class _StopStrings:
 class HFRolloutEngine:
     """Samples completions from a live policy model (the same object the optimizer updates)."""
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(
+        self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cached_decoder: bool = True
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
+        # decode steps without transformers' forward (cached_decoder.py); None: its forward every step
+        self.decoder: CachedDecoder | None = decoder_for(model) if cached_decoder else None
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.pad_id = int(tokenizer.pad_token_id)  # type: ignore[arg-type]
@@ -178,7 +183,11 @@ class HFRolloutEngine:
     ) -> RolloutBatch:
         """Prefill the distinct contexts [D, Lp] once, then sample one completion per entry of ``rows`` [B]."""
         out, past = prefill(self.model, distinct_ids, distinct_mask)
-        past.reorder_cache(rows)  # [D, ...] -> [B, ...]
+        # the model's own modules on a preallocated cache where its layout allows (trainer/rollout/cached_decoder.py)
+        decoder = self.decoder if self.decoder is not None and params.max_new_tokens > 1 else None
+        if decoder is None or not decoder.start(past, rows, params.max_new_tokens - 1):
+            decoder = None
+            past.reorder_cache(rows)  # [D, ...] -> [B, ...]
         logits = out.logits[rows, -1, :]  # [B, V]
         prompt_ids, prompt_mask = distinct_ids[rows], distinct_mask[rows]  # [B, Lp]
         B = prompt_ids.shape[0]
@@ -212,6 +221,9 @@ class HFRolloutEngine:
             if not alive.any() or t == params.max_new_tokens - 1:
                 break
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
+            if decoder is not None:
+                logits = decoder.step(tok, next_pos + t, attn)
+                continue
             out = self.model(
                 input_ids=tok[:, None],
                 attention_mask=attn,
