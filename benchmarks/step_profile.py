@@ -6,7 +6,8 @@ writes), timed as persistence. Periodic evaluation and checkpoints are left out:
 
 The split comes from the step's own always-on timers (``perf/<stage>_s``, trainer/step/step.py; the update's
 ``perf/update_forward_s``, ``perf/update_backward_s``, ``perf/optimizer_s``, trainer/step/optimize.py) and from
-forward hooks on the policy and the teacher (host seconds inside their ``forward``), which split generation into
+forward hooks on the policy and the teacher (host seconds inside their ``forward``, and inside the hf engine's decode
+steps, which run the policy's modules without its ``forward``), which split generation into
 the model's forward passes and everything else the engine does per token (sampling, stopping, the KV-cache copy,
 Python). Gradient-free policy forwards are counted as generation: in a synchronous run with the hf engine the
 policy runs without gradients only to sample (policy rescoring is for vLLM and asynchronous runs).
@@ -73,6 +74,7 @@ class ForwardClock:
             module.register_forward_pre_hook(self._before),
             module.register_forward_hook(self._after),
         ]
+        self._restore: list[Any] = []
 
     def _before(self, *_: Any) -> None:
         self._start = time.perf_counter()
@@ -84,6 +86,21 @@ class ForwardClock:
         else:
             self.no_grad_s += elapsed
 
+    def count_calls(self, owner: Any, name: str) -> None:
+        """Also count the seconds inside ``owner.name(...)`` as the module's: the hf engine's decode steps
+        (trainer/rollout/cached_decoder.py) run the model's modules without its ``forward``."""
+        method = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self._before()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._after()
+
+        setattr(owner, name, timed)
+        self._restore.append(lambda: delattr(owner, name))
+
     def take(self) -> tuple[float, float]:
         """(no-grad seconds, grad seconds) since the last take."""
         out = (self.no_grad_s, self.grad_s)
@@ -93,6 +110,8 @@ class ForwardClock:
     def close(self) -> None:
         for handle in self._handles:
             handle.remove()
+        for restore in self._restore:
+            restore()
 
 
 def _preset_config(name: str, steps: int, output_dir: str, overrides: dict[str, str]) -> Any:
@@ -174,6 +193,11 @@ def profile_preset(
     with _built(name, steps, overrides or {}) as (config, run, work):
         sink = JsonlSink(work)  # the run directory rlvr train writes into
         policy = ForwardClock(run.model)
+        decoder = getattr(run.engine, "decoder", None)
+        if (
+            decoder is not None
+        ):  # decode steps outside the model's forward (trainer/rollout/cached_decoder.py)
+            policy.count_calls(decoder, "step")
         external = (
             run.teacher is not None and run.teacher.model is not run.model
         )  # 'self': the policy's clock

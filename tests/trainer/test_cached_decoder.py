@@ -95,20 +95,30 @@ def test_each_decode_step_gives_transformers_logits(
         decoder.step(new[:, 0], positions + 4, torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1))
 
 
-def _generate(model_dir: Path, cached: bool, **params: object) -> RolloutBatch:
+def _generate(model_dir: Path, cached: bool, tokens: int = 8, **params: object) -> RolloutBatch:
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     engine = HFRolloutEngine(model, AutoTokenizer.from_pretrained(model_dir), cached_decoder=cached)
     assert (engine.decoder is not None) is cached
     prompts = [p for p in ["12+34=", "7+8=", "100+250="] for _ in range(4)]
-    return engine.generate(prompts, SamplingParams(8, **params), torch.Generator().manual_seed(3))  # type: ignore[arg-type]
+    return engine.generate(prompts, SamplingParams(tokens, **params), torch.Generator().manual_seed(3))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("params", [{}, {"top_k": 5, "temperature": 0.7}, {"batch_size": 5}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"top_k": 5, "temperature": 0.7},
+        {"batch_size": 5},
+        {"tokens": 3 * cached_decoder.FIRST_ROOM},  # the cache grows twice
+    ],
+)
 def test_the_engine_samples_the_same_completions_either_way(
     random_model_dir: Path, params: dict[str, object]
 ) -> None:
     ours, theirs = _generate(random_model_dir, True, **params), _generate(random_model_dir, False, **params)
     assert torch.equal(ours.completion_ids, theirs.completion_ids)
+    if "tokens" in params:  # some completions ran past twice the first room
+        assert int(ours.lengths.max()) > 2 * cached_decoder.FIRST_ROOM
     assert torch.equal(ours.completion_mask, theirs.completion_mask)
     assert ours.finish_reasons == theirs.finish_reasons and ours.texts == theirs.texts
     assert torch.allclose(ours.logprobs, theirs.logprobs, atol=1e-5)

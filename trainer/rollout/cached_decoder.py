@@ -87,6 +87,16 @@ def _attend(grouped: Tensor, keys: Tensor, values: Tensor, blocked: Tensor, scal
     return torch.matmul(probs, values)
 
 
+# Room for this many new tokens at first (most completions of a batch end early); a generation that goes on
+# doubles its buffers.
+FIRST_ROOM = 16
+
+
+def _doubled(buffer: Tensor) -> Tensor:
+    """``buffer`` [B, H, L, d] with L more positions (unwritten) after its own."""
+    return torch.cat([buffer, torch.empty_like(buffer)], dim=2)
+
+
 class CachedDecoder:
     """Decode steps over one generation call's KV cache: :meth:`start` from transformers' prefill cache, then
     :meth:`step` once per new token."""
@@ -99,6 +109,7 @@ class CachedDecoder:
         self.keys: list[Tensor] = []
         self.values: list[Tensor] = []
         self.length = 0
+        self.room_left = 0  # new tokens still allowed (start's new_tokens)
 
     def start(self, cache: Any, rows: Tensor, new_tokens: int) -> bool:
         """Copy the prefill ``cache`` ([D, H, L, d] per layer) to buffers of ``rows`` [B] with room for
@@ -111,9 +122,10 @@ class CachedDecoder:
             keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
             if not isinstance(keys, Tensor) or not isinstance(values, Tensor) or keys.dim() != 4:
                 return False
-            self.keys.append(self._buffer(keys, rows, new_tokens))
-            self.values.append(self._buffer(values, rows, new_tokens))
-        self.length = int(self.keys[0].shape[2]) - new_tokens
+            self.keys.append(self._buffer(keys, rows, min(new_tokens, FIRST_ROOM)))
+            self.values.append(self._buffer(values, rows, min(new_tokens, FIRST_ROOM)))
+        self.length = int(self.keys[0].shape[2]) - min(new_tokens, FIRST_ROOM)
+        self.room_left = new_tokens
         return True
 
     @staticmethod
@@ -127,10 +139,14 @@ class CachedDecoder:
         """Logits [B, V] after ``tokens`` [B] at ``positions`` [B, 1]; ``attended`` [B, L + 1] (1: a key the new
         token may attend to: the prompt's non-padding tokens and every token generated so far, itself included)."""
         n = self.length
-        if n >= self.keys[0].shape[2]:
+        if self.room_left <= 0:
             raise RuntimeError(
                 "the decode cache is full: start() was given fewer new tokens than were decoded"
             )
+        self.room_left -= 1
+        if n >= self.keys[0].shape[2]:  # most completions end early: the room grows as they go on
+            self.keys = [_doubled(k) for k in self.keys]
+            self.values = [_doubled(v) for v in self.values]
         x = self.inner.embed_tokens(tokens[:, None])  # [B, 1, hidden]
         cos, sin = self.inner.rotary_emb(x, positions)  # [B, 1, d]
         cos, sin = cos[:, None], sin[:, None]  # [B, 1, 1, d] against [B, H, 1, d]
