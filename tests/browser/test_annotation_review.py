@@ -203,6 +203,13 @@ def test_agreement_of_a_scorer_that_is_not_the_training_rubric(
         raise AssertionError(
             f"{err}\njob: {job.status} {job.error}\nworker log:\n{default_worker.log()}"
         ) from None
+    # the poller marks the row, then reloads the page, whose scorer list then offers the job's scores
+    option = f"#ann-scorer option[value='job:{job.pk}:reward']"
+    try:
+        page.wait_for_selector(option, state="attached", timeout=60_000)
+    except Exception as err:
+        offered = page.eval_on_selector_all("#ann-scorer option", "os => os.map(o => o.value)")
+        raise AssertionError(f"{err}\nthe page offers: {offered}; at {page.url}") from None
     page.select_option("#ann-scorer", f"job:{job.pk}:reward")
     page.wait_for_selector(f"#ann-machine-result[data-scorer='job:{job.pk}:reward']")
     if page.get_attribute("#ann-machine-result", "data-criterion") != "has_answer":
