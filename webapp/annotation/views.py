@@ -149,7 +149,12 @@ def _task_new(
 
 def _machine_panel(task: AnnotationTask, request: HttpRequest) -> dict[str, Any]:
     """The task page's "machine scorer vs people" panel: the scorers on offer, the chosen one's agreement,
-    what the items can be scored with here, and the scoring jobs."""
+    what the items can be scored with here, and the scoring jobs.
+
+    The jobs are read before the scores: a job seen finished here has its scores in the table read after it, and
+    one seen running is polled by the page, which reloads when it ends. Read the other way round, a job that
+    finished between the two reads would show as finished with its scores not on offer, and nothing would reload."""
+    jobs = scoring_jobs_for_task(task=task, limit=10)
     table = machine_table(task=task)
     scorers = table[0]
     chosen = request.GET.get("scorer", "")[:200] or (scorers[0].key if scorers else "")
@@ -160,7 +165,6 @@ def _machine_panel(task: AnnotationTask, request: HttpRequest) -> dict[str, Any]
             result = machine_agreement(task=task, scorer=chosen, criterion=criterion, table=table)
         except InvalidInput as err:
             error = err.message
-    jobs = scoring_jobs_for_task(task=task, limit=10)
     return {
         "has_scorers": bool(scorers),
         "scorers": [(group, [s for s in scorers if s.group == group]) for group in GROUPS],

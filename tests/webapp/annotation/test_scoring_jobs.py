@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from webapp.annotation.machine_scorers import machine_agreement, machine_table
@@ -110,6 +111,35 @@ def test_the_worker_scores_a_rubrics_rule_criteria_and_skips_its_judge(
     assert (scorer.low, scorer.high, scorer.items) == (0.0, 1.0, 6)
     result = machine_agreement(task=scored_task, scorer=scorer.key, criterion="has_answer")
     assert result["items"] == 6 and result["normalised"] is True
+
+
+def test_a_job_that_ends_while_the_task_page_is_built_is_offered_or_polled(
+    scored_task: AnnotationTask,
+    version: VerifierVersion,
+    alice: User,
+    browser_as: Callable[[str | None], Client],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker finishes the job just after the page has read the scores on offer: the page must then show the
+    job as still running (so it polls and reloads), not as finished without its scores."""
+    import json
+
+    from webapp.annotation import views
+
+    job = scoring_job_start(task=scored_task, actor=alice, verifier_version=version)
+    read_scores = views.machine_table
+
+    def scores_then_the_worker_ends(*, task: AnnotationTask) -> Any:
+        table = read_scores(task=task)
+        scoring_job_execute(job_id=job.pk)
+        return table
+
+    monkeypatch.setattr(views, "machine_table", scores_then_the_worker_ends)
+    html = browser_as("owner").get(f"/annotation/{scored_task.pk}/").content.decode()
+    page_data = json.loads(re.search(r'<script id="task-data" type="application/json">(.*?)</script>', html)[1])
+    offered = f'value="job:{job.pk}:reward"' in html
+    assert offered or page_data["active_jobs"] == [job.pk], (offered, page_data)
+    assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.SUCCEEDED
 
 
 def test_a_job_left_running_by_a_dead_worker_starts_over(
