@@ -44,7 +44,8 @@ def test_a_prm_trained_from_an_uploaded_file_in_the_browser(
     page.click("#reward-model-create button[type=submit]")
     page.click("#train-link")
     page.wait_for_selector("#rm-train-form")
-    page.wait_for_load_state("load")  # the form's script, which hides the kind not chosen, runs at the page's end
+    # the form's script, which hides the kind not chosen, runs at the page's end
+    page.wait_for_load_state("load")
     assert page.is_visible("#rm-train-pairs") and not page.is_visible("#rm-train-prm")
     page.check("input[name=model_kind][value=prm]")
     assert page.is_visible("#rm-train-prm") and not page.is_visible("#rm-train-pairs")

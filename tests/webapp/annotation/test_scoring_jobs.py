@@ -136,7 +136,8 @@ def test_a_job_that_ends_while_the_task_page_is_built_is_offered_or_polled(
 
     monkeypatch.setattr(views, "machine_table", scores_then_the_worker_ends)
     html = browser_as("owner").get(f"/annotation/{scored_task.pk}/").content.decode()
-    page_data = json.loads(re.search(r'<script id="task-data" type="application/json">(.*?)</script>', html)[1])
+    data_script = re.search(r'<script id="task-data" type="application/json">(.*?)</script>', html)
+    page_data = json.loads(data_script[1])
     offered = f'value="job:{job.pk}:reward"' in html
     assert offered or page_data["active_jobs"] == [job.pk], (offered, page_data)
     assert ScoringJob.objects.get(pk=job.pk).status == ScoringStatus.SUCCEEDED
