@@ -95,6 +95,47 @@ def test_each_decode_step_gives_transformers_logits(
         decoder.step(new[:, 0], positions + 4, torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1))
 
 
+@torch.no_grad()
+def test_finished_rows_leave_the_buffers_and_the_rest_keep_their_logits() -> None:
+    model = _models()["llama, grouped-query attention"].eval()
+    decoder = decoder_for(model)
+    assert decoder is not None
+    ids = torch.tensor([[0, 5, 9, 11], [3, 4, 5, 6]])
+    mask = (ids != 0).long()
+    rows = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    new = torch.randint(3, 60, (8, 5), generator=torch.Generator().manual_seed(0))
+    # True: the row goes on after token t. Two rows end after token 0 (a quarter: the buffers shrink), one more
+    # after token 1 (not yet a quarter of the six left), three more after token 2 (now they shrink again).
+    alive = torch.ones(5, 8, dtype=torch.bool)
+    alive[0:, [1, 6]] = False
+    alive[1:, 2] = False
+    alive[2:, [0, 3, 7]] = False
+    _, past = prefill(model, ids, mask)
+    assert decoder.start(past, rows, new.shape[1])
+    _, theirs = prefill(model, ids, mask)
+    theirs.reorder_cache(rows)
+    attn, positions = mask[rows], mask[rows].sum(-1, keepdim=True)
+    held = []
+    for t in range(4):
+        attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
+        ours = decoder.step(new[:, t], positions + t, attn, alive[t])
+        assert decoder.held is not None
+        held.append(decoder.held.tolist())
+        step = model(
+            input_ids=new[:, t : t + 1],
+            attention_mask=attn,
+            position_ids=positions + t,
+            use_cache=True,
+            **cache_kwargs(theirs),
+        )
+        theirs = output_cache(step)
+        live = alive[t]
+        assert torch.allclose(ours[live], step.logits[live, -1], atol=1e-5), t
+        assert not ours[~live].any()  # a finished row is not computed
+    assert held == [[0, 2, 3, 4, 5, 7], [0, 2, 3, 4, 5, 7], [4, 5], [4, 5]]
+    assert decoder.keys[0].shape[0] == 2
+
+
 def _generate(model_dir: Path, cached: bool, tokens: int = 8, **params: object) -> RolloutBatch:
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     engine = HFRolloutEngine(model, AutoTokenizer.from_pretrained(model_dir), cached_decoder=cached)

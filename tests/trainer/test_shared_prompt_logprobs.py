@@ -11,6 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from trainer.models.logprobs import _can_share, _shared_prompts, completion_logprobs, positions_from_mask
+from trainer.models.packed_forward import keep_padding
 from trainer.models.transformers_compat import enable_activation_checkpointing
 
 
@@ -68,6 +69,7 @@ def values_and_grads(model: PreTrainedModel, fn: Scorer, *batch: torch.Tensor) -
 def test_shared_prompts_give_the_logprobs_entropies_and_gradients_of_one_forward(
     model: PreTrainedModel,
 ) -> None:
+    keep_padding(model)  # the cache-sharing path (trainer/models/packed_forward.py has its own tests)
     batch = groups()
     assert _shared_prompts(model, batch[0], batch[1]) is not None  # the shared path is the one under test
 
@@ -92,6 +94,7 @@ def test_a_single_completion_token_needs_only_the_prompt_pass(model: PreTrainedM
 def test_rows_with_distinct_prompts_take_the_one_forward_path(model: PreTrainedModel) -> None:
     prompt_ids, prompt_mask, completion_ids, completion_mask = groups(G=1)
 
+    keep_padding(model)
     assert _shared_prompts(model, prompt_ids, prompt_mask) is None
     got = completion_logprobs(model, prompt_ids, prompt_mask, completion_ids, completion_mask, 1.0)
     torch.testing.assert_close(

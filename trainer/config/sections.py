@@ -270,7 +270,18 @@ class TrainingConfig(_Section):
         "serve every completion of its group, as in Prefix Grouper (Liu et al. 2025): the values and gradients "
         "of one forward over the whole rows up to float rounding, for about half the work when prompts are "
         "most of each row. An FSDP-sharded model, activation checkpointing and active dropout always score "
-        "whole rows. false: score whole rows always (to compare with an fsdp run float for float).",
+        "whole rows. false: score whole rows always, padding included, and never pack them (to compare with an "
+        "fsdp run float for float).",
+    )
+    packed_forward: bool = Field(
+        True,
+        description="Score the batch without its padding: each distinct prompt once, followed by its completions, "
+        "packed into rows under a block mask that lets every completion see only its prompt and itself (Prefix "
+        "Grouper's shared prefix, Liu et al. 2025, with padding-free packing). The values and gradients of one "
+        "forward over the padded rows up to float rounding, for the work of the real tokens only: on GRPO batches, "
+        "where most completions end well before the longest, often half of it. Taken for Llama-style models "
+        "(llama, mistral, qwen2, qwen3) with sdpa or eager attention and no sliding window, unsharded; other "
+        "models use the cache-sharing forward above. false: the cache-sharing forward always.",
     )
     skip_silent_rows: bool = Field(
         True,

@@ -4,6 +4,9 @@ Positions are computed from the attention mask (``cumsum - 1``) both here and in
 a left-padded prompt sees the same positions at sampling and at training time and the first PPO ratio
 is exactly 1 up to float rounding.
 
+Where the model allows it, the rows are packed without their padding, each shared prompt once, and scored in one
+forward under a block mask (trainer/models/packed_forward.py; ``training.packed_forward``). Otherwise:
+
 GRPO scores every prompt G times (a group), so most rows of a batch share their prompt. When they do, each
 distinct prompt goes through the model once and its KV cache (with its autograd graph) is copied to the rows
 that share it; the completions then run on top of it, as the rollout engine decodes them. The values are those
@@ -26,6 +29,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
+from trainer.models.packed_forward import can_pack, packed_logits
 from trainer.models.transformers_compat import RENAMED, cache_kwargs, output_cache
 
 # Cache layers whose update concatenates the new keys and values (autograd follows them) and whose
@@ -57,6 +61,12 @@ def completion_logprobs(
 ) -> tuple[Tensor, Tensor]:
     """(logprob [B, T], entropy [B, T]) of ``completion_ids`` given left-padded prompts; a prompt that several
     rows share is run once (see the module docstring)."""
+    if len(prompt_ids) > 1 and can_pack(model) and not getattr(model, _FULL_ROWS, False):
+        logits = packed_logits(model, prompt_ids, prompt_mask, completion_ids, completion_mask)
+        if logits is not None:  # 0 past each completion's end, where the packed rows hold no token
+            logp, entropy = token_logprobs_and_entropy(logits, completion_ids, temperature)
+            kept = completion_mask.to(logp.dtype)
+            return logp * kept, entropy * kept
     shared = _shared_prompts(model, prompt_ids, prompt_mask)
     if shared is not None:
         logits = _logits_on_shared_prompts(model, *shared, prompt_mask, completion_ids, completion_mask)

@@ -75,14 +75,15 @@ def _attend(grouped: Tensor, keys: Tensor, values: Tensor, blocked: Tensor, scal
     """Attention of one new token: ``grouped`` [B, H_kv, group, d] (query head j reads KV head j // group),
     ``keys``/``values`` [B, H_kv, L, d], ``blocked`` [B, 1, 1, L] True where a key is masked -> [B, H_kv, group, d].
     Scores in the model's dtype, softmax in float32, as transformers' eager attention."""
-    if grouped.numel() * keys.shape[2] <= ELEMENTWISE_LIMIT:
+    elementwise = grouped.numel() * keys.shape[2] <= ELEMENTWISE_LIMIT
+    if elementwise:
         scores = (grouped[:, :, :, None] * keys[:, :, None]).sum(-1) * scaling  # [B, H_kv, group, L]
     else:
         scores = torch.matmul(grouped, keys.transpose(2, 3)) * scaling
     probs = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1, dtype=torch.float32).to(
         grouped.dtype
     )
-    if grouped.numel() * keys.shape[2] <= ELEMENTWISE_LIMIT:
+    if elementwise:
         return (probs[..., None] * values[:, :, None]).sum(-2)
     return torch.matmul(probs, values)
 
@@ -110,6 +111,8 @@ class CachedDecoder:
         self.values: list[Tensor] = []
         self.length = 0
         self.room_left = 0  # new tokens still allowed (start's new_tokens)
+        # the generation's rows the buffers hold, in order (finished ones leave)
+        self.held: Tensor | None = None
 
     def start(self, cache: Any, rows: Tensor, new_tokens: int) -> bool:
         """Copy the prefill ``cache`` ([D, H, L, d] per layer) to buffers of ``rows`` [B] with room for
@@ -126,6 +129,7 @@ class CachedDecoder:
             self.values.append(self._buffer(values, rows, min(new_tokens, FIRST_ROOM)))
         self.length = int(self.keys[0].shape[2]) - min(new_tokens, FIRST_ROOM)
         self.room_left = new_tokens
+        self.held = torch.arange(len(rows), device=rows.device)
         return True
 
     @staticmethod
@@ -135,18 +139,49 @@ class CachedDecoder:
         buffer[:, :, :length] = prefilled[rows]
         return buffer
 
-    def step(self, tokens: Tensor, positions: Tensor, attended: Tensor) -> Tensor:
+    def step(
+        self, tokens: Tensor, positions: Tensor, attended: Tensor, alive: Tensor | None = None
+    ) -> Tensor:
         """Logits [B, V] after ``tokens`` [B] at ``positions`` [B, 1]; ``attended`` [B, L + 1] (1: a key the new
-        token may attend to: the prompt's non-padding tokens and every token generated so far, itself included)."""
+        token may attend to: the prompt's non-padding tokens and every token generated so far, itself included).
+
+        ``alive`` [B] (True: the row goes on): a finished row's logits are 0, and once a quarter of the rows the
+        buffers hold have finished, the buffers are copied without them and they are not computed again."""
         n = self.length
-        if self.room_left <= 0:
+        if self.room_left <= 0 or self.held is None:
             raise RuntimeError(
                 "the decode cache is full: start() was given fewer new tokens than were decoded"
             )
         self.room_left -= 1
+        if alive is not None:
+            self._let_go(alive)
         if n >= self.keys[0].shape[2]:  # most completions end early: the room grows as they go on
             self.keys = [_doubled(k) for k in self.keys]
             self.values = [_doubled(v) for v in self.values]
+        held = self.held
+        if len(held) == len(tokens):
+            logits = self._step(tokens, positions, attended)
+        else:
+            some = self._step(tokens[held], positions[held], attended[held])
+            logits = some.new_zeros((len(tokens), some.shape[-1])).index_copy_(0, held, some)
+        return logits if alive is None else logits.masked_fill(~alive[:, None], 0.0)
+
+    def _let_go(self, alive: Tensor) -> None:
+        """Copy the buffers without the rows that have finished, once they are a quarter of the rows held."""
+        assert self.held is not None
+        going_on = alive[self.held]
+        if int(going_on.sum()) * 4 > len(self.held) * 3:
+            return
+        keep = going_on.nonzero().flatten()
+        if not len(keep):  # all finished: keep one, whose logits are thrown away like any finished row's
+            keep = keep.new_zeros(1)
+        self.held = self.held[keep]
+        self.keys = [k[keep] for k in self.keys]
+        self.values = [v[keep] for v in self.values]
+
+    def _step(self, tokens: Tensor, positions: Tensor, attended: Tensor) -> Tensor:
+        """``step`` over the rows the buffers hold, in their order."""
+        n = self.length
         x = self.inner.embed_tokens(tokens[:, None])  # [B, 1, hidden]
         cos, sin = self.inner.rotary_emb(x, positions)  # [B, 1, d]
         cos, sin = cos[:, None], sin[:, None]  # [B, 1, 1, d] against [B, H, 1, d]

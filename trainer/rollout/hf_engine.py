@@ -222,7 +222,7 @@ class HFRolloutEngine:
                 break
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
             if decoder is not None:
-                logits = decoder.step(tok, next_pos + t, attn)
+                logits = decoder.step(tok, next_pos + t, attn, alive)
                 continue
             out = self.model(
                 input_ids=tok[:, None],

@@ -33,6 +33,7 @@ from trainer.models.device import resolve_device, resolve_dtype
 from trainer.models.logprobs import score_full_rows
 from trainer.models.lora import apply_lora, is_lora_model, load_causal_lm, reference_forward
 from trainer.models.memory import MemoryPlan, plan_memory
+from trainer.models.packed_forward import keep_padding
 from trainer.models.tiny_model import BuildCallback, BuildProgress, resolve_model_path
 from trainer.models.transformers_compat import enable_activation_checkpointing
 from trainer.process.base import ScorerState
@@ -373,10 +374,11 @@ def build_run(
         dist=current(),
         watch=detector_for(config),
     )
-    if not config.training.shared_prompt_forward:
-        for scorer in (run.model, run.ref_model, run.teacher.model if run.teacher else None):
-            if scorer is not None:
-                score_full_rows(scorer)
+    for scorer in (run.model, run.ref_model, run.teacher.model if run.teacher else None):
+        if scorer is not None and not config.training.shared_prompt_forward:
+            score_full_rows(scorer)
+        if scorer is not None and not config.training.packed_forward:
+            keep_padding(scorer)
     run.scorer_state = build_scorer_state(run, checkpoint_dir, state)
     if config.environment is not None:
         run.episodes = EpisodeRunner(

@@ -216,6 +216,8 @@ def test_completions_dropped_for_an_absent_reward_do_not_train_the_prm(
         got.append((batch.metrics, [p.detach().clone() for p in state.model.parameters()]))
     (dropped_metrics, dropped_params), (alone_metrics, alone_params) = got
     assert dropped_metrics["process/implicit_loss"] == pytest.approx(alone_metrics["process/implicit_loss"])
-    # Adam's first step moves a weight by about lr (1e-3) whatever its gradient's size: equal up to rounding
+    # Adam's first step moves a weight by about lr (1e-3) whatever its gradient's size, so a dropped completion that
+    # trained would move weights by ~1e-3; equal up to rounding is far below that. (The two batches pack into rows of
+    # different lengths, and Adam's division scales a gradient's rounding up where the gradient is near 0.)
     diffs = torch.cat([(a - b).abs().flatten() for a, b in zip(dropped_params, alone_params, strict=True)])
-    assert float(diffs.max()) < 1e-6
+    assert float(diffs.max()) < 1e-5
