@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import platform
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,3 +38,23 @@ def weights_hash(model_dir: Path) -> str:
     for f in sorted(model_dir.glob("*.safetensors")):
         digest.update(f.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def timing_header(threads: int, torch_version: str) -> dict[str, Any]:
+    """What a timing benchmark's results file records about its run: the command, the code revision, the torch
+    threads, the load average before it and the machine."""
+    return {
+        "command": " ".join(["python", *sys.argv]),
+        "revision": code_revision(),
+        "threads": threads,
+        "load_before": os.getloadavg(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "torch": torch_version},
+    }
+
+
+def timing_sentence(header: dict[str, Any]) -> str:
+    """The first sentence of a timing benchmark's Markdown: how it was run, from ``timing_header``'s record."""
+    return (
+        f"`{header['command']}` at {header['revision']}, {header['machine']['cpus']} CPUs, "
+        f"{header['threads']} torch threads, load average {header['load_before'][0]:.2f} before."
+    )

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -254,12 +253,13 @@ def _table(result: dict[str, Any]) -> str:
 
 
 def _markdown(results: list[dict[str, Any]], header: dict[str, Any]) -> str:
+    from benchmarks.provenance import timing_sentence
+
     out = [
         "# Where a synchronous step's time goes",
         "",
-        f"`{header['command']}` at {header['revision']}, {header['machine']['cpus']} CPUs, "
-        f"{header['threads']} torch threads, load average {header['load_before'][0]:.2f} before. "
-        "Median over the steps after the warm-up ones (ms), share of the sum of the medians. "
+        timing_sentence(header)
+        + " Median over the steps after the warm-up ones (ms), share of the sum of the medians. "
         "benchmarks/step_profile.py says how each row is measured.",
         "",
     ]
@@ -299,16 +299,10 @@ def main() -> None:
         parser.error("--steps must be larger than --warmup")
     import torch
 
-    from benchmarks.provenance import code_revision
+    from benchmarks.provenance import timing_header
 
     torch.set_num_threads(args.threads)
-    header = {
-        "command": " ".join(["python", *sys.argv]),
-        "revision": code_revision(),
-        "threads": torch.get_num_threads(),
-        "load_before": os.getloadavg(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "torch": torch.__version__},
-    }
+    header = timing_header(torch.get_num_threads(), torch.__version__)
     overrides = dict(item.split("=", 1) for item in args.set)
     header["overrides"] = overrides
     results = []

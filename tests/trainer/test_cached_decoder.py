@@ -50,6 +50,20 @@ def _models() -> dict[str, PreTrainedModel]:
     }
 
 
+def _transformers_step(
+    model: PreTrainedModel, cache: object, tokens: torch.Tensor, positions: torch.Tensor, attn: torch.Tensor
+) -> tuple[torch.Tensor, object]:
+    """transformers' own decode step: (the new token's logits [B, V], the grown cache)."""
+    step = model(
+        input_ids=tokens[:, None],
+        attention_mask=attn,
+        position_ids=positions,
+        use_cache=True,
+        **cache_kwargs(cache),
+    )
+    return step.logits[:, -1], output_cache(step)
+
+
 @pytest.mark.parametrize("matmuls", [False, True], ids=["elementwise", "matmuls"])
 @pytest.mark.parametrize("name", sorted(_models()))
 @torch.no_grad()
@@ -82,15 +96,8 @@ def test_each_decode_step_gives_transformers_logits(
     for t in range(new.shape[1]):
         attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
         ours = decoder.step(new[:, t], positions + t, attn)
-        step = model(
-            input_ids=new[:, t : t + 1],
-            attention_mask=attn,
-            position_ids=positions + t,
-            use_cache=True,
-            **cache_kwargs(theirs),
-        )
-        theirs = output_cache(step)
-        assert torch.allclose(ours, step.logits[:, -1], atol=1e-5), (name, t)
+        logits, theirs = _transformers_step(model, theirs, new[:, t], positions + t, attn)
+        assert torch.allclose(ours, logits, atol=1e-5), (name, t)
     with pytest.raises(RuntimeError, match="cache is full"):
         decoder.step(new[:, 0], positions + 4, torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1))
 
@@ -121,16 +128,9 @@ def test_finished_rows_leave_the_buffers_and_the_rest_keep_their_logits() -> Non
         ours = decoder.step(new[:, t], positions + t, attn, alive[t])
         assert decoder.held is not None
         held.append(decoder.held.tolist())
-        step = model(
-            input_ids=new[:, t : t + 1],
-            attention_mask=attn,
-            position_ids=positions + t,
-            use_cache=True,
-            **cache_kwargs(theirs),
-        )
-        theirs = output_cache(step)
+        logits, theirs = _transformers_step(model, theirs, new[:, t], positions + t, attn)
         live = alive[t]
-        assert torch.allclose(ours[live], step.logits[live, -1], atol=1e-5), t
+        assert torch.allclose(ours[live], logits[live], atol=1e-5), t
         assert not ours[~live].any()  # a finished row is not computed
     assert held == [[0, 2, 3, 4, 5, 7], [0, 2, 3, 4, 5, 7], [4, 5], [4, 5]]
     assert decoder.keys[0].shape[0] == 2

@@ -110,18 +110,3 @@ def test_models_it_cannot_pack_for(random_model_dir: Path) -> None:
         )
         completion_logprobs(model, *batch, 1.0)
         assert calls == shapes, mark  # one packed row; the shared prompts' cache; the padded rows
-
-
-@pytest.mark.parametrize("packed", [True, False])
-def test_training_packed_forward_reaches_the_policy_and_its_reference(
-    random_model_dir: Path, tmp_path: Path, packed: bool
-) -> None:
-    from tests.trainer.loop_helpers import tiny_config
-    from trainer.step.run_setup import build_run
-
-    config = tiny_config(
-        random_model_dir, tmp_path, algorithm={"beta": 0.04}, training={"packed_forward": packed}
-    )
-    run = build_run(config, log=lambda _: None)
-    assert run.ref_model is not None
-    assert [can_pack(m) for m in (run.model, run.ref_model)] == [packed, packed]

@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from trainer.models.logprobs import _can_share, _shared_prompts, completion_logprobs, positions_from_mask
-from trainer.models.packed_forward import keep_padding
+from trainer.models.packed_forward import can_pack, keep_padding
 from trainer.models.transformers_compat import enable_activation_checkpointing
 
 
@@ -122,16 +122,16 @@ def test_dropout_in_training_and_activation_checkpointing_keep_the_one_forward_p
     assert not _can_share(checkpointed)  # it runs without a cache
 
 
-@pytest.mark.parametrize("shared", [True, False])
-def test_training_shared_prompt_forward_reaches_the_policy_and_its_reference(
-    random_model_dir: Path, tmp_path: Path, shared: bool
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.parametrize("knob", ["shared_prompt_forward", "packed_forward"])
+def test_the_training_forward_settings_reach_the_policy_and_its_reference(
+    random_model_dir: Path, tmp_path: Path, knob: str, on: bool
 ) -> None:
     from tests.trainer.loop_helpers import tiny_config
     from trainer.step.run_setup import build_run
 
-    config = tiny_config(
-        random_model_dir, tmp_path, algorithm={"beta": 0.04}, training={"shared_prompt_forward": shared}
-    )
+    config = tiny_config(random_model_dir, tmp_path, algorithm={"beta": 0.04}, training={knob: on})
     run = build_run(config, log=lambda _: None)
     assert run.ref_model is not None
-    assert [_can_share(m) for m in (run.model, run.ref_model)] == [shared, shared]
+    taken = _can_share if knob == "shared_prompt_forward" else can_pack
+    assert [taken(m) for m in (run.model, run.ref_model)] == [on, on]
