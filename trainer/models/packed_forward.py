@@ -32,9 +32,8 @@ _KEEP_PADDING = "_rlvr_keep_padding"  # set on a model by keep_padding
 # longer than that get a row of their own). The mask makes every token of a row attend over the whole row (its
 # masked keys cost as much as the others), about 4 x tokens x hidden flops a layer against the linear layers' ~32 x
 # hidden^2: at hidden-size rows a row's attention costs an eighth of its linear layers, and longer rows soon cost
-# more than the padding they save. Measured on the 128-wide tiny chain model (64 completions, forward and backward,
-# 2 threads): rows of 128 tokens 3.2x faster than the cache-sharing forward over padded rows, 1.2x faster than rows
-# of 256 and 1.6x faster than rows of 2048.
+# more than the padding they save. benchmarks/packed_forward.py times rows of 64..2048 tokens against the padded
+# paths (results/packed_forward.md): on the 128-wide tiny chain model rows of 128 tokens were the fastest.
 ROW_TOKENS_PER_WIDTH = 1
 MIN_ROW_TOKENS = 64
 
@@ -64,6 +63,15 @@ def row_tokens_for(model: nn.Module) -> int:
     return max(MIN_ROW_TOKENS, ROW_TOKENS_PER_WIDTH * width)
 
 
+def distinct_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(distinct prompt ids [D, Lp], their masks [D, Lp], each row's distinct index [B]) of left-padded prompts;
+    the padding's ids do not make two prompts differ."""
+    keys = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)
+    distinct, of_row = torch.unique(keys, dim=0, return_inverse=True)  # [D, 2 Lp], [B]
+    width = prompt_ids.shape[1]
+    return distinct[:, :width], distinct[:, width:], of_row
+
+
 def _is_prefix(mask: Tensor) -> bool:
     """Every row of ``mask`` [B, T] is ones then zeros."""
     return bool((mask[:, 1:] <= mask[:, :-1]).all())
@@ -85,12 +93,11 @@ def packed_logits(
     B, T = completion_ids.shape
     width = prompt_ids.shape[1]
     row_tokens = row_tokens_for(model) if row_tokens is None else row_tokens
-    keys = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)  # padding ids do not make prompts differ
-    distinct, of_row = torch.unique(keys, dim=0, return_inverse=True)  # [D, 2 Lp], [B]
-    prompt_lengths = distinct[:, width:].sum(-1).tolist()
+    distinct_ids_t, distinct_mask, of_row = distinct_prompts(prompt_ids, prompt_mask)
+    prompt_lengths = distinct_mask.sum(-1).tolist()
     if min(prompt_lengths) < 1:
         return None  # an empty prompt has no position to predict the first token from
-    distinct_ids = distinct[:, :width].tolist()
+    distinct_ids = distinct_ids_t.tolist()
     lengths = completion_mask.sum(-1).tolist()
     completions = completion_ids.tolist()
     members: list[list[int]] = [[] for _ in prompt_lengths]

@@ -322,9 +322,9 @@ def test_no_server_makes_the_episode_absent() -> None:
 def test_a_step_slower_than_the_timeout_fails_the_episode(arithmetic: str) -> None:
     env = arithmetic_env(arithmetic, message_timeout_s=0.5)
     env.reset(Sample(id="q", prompt="", meta={"openenv_reset": {"a": 1, "b": 1, "delay_s": 20}}))
-    started = time.monotonic()  # the step alone: waiting out the environment's 20 s would fail this
-    assert env.step(turn(0, "2")).done
-    assert time.monotonic() - started < 10
+    started = time.monotonic()  # the step alone: waiting out the environment's 20 s, or the 10 s close
+    assert env.step(turn(0, "2")).done  # handshake the busy server cannot answer, would fail this
+    assert time.monotonic() - started < 5
     score = env.final_score()
     assert score.absent and "did not answer a step within 0.5 s" in score.detail["absent"]
 
