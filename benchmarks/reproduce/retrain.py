@@ -7,6 +7,8 @@ commit, and the short fixture arm that the retrain-at-commit test uses.
 - ``verify_stale``: the first steps of seed 0 of each of a stale row's arms, traced; when every metric equals the
   stored arm's first steps exactly, the change did not reach the numbers and the reach is stamped current
   ("verified against" the arms' commit).
+- ``refine_reach``: a current row whose reach record names files only is traced again and its record given the
+  code units that ran, so that later edits to code it never ran leave it current.
 - ``retrain_at_commit``: one stored arm trained again in a ``git worktree`` at the commit it records (which must
   be clean), by that commit's own harness (``python -m benchmarks.reproduce.retrain --spec ...``), and compared
   with the stored numbers exactly (every metric but the timings, every evaluation).
@@ -44,15 +46,28 @@ def _threads() -> None:
     torch.set_num_threads(1)
 
 
+def _first_seed_arms(plan: Any) -> list[tuple[str, Any]]:
+    """(role, ArmSpec) of the row's arms of its first seed: the short pass's."""
+    first = plan.pairs[0][0]
+    return [(role, spec) for role, seed, spec in plan.arms() if seed == first]
+
+
 def record_reach(plan: Any, store: Path, reach_dir: Path, log: Log, verified: str = "") -> None:
     """Trace the row's short pass and store its reach."""
     from benchmarks.reproduce import reach
 
-    first = plan.pairs[0][0]
-    arms = [(role, spec) for role, seed, spec in plan.arms() if seed == first]
-    _, files = reach.short_pass(arms, store)
-    reach.write(reach_dir, plan.method.name, files, verified)
+    _, files, units = reach.short_pass(_first_seed_arms(plan), store)
+    reach.write(reach_dir, plan.method.name, files, units, verified)
     log(f"  {plan.method.name}: reach recorded ({len(files)} files)")
+
+
+def refine_reach(plan: Any, store: Path, reach_dir: Path, log: Log) -> None:
+    """Trace the short pass of a row that is current and add the code units that ran to its reach record."""
+    from benchmarks.reproduce import reach
+
+    _, files, units = reach.short_pass(_first_seed_arms(plan), store)
+    kept = reach.refine(reach_dir, plan.method.name, files, units)
+    log(f"  {plan.method.name}: code units recorded for {kept} of its {len(files)} files")
 
 
 def _seeds(plan: Any, probe_only: bool) -> set[int]:
@@ -75,14 +90,13 @@ def verify_stale(plan: Any, store: Path, reach_dir: Path, log: Log) -> bool:
     from benchmarks.reproduce import reach
 
     cache = ArmCache(store)
-    first = plan.pairs[0][0]
-    arms = [(role, spec) for role, seed, spec in plan.arms() if seed == first]
+    arms = _first_seed_arms(plan)
     stored = {role: cache.get(arm_key(spec)) for role, spec in arms}
     absent = [role for role, arm in stored.items() if arm is None]
     if absent:
         log(f"  {plan.method.name}: cannot verify, arms not stored: {', '.join(absent)}")
         return False
-    short, files = reach.short_pass(arms, store)
+    short, files, units = reach.short_pass(arms, store)
     for role, result in short.items():
         differs = reach.matches(result, stored[role])  # type: ignore[arg-type]
         if differs:
@@ -91,7 +105,7 @@ def verify_stale(plan: Any, store: Path, reach_dir: Path, log: Log) -> bool:
             )
             return False
     commits = sorted({str(a.extra.get("git_commit")) for a in stored.values() if a is not None})
-    reach.write(reach_dir, plan.method.name, files, verified=", ".join(commits))
+    reach.write(reach_dir, plan.method.name, files, units, verified=", ".join(commits))
     log(f"  {plan.method.name}: verified: the first {reach.SHORT_STEPS} steps equal the stored ones exactly")
     return True
 

@@ -141,6 +141,22 @@ def _verify(plans: list[RowPlan], places: Places, log: Any) -> None:
             retrain.verify_stale(plan, places.store, places.reach, log)
 
 
+def _refine(plans: list[RowPlan], places: Places, log: Any) -> None:
+    from benchmarks.reproduce import reach, report, retrain
+
+    _init_worker()
+    cache = ArmCache(places.store)
+    for plan in plans:
+        record = reach.read(places.reach, plan.method.name)
+        if (
+            record is None
+            or record.get("units")
+            or (report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale")
+        ):
+            continue
+        retrain.refine_reach(plan, places.store, places.reach, log)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.reproduce.run", description=__doc__.split("\n\n")[0]
@@ -185,6 +201,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-run the first steps of seed 0 of each stale row's arms; a row whose numbers match exactly is "
         "stamped current",
+    )
+    mode.add_argument(
+        "--refine-reach",
+        action="store_true",
+        help="re-trace the short pass of each current row whose reach record names files only and add the code "
+        "units that ran, so that later edits to code a row never ran leave it current",
     )
     mode.add_argument(
         "--retrain-at-commit", metavar="KEY", help="train one stored arm again at its recorded commit"
@@ -252,6 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     plans = plan_all(chosen, args.seeds, args.steps, args.eval_every, _eval_spec(args))
     if args.verify_stale:
         _verify(plans, places, log)
+    elif args.refine_reach:
+        _refine(plans, places, log)
     elif not args.no_train:
         _train(plans, places, args, log)
     from benchmarks.reproduce import report

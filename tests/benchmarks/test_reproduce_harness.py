@@ -22,6 +22,7 @@ from benchmarks.reproduce.measures import ArmResult
 from benchmarks.reproduce.methods_budget import vigor_has_power
 from benchmarks.reproduce.methods_loss_shaping import _clip_binds, majority_mostly_right
 from benchmarks.reproduce.provenance import file_hash, lock_hash
+from benchmarks.reproduce.reach import code_units, units_hash
 from benchmarks.reproduce.stats import equivalence_interval, holm, paired, t_quantile, tost
 from benchmarks.reproduce.verdict import AS_CLAIMED, INCONCLUSIVE, UNDETECTED, judge
 
@@ -150,10 +151,41 @@ def test_a_row_is_stale_when_a_file_that_reached_it_changes(tmp_path: Path) -> N
     doc = (out / "reproduction.md").read_text()
     assert "**opd** (on-policy distillation (OPD)) (stale)" in doc and "--methods opd --retrain-stale" in doc
     assert "`trainer/sinks.py`" in doc
+    # the file differs but the units of it that ran are what ran (a comment, or code the row never called): current
+    hashes, _, _ = code_units(ROOT / "trainer/sinks.py")
+    ran = {"units": ["<module>"], "hash": units_hash(hashes, ["<module>"])}
+    edited = {**current, "files": {"trainer/sinks.py": "0" * 16}, "units": {"trainer/sinks.py": ran}}
+    (reach / "cue_grpo_rarity.json").write_text(json.dumps(edited))
+    _run(ROOT, "--no-train", "--allow-missing", "--methods", "cue_grpo_rarity", "--out", str(out))
+    assert not json.loads((out / "results.json").read_text())["rows"]["cue_grpo_rarity"]["staleness"]["stale"]
     (reach / "cue_grpo_rarity.json").write_text(json.dumps({**current, "lock": "another"}))
     _run(ROOT, "--no-train", "--allow-missing", "--methods", "cue_grpo_rarity", "--out", str(out))
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert rows["cue_grpo_rarity"]["staleness"]["why"] == "deploy/requirements.lock changed"
+
+
+def test_code_units_ignore_comments_and_code_that_did_not_run(tmp_path: Path) -> None:
+    src = "RATE = 2\n\n\ndef ran(x):\n    return x * RATE\n\n\ndef idle(x):\n    return x\n\n\nclass Box:\n    N = 1\n"
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    hashes, at, on_import = code_units(path)
+    assert (
+        at[("ran", 4)] == "ran"
+        and set(hashes) == {"<module>", "ran", "idle", "Box"}
+        and on_import == {"<module>", "Box"}
+    )
+    ran = ["<module>", "ran"]
+    before = units_hash(hashes, ran)
+    path.write_text("# a line above moves every unit down\n" + src.replace("return x\n", "return x + 1\n"))
+    assert units_hash(code_units(path)[0], ran) == before  # idle changed; what ran did not
+    path.write_text(src.replace("x * RATE", "x * RATE + 1"))
+    assert units_hash(code_units(path)[0], ran) != before
+    path.write_text(src.replace("RATE = 2", "RATE = 3"))  # the module body ran: its constants count
+    assert units_hash(code_units(path)[0], ran) != before
+    path.write_text(src.replace("def ran", "def renamed").replace("return x * RATE", "return renamed"))
+    assert units_hash(code_units(path)[0], ran) is None
+    path.write_text("def broken(:\n")
+    assert code_units(path) == ({}, {}, set())
 
 
 def test_holm_on_hand_computed_numbers() -> None:

@@ -100,8 +100,14 @@ def test_two_rows_train_compare_resume_and_regenerate(
     assert again.returncode == 0 and "training" not in again.stdout, again.stdout + again.stderr
     assert (out / "reproduction.md").read_text() == doc
 
-    # a file that reached the row "changed" (its recorded hash no longer matches): stale, then verified
+    # a file that reached the row "changed" but the units of it that ran did not (an edited comment, or a
+    # function the row never called): current; a unit that ran compiles to something else: stale, then verified
+    assert "_guarded_step" in reach["units"]["trainer/step/loop.py"]["units"], reach["units"]
     reach["files"]["trainer/step/loop.py"] = "0" * 16
+    (out / "reach" / "dapo_dynamic_sampling.json").write_text(json.dumps(reach))
+    assert _run(home, out, "--no-train").returncode == 0
+    assert "(stale)" not in (out / "reproduction.md").read_text()
+    reach["units"]["trainer/step/loop.py"]["hash"] = "0" * 16
     (out / "reach" / "dapo_dynamic_sampling.json").write_text(json.dumps(reach))
     stale = _run(home, out, "--no-train")
     assert stale.returncode == 0 and "(stale)" in (out / "reproduction.md").read_text()
@@ -111,6 +117,17 @@ def test_two_rows_train_compare_resume_and_regenerate(
     )
     row = json.loads((out / "results.json").read_text())["rows"]["dapo_dynamic_sampling"]
     assert row["staleness"]["stale"] is False and row["staleness"]["verified_against"]
+    # a current record written before units: --refine-reach traces the row again and adds them, keeping the rest
+    files_only = json.loads((out / "reach" / "dapo_dynamic_sampling.json").read_text())
+    files_only.pop("units")
+    (out / "reach" / "dapo_dynamic_sampling.json").write_text(json.dumps(files_only))
+    refined = _run(home, out, "--refine-reach")
+    assert refined.returncode == 0 and "code units recorded for" in refined.stdout, (
+        refined.stdout + refined.stderr
+    )
+    record = json.loads((out / "reach" / "dapo_dynamic_sampling.json").read_text())
+    assert record["units"]["trainer/step/loop.py"]["units"] and record["verified_against"]
+    assert {k: v for k, v in record.items() if k not in ("units", "units_recorded_at")} == files_only
 
     stored[0].unlink()  # one arm lost: --no-train says so, a normal run retrains that one only
     missing = _run(home, out, "--no-train")

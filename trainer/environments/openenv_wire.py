@@ -173,13 +173,6 @@ class OpenEnvSession:
         with suppress(Exception):
             self._stack.close()
 
-    def _abandon(self) -> None:
-        """Close without waiting for the server's half of the closing handshake: a server that did not answer in
-        time is busy, and waiting for it would hold the episode up to close_timeout longer."""
-        if self._ws is not None:
-            self._ws.close_timeout = 0
-        self.close()
-
     def __enter__(self) -> OpenEnvSession:
         return self
 
@@ -193,7 +186,10 @@ class OpenEnvSession:
             self._ws.send(json.dumps(message, allow_nan=False))
             raw = self._ws.recv(timeout=self.message_timeout_s)
         except TimeoutError:
-            self._abandon()  # a late answer would be read as the next one's: the session cannot go on
+            # A late answer would be read as the next one's: the session cannot go on. A server that did not
+            # answer in time is busy: close without waiting up to close_timeout for its half of the handshake.
+            self._ws.close_timeout = 0
+            self.close()
             raise OpenEnvWireError(
                 f"the OpenEnv server at {self.url} did not answer a {message['type']} within "
                 f"{self.message_timeout_s:g} s (raise the environment's message_timeout_s if its steps are slow)"

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel
 
-from trainer.models.packed_forward import can_pack, distinct_prompts, packed_logits
+from trainer.models.packed_forward import can_pack, packed_logits
 from trainer.models.transformers_compat import RENAMED, cache_kwargs, output_cache
 
 # Cache layers whose update concatenates the new keys and values (autograd follows them) and whose
@@ -93,8 +93,12 @@ def _shared_prompts(
     and the shared path applies to ``model``; None otherwise."""
     if len(prompt_ids) < 2 or not _can_share(model):
         return None
-    ids, masks, rows = distinct_prompts(prompt_ids, prompt_mask)
-    return None if len(ids) == len(prompt_ids) else (ids, masks, rows)
+    keys = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)  # padding ids do not make prompts differ
+    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)  # [D, 2 Lp], [B]
+    if len(distinct) == len(prompt_ids):
+        return None
+    width = prompt_ids.shape[1]
+    return distinct[:, :width], distinct[:, width:], rows
 
 
 def score_full_rows(model: nn.Module) -> None:

@@ -63,15 +63,6 @@ def row_tokens_for(model: nn.Module) -> int:
     return max(MIN_ROW_TOKENS, ROW_TOKENS_PER_WIDTH * width)
 
 
-def distinct_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(distinct prompt ids [D, Lp], their masks [D, Lp], each row's distinct index [B]) of left-padded prompts;
-    the padding's ids do not make two prompts differ."""
-    keys = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)
-    distinct, of_row = torch.unique(keys, dim=0, return_inverse=True)  # [D, 2 Lp], [B]
-    width = prompt_ids.shape[1]
-    return distinct[:, :width], distinct[:, width:], of_row
-
-
 def _is_prefix(mask: Tensor) -> bool:
     """Every row of ``mask`` [B, T] is ones then zeros."""
     return bool((mask[:, 1:] <= mask[:, :-1]).all())
@@ -93,11 +84,12 @@ def packed_logits(
     B, T = completion_ids.shape
     width = prompt_ids.shape[1]
     row_tokens = row_tokens_for(model) if row_tokens is None else row_tokens
-    distinct_ids_t, distinct_mask, of_row = distinct_prompts(prompt_ids, prompt_mask)
-    prompt_lengths = distinct_mask.sum(-1).tolist()
+    keys = torch.cat([prompt_ids * prompt_mask, prompt_mask], dim=1)  # padding ids do not make prompts differ
+    distinct, of_row = torch.unique(keys, dim=0, return_inverse=True)  # [D, 2 Lp], [B]
+    prompt_lengths = distinct[:, width:].sum(-1).tolist()
     if min(prompt_lengths) < 1:
         return None  # an empty prompt has no position to predict the first token from
-    distinct_ids = distinct_ids_t.tolist()
+    distinct_ids = distinct[:, :width].tolist()
     lengths = completion_mask.sum(-1).tolist()
     completions = completion_ids.tolist()
     members: list[list[int]] = [[] for _ in prompt_lengths]
