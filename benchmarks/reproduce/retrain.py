@@ -2,8 +2,9 @@
 commit, and the short fixture arm that the retrain-at-commit test uses.
 
 - ``retrain_stale``: every arm of a stale row not trained at today's code revision is trained again now and
-  replaces the stored one (resumable: an arm already retrained carries today's revision), then the row's reach is
-  recorded (reach.py), so it is current.
+  replaces the stored one (resumable: an arm already retrained carries today's revision), except an arm that a
+  current row also holds (its reach shows the code that trained it unchanged), then the row's reach is recorded
+  (reach.py), so it is current.
 - ``verify_stale``: the first steps of seed 0 of each of a stale row's arms, traced; when every metric equals the
   stored arm's first steps exactly, the change did not reach the numbers and the reach is stamped current
   ("verified against" the arms' commit).
@@ -22,7 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from pathlib import Path
 from typing import Any
 
@@ -77,12 +78,15 @@ def _seeds(plan: Any, probe_only: bool) -> set[int]:
     return {seed for seed, _, _ in pairs}
 
 
-def all_current(plan: Any, cache: ArmCache, probe_only: bool = False) -> bool:
+def all_current(plan: Any, cache: ArmCache, probe_only: bool = False, held: Set[str] = frozenset()) -> bool:
     """Every arm of the row (of its probe seeds: a row that cannot act) is stored and was trained at today's
-    code revision."""
+    code revision, or is ``held`` (a current row holds it too)."""
     seeds = _seeds(plan, probe_only)
-    arms = [cache.get(arm_key(spec)) for _, seed, spec in plan.arms() if seed in seeds]
-    return all(a is not None and a.extra.get("code_revision") == code_revision() for a in arms)
+    keys = [arm_key(spec) for _, seed, spec in plan.arms() if seed in seeds]
+    arms = [(key, cache.get(key)) for key in keys]
+    return all(
+        a is not None and (key in held or a.extra.get("code_revision") == code_revision()) for key, a in arms
+    )
 
 
 def verify_stale(plan: Any, store: Path, reach_dir: Path, log: Log) -> bool:
@@ -110,13 +114,15 @@ def verify_stale(plan: Any, store: Path, reach_dir: Path, log: Log) -> bool:
     return True
 
 
-def stale_arms(plan: Any, cache: ArmCache, probe_only: bool = False) -> list[tuple[str, ArmSpec]]:
+def stale_arms(
+    plan: Any, cache: ArmCache, probe_only: bool = False, held: Set[str] = frozenset()
+) -> list[tuple[str, ArmSpec]]:
     """The row's arms (of its probe seeds: a row that cannot act) not trained at today's code revision or not
-    stored, labelled for progress lines."""
+    stored, labelled for progress lines; an arm ``held`` by a current row is kept."""
     out = []
     seeds = _seeds(plan, probe_only)
     for role, seed, spec in plan.arms():
-        if seed not in seeds:
+        if seed not in seeds or arm_key(spec) in held:
             continue
         arm = cache.get(arm_key(spec))
         if arm is None or arm.extra.get("code_revision") != code_revision():

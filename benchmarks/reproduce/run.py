@@ -109,18 +109,40 @@ def _train(plans: list[RowPlan], places: Places, args: argparse.Namespace, log: 
     train_missing(probe, places.store, args.jobs, log)
     acting = [p for p in plans if report.applicability(p, ArmCache(places.store), probe_only=True) is None]
     train_missing([x for p in acting for x in _labelled(p)], places.store, args.jobs, log)
+    held: set[str] = set()
     if args.retrain_stale:
         cache = ArmCache(places.store)
+        held = _held_by_current_rows(places, args)
         for plan in plans:
             if (report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale"):
                 probe_only = plan not in acting  # a row that cannot act: only its probe seeds were trained
-                todo = retrain.stale_arms(plan, cache, probe_only)
+                todo = retrain.stale_arms(plan, cache, probe_only, held)
                 train_missing(todo, places.store, args.jobs, log, replace_stored=True)
     cache = ArmCache(places.store)
     for plan in plans:
         probe_only = plan not in acting
-        if plan.comparisons and retrain.all_current(plan, cache, probe_only) and _needs_reach(plan, places):
+        current = retrain.all_current(plan, cache, probe_only, held)
+        if plan.comparisons and current and _needs_reach(plan, places):
             retrain.record_reach(plan, places.store, places.reach, log)
+
+
+def _held_by_current_rows(places: Places, args: argparse.Namespace) -> set[str]:
+    """Keys of the arms that a current row (its reach recorded and unchanged) also holds: the code that trained
+    them is today's in every unit that ran, so a stale row sharing them (a plain-GRPO comparison, say) keeps them."""
+    from benchmarks.reproduce import reach, report
+
+    cache = ArmCache(places.store)
+    everyone = plan_all(
+        select("all", discover_methods()), args.seeds, args.steps, args.eval_every, _eval_spec(args)
+    )
+    held: set[str] = set()
+    for plan in everyone:
+        row = report.build_row(plan, cache, places.reach)
+        if reach.read(places.reach, plan.method.name) is not None and not (row.get("staleness") or {}).get(
+            "stale"
+        ):
+            held |= {arm_key(spec) for _, _, spec in plan.arms()}
+    return held
 
 
 def _needs_reach(plan: RowPlan, places: Places) -> bool:

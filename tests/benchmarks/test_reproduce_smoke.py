@@ -4,7 +4,8 @@ The built-in chain models are built for real but cut short (tests/trainer/build_
 cache; each arm trains 2 steps and is scored on 40 held-out problems. What is checked is the machinery the
 table rests on: every row gets paired statistics, the store resumes (a second run trains nothing and rewrites
 the same files), the code that reached each row is recorded and ``--verify-stale`` re-stamps a row whose numbers
-a change did not reach, a missing arm is found by ``--no-train`` and retrained alone, and an applicability rule
+a change did not reach, ``--refine-reach`` adds code units to a record, ``--retrain-stale`` keeps the arms a
+current row holds, a missing arm is found by ``--no-train`` and retrained alone, and an applicability rule
 turns a row "not applicable" from its probe seeds.
 """
 
@@ -15,10 +16,12 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from benchmarks.reproduce.store import load_arm, write_arm
 from tests.trainer.build_helpers import quick_builds
 from trainer.models.tiny_model import ensure_tiny_model
 
@@ -128,6 +131,20 @@ def test_two_rows_train_compare_resume_and_regenerate(
     record = json.loads((out / "reach" / "dapo_dynamic_sampling.json").read_text())
     assert record["units"]["trainer/step/loop.py"]["units"] and record["verified_against"]
     assert {k: v for k, v in record.items() if k not in ("units", "units_recorded_at")} == files_only
+
+    # every arm as if trained at an older code, and a unit that ran for the DS row changed: --retrain-stale
+    # retrains the DS row's own arms only, not the plain-GRPO arms the current cue row also holds
+    for path in stored:
+        arm = load_arm(path)
+        write_arm(path, replace(arm, extra={**arm.extra, "code_revision": "0" * 16}))
+    record["files"]["trainer/step/loop.py"] = record["units"]["trainer/step/loop.py"]["hash"] = "0" * 16
+    (out / "reach" / "dapo_dynamic_sampling.json").write_text(json.dumps(record))
+    redo = _run(home, out, "--retrain-stale")
+    assert redo.returncode == 0 and "training 2 arms" in redo.stdout, redo.stdout + redo.stderr
+    assert "reach recorded" in redo.stdout
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert not rows["dapo_dynamic_sampling"]["staleness"]["stale"]
+    assert not rows["cue_grpo_rarity"]["staleness"]["stale"]
 
     stored[0].unlink()  # one arm lost: --no-train says so, a normal run retrains that one only
     missing = _run(home, out, "--no-train")
