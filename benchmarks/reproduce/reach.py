@@ -152,9 +152,8 @@ def traced(fn: Callable[[], T]) -> tuple[T, dict[str, str], dict[str, dict[str, 
         files[rel] = file_hash(ROOT / rel)
         hashes, at, on_import = code_units(ROOT / rel)
         names = {at[u] for u in ran[rel] if u in at}
-        if hashes and len(names) == len(
-            ran[rel]
-        ):  # every unit that ran is in the file as it is, else by file
+        # units only when every unit that ran is found in the file as it is; else the file is judged whole
+        if hashes and len(names) == len(ran[rel]):
             names = sorted(names | on_import)
             units[rel] = {"units": names, "hash": units_hash(hashes, names)}
     return result, files, units

@@ -114,7 +114,7 @@ def _train(plans: list[RowPlan], places: Places, args: argparse.Namespace, log: 
         cache = ArmCache(places.store)
         held = _held_by_current_rows(places, args)
         for plan in plans:
-            if (report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale"):
+            if _stale(plan, cache, places):
                 probe_only = plan not in acting  # a row that cannot act: only its probe seeds were trained
                 todo = retrain.stale_arms(plan, cache, probe_only, held)
                 train_missing(todo, places.store, args.jobs, log, replace_stored=True)
@@ -129,7 +129,7 @@ def _train(plans: list[RowPlan], places: Places, args: argparse.Namespace, log: 
 def _held_by_current_rows(places: Places, args: argparse.Namespace) -> set[str]:
     """Keys of the arms that a current row (its reach recorded and unchanged) also holds: the code that trained
     them is today's in every unit that ran, so a stale row sharing them (a plain-GRPO comparison, say) keeps them."""
-    from benchmarks.reproduce import reach, report
+    from benchmarks.reproduce import reach
 
     cache = ArmCache(places.store)
     everyone = plan_all(
@@ -137,12 +137,15 @@ def _held_by_current_rows(places: Places, args: argparse.Namespace) -> set[str]:
     )
     held: set[str] = set()
     for plan in everyone:
-        row = report.build_row(plan, cache, places.reach)
-        if reach.read(places.reach, plan.method.name) is not None and not (row.get("staleness") or {}).get(
-            "stale"
-        ):
+        if reach.read(places.reach, plan.method.name) is not None and not _stale(plan, cache, places):
             held |= {arm_key(spec) for _, _, spec in plan.arms()}
     return held
+
+
+def _stale(plan: RowPlan, cache: ArmCache, places: Places) -> bool:
+    from benchmarks.reproduce import report
+
+    return bool((report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale"))
 
 
 def _needs_reach(plan: RowPlan, places: Places) -> bool:
@@ -153,28 +156,23 @@ def _needs_reach(plan: RowPlan, places: Places) -> bool:
 
 
 def _verify(plans: list[RowPlan], places: Places, log: Any) -> None:
-    from benchmarks.reproduce import report, retrain
+    from benchmarks.reproduce import retrain
 
     _init_worker()
     cache = ArmCache(places.store)
     for plan in plans:
-        row = report.build_row(plan, cache, places.reach)
-        if (row.get("staleness") or {}).get("stale"):
+        if _stale(plan, cache, places):
             retrain.verify_stale(plan, places.store, places.reach, log)
 
 
 def _refine(plans: list[RowPlan], places: Places, log: Any) -> None:
-    from benchmarks.reproduce import reach, report, retrain
+    from benchmarks.reproduce import reach, retrain
 
     _init_worker()
     cache = ArmCache(places.store)
     for plan in plans:
         record = reach.read(places.reach, plan.method.name)
-        if (
-            record is None
-            or record.get("units")
-            or (report.build_row(plan, cache, places.reach).get("staleness") or {}).get("stale")
-        ):
+        if record is None or record.get("units") or _stale(plan, cache, places):
             continue
         retrain.refine_reach(plan, places.store, places.reach, log)
 
